@@ -1,0 +1,31 @@
+# Everything the project needs is installed by these targets into .venv.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench dist clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,delta,streaming]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/offsets-audit demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/decode.py
+
+dist: $(STAMP)
+	$(BIN)/python -m pip wheel --no-deps -w dist .
+	cd src && $(abspath $(BIN))/python -m zipfile -c ../dist/offsets_audit.zip offsets_audit
+
+clean:
+	rm -rf $(VENV) dist build spark-warehouse

@@ -1,0 +1,1 @@
+"""Replay and audit Kafka's __consumer_offsets topic."""

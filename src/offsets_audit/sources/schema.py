@@ -1,0 +1,63 @@
+"""The one row shape every source produces: Spark's Kafka-source columns plus record-batch attributes.
+
+``key``/``value``/``topic``/``partition``/``offset``/``timestamp``/``timestampType`` are exactly the
+columns of Spark's built-in ``kafka`` source, so a DataFrame read with ``spark.read.format("kafka")``
+is already a valid input. The batch attributes are null where a source cannot see them (a consumer never
+sees control batches or producer ids).
+"""
+
+from pyspark.sql.types import (
+    BinaryType, BooleanType, IntegerType, LongType, ShortType, StringType, StructField, StructType,
+    TimestampType,
+)
+
+#: Spark Kafka source's columns, in its order.
+KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+
+#: Record-batch attributes that log segments (and partly kafka-python) can see.
+BATCH_COLUMNS = [
+    "producer_id", "producer_epoch", "is_transactional", "is_control", "control_type",
+    "coordinator_epoch", "batch_base_offset", "batch_last_offset", "batch_magic", "compression",
+    "source_file", "file_position",
+]
+
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType(), True),
+    StructField("value", BinaryType(), True),
+    StructField("topic", StringType(), True),
+    StructField("partition", IntegerType(), True),
+    StructField("offset", LongType(), True),
+    StructField("timestamp", TimestampType(), True),
+    StructField("timestampType", IntegerType(), True),
+])
+
+BATCH_SCHEMA = StructType([
+    StructField("producer_id", LongType(), True),
+    StructField("producer_epoch", ShortType(), True),
+    StructField("is_transactional", BooleanType(), True),
+    StructField("is_control", BooleanType(), True),
+    StructField("control_type", StringType(), True),
+    StructField("coordinator_epoch", IntegerType(), True),
+    StructField("batch_base_offset", LongType(), True),
+    StructField("batch_last_offset", LongType(), True),
+    StructField("batch_magic", ShortType(), True),
+    StructField("compression", StringType(), True),
+    StructField("source_file", StringType(), True),
+    StructField("file_position", LongType(), True),
+])
+
+#: What every source returns: Kafka columns then batch attributes.
+SOURCE_SCHEMA = StructType(KAFKA_SCHEMA.fields + BATCH_SCHEMA.fields)
+
+#: Spark's timestampType codes (Kafka's TimestampType ids).
+TIMESTAMP_TYPE_IDS = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}
+
+
+def with_batch_columns(df):
+    """Add any missing batch attribute as a typed null column, so every source has SOURCE_SCHEMA's columns."""
+    from pyspark.sql import functions as F
+
+    for field in BATCH_SCHEMA.fields:
+        if field.name not in df.columns:
+            df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
+    return df

@@ -1,0 +1,30 @@
+"""Shared fixtures: one local SparkSession for the whole run, and the golden data directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", REPO.parent / "shared" / "golden"))
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    if not GOLDEN.is_dir():
+        pytest.fail(f"golden data not found at {GOLDEN}: check out shared/ beside the repo or set OFFSETS_AUDIT_GOLDEN")
+    return GOLDEN
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from offsets_audit.spark_session import get_spark
+
+    session = get_spark("offsets-audit-tests", extra_conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
