@@ -1,0 +1,75 @@
+"""RangeAssignor ("range"): every golden case, plus the rules it is built from."""
+
+from __future__ import annotations
+
+import pytest
+
+from assignor_golden import golden_cases
+from offsets_audit.assignors import run
+
+TOPIC_A = "f10of4il9cKFRFbGz3l8RQ"
+TOPIC_B = "-JP2nvddCDAXoiB0nt0jqQ"
+
+
+def member(member_id, topics, instance_id=None, current=None):
+    return {"member_id": member_id, "instance_id": instance_id, "rack_id": None,
+            "subscribed_topic_names": list(topics), "subscribed_topic_ids": list(topics),
+            "current_assignment": current or {}}
+
+
+def case(members, subscription_type="HOMOGENEOUS", topics=((TOPIC_A, 7), (TOPIC_B, 2))):
+    return {"subscription_type": subscription_type,
+            "topics": [{"id": t, "name": f"topic-{i}", "partitions": n, "partition_racks": None}
+                       for i, (t, n) in enumerate(topics)],
+            "members": members, "assignable_partitions": None}
+
+
+@pytest.mark.parametrize("golden_case", golden_cases("range"))
+def test_matches_kafka_range_assignor(golden_case):
+    assert run("range", golden_case["input"]) == golden_case["expected"]
+
+
+def test_first_members_get_one_extra_partition():
+    result = run("range", case([member("b", [TOPIC_A]), member("a", [TOPIC_A]), member("c", [TOPIC_A])],
+                               topics=((TOPIC_A, 7),)))
+    assert result["members"] == {"a": {TOPIC_A: [0, 1, 2]}, "b": {TOPIC_A: [3, 4]}, "c": {TOPIC_A: [5, 6]}}
+
+
+def test_static_members_come_first_ordered_by_instance_id():
+    result = run("range", case([member("a", [TOPIC_A]), member("z", [TOPIC_A], instance_id="i2"),
+                                member("y", [TOPIC_A], instance_id="i1")], topics=((TOPIC_A, 3),)))
+    assert result["members"] == {"y": {TOPIC_A: [0]}, "z": {TOPIC_A: [1]}, "a": {TOPIC_A: [2]}}
+
+
+def test_member_ids_compare_as_utf16_code_units():
+    # U+FF21 (BMP, high) sorts after U+1F600 (surrogate pair D83D..) in Java's String.compareTo.
+    result = run("range", case([member("\uff21", [TOPIC_A]), member("\U0001f600", [TOPIC_A])],
+                               topics=((TOPIC_A, 2),)))
+    assert result["members"] == {"\U0001f600": {TOPIC_A: [0]}, "\uff21": {TOPIC_A: [1]}}
+
+
+def test_member_with_empty_range_gets_no_topic_entry():
+    result = run("range", case([member("a", [TOPIC_B]), member("b", [TOPIC_B]), member("c", [TOPIC_B])]))
+    assert result["members"] == {"a": {TOPIC_B: [0]}, "b": {TOPIC_B: [1]}, "c": {}}
+
+
+def test_heterogeneous_ranges_are_cut_among_each_topics_subscribers():
+    result = run("range", case([member("a", [TOPIC_A, TOPIC_B]), member("b", [TOPIC_A])], "HETEROGENEOUS"))
+    assert result["members"] == {"a": {TOPIC_A: [0, 1, 2, 3], TOPIC_B: [0, 1]}, "b": {TOPIC_A: [4, 5, 6]}}
+
+
+def test_current_assignment_is_ignored():
+    result = run("range", case([member("a", [TOPIC_A], current={TOPIC_A: [6]}), member("b", [TOPIC_A])],
+                               topics=((TOPIC_A, 2),)))
+    assert result["members"] == {"a": {TOPIC_A: [0]}, "b": {TOPIC_A: [1]}}
+
+
+@pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
+def test_subscription_to_missing_topic_fails_the_assignment(subscription_type):
+    missing = "AAAAAAAAAAAAAAAAAAAAAA"
+    result = run("range", case([member("a", [missing])], subscription_type))
+    assert result == {"error": "PartitionAssignorException", "message": "Member is subscribed to a non-existent topic"}
+
+
+def test_empty_group_gets_empty_assignment():
+    assert run("range", case([])) == {"error": None, "members": {}}
