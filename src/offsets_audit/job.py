@@ -1,0 +1,226 @@
+"""The audit job: source -> decode -> replay -> assignor audit -> audit -> sinks.
+
+One function, ``run_job(spark, config)``, serves ``offsets-audit run``, ``jobs/nightly_audit.py`` under
+spark-submit, the demo and notebooks. Every heavy step is a Spark transformation; the driver only plans,
+collects the small summary and writes the HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from offsets_audit.config import load_config, redacted
+from offsets_audit.errors import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML config overriding conf/defaults.yaml (e.g. conf/nightly.yaml)")
+    parser.add_argument("--input", help="override source.path")
+    parser.add_argument("--input-format", choices=["segments", "parquet", "kafka"], help="override source.kind")
+    parser.add_argument("--bootstrap-server", help="kafka source: kafka.bootstrap.servers")
+    parser.add_argument("--output", help="override output.path")
+    parser.add_argument("--output-format", choices=["parquet", "delta"], help="override output.format")
+    parser.add_argument("--run-id", help="override run_id (a rerun with the same id replaces its rows)")
+    parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
+    parser.add_argument("--incremental", action="store_true",
+                        help="replay only what is new since the last run, state kept in --checkpoint")
+    parser.add_argument("--checkpoint", help="checkpoint folder for --incremental")
+
+
+def overrides_from_args(args) -> dict:
+    overrides: dict = {}
+    source: dict = {}
+    if getattr(args, "input", None):
+        source["path"] = args.input
+    if getattr(args, "input_format", None):
+        source["kind"] = args.input_format
+    if getattr(args, "bootstrap_server", None):
+        source["kind"] = "kafka"
+        source["options"] = {"kafka.bootstrap.servers": args.bootstrap_server}
+    if source:
+        overrides["source"] = source
+    output: dict = {}
+    if getattr(args, "output", None):
+        output["path"] = args.output
+    if getattr(args, "output_format", None):
+        output["format"] = args.output_format
+    if output:
+        overrides["output"] = output
+    if getattr(args, "run_id", None):
+        overrides["run_id"] = args.run_id
+    if getattr(args, "topic_metadata", None):
+        overrides["topic_metadata"] = {"source": "file", "path": args.topic_metadata}
+    return overrides
+
+
+def source_config(config: dict) -> dict:
+    source = config["source"]
+    if source["kind"] in ("segments", "parquet") and not source.get("path"):
+        raise UserError(f"source.kind is {source['kind']} but source.path is not set",
+                        fix="set source.path in the config or pass --input PATH")
+    if source["kind"] == "kafka" and "kafka.bootstrap.servers" not in (source.get("options") or {}):
+        raise UserError("source.kind is kafka but no bootstrap servers are given",
+                        fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
+    out = {"kind": source["kind"], **(source.get("options") or {})}
+    if source.get("path"):
+        out["path"] = source["path"]
+    return out
+
+
+def run_job(spark, config: dict, *, progress: bool = True) -> dict:
+    """Run the whole audit once (batch) and return the summary dict (also written as summary.json)."""
+    from offsets_audit import sinks
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.sources import read
+
+    timings: dict[str, float] = {}
+    out = config["output"]
+    run_id = config["run_id"]
+
+    def stage(name):
+        class _Stage:
+            def __enter__(self_inner):
+                self_inner.start = time.perf_counter()
+                if progress:
+                    print(f"[offsets-audit] {name} ...", file=sys.stderr, flush=True)
+
+            def __exit__(self_inner, *exc):
+                timings[name] = round(time.perf_counter() - self_inner.start, 3)
+        return _Stage()
+
+    with stage("read+decode"):
+        raw = read(spark, source_config(config))
+        decoded_all = codec_spark.decode(raw).persist()
+        decoded, quarantined = codec_spark.split(decoded_all)
+        counts = _counts(decoded_all)
+
+    tables: dict = {}
+    with stage("replay"):
+        tables.update(replay_spark.replay(decoded))
+
+    with stage("assignor-audit"):
+        tables["assignor_audit"] = _assignor_audit(spark, config, tables)
+
+    with stage("audit"):
+        from offsets_audit.audit import spark as audit_spark
+        tables.update(audit_spark.audit(tables, config))
+
+    with stage("write"):
+        paths = {}
+        for name, df in tables.items():
+            if df is None:
+                continue
+            paths[name] = sinks.write_table(df, out["path"], name, run_id, out["format"])
+        paths["quarantine"] = sinks.write_table(quarantined, out["path"], "quarantine", run_id, out["format"])
+        if out.get("write_decoded"):
+            paths["decoded"] = sinks.write_table(decoded, out["path"], "decoded", run_id, out["format"])
+
+    summary = _summary(config, counts, tables, timings, paths)
+    if out.get("html_report"):
+        from offsets_audit.audit.report import write_report
+        summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+    decoded_all.unpersist()
+    _write_summary(out["path"], run_id, summary)
+    return summary
+
+
+def _assignor_audit(spark, config: dict, tables: dict):
+    if not config["assignors"]["audit"] or "target_assignments" not in tables:
+        return None
+    from offsets_audit.assignors import spark as assignor_spark
+
+    topic_metadata = None
+    tm = config["topic_metadata"]
+    if tm["source"] == "file":
+        from offsets_audit.assignors.topic_metadata import read_topic_metadata
+        topic_metadata = read_topic_metadata(spark, tm["path"])
+    return assignor_spark.audit(tables["target_assignments"], topic_metadata,
+                                what_if=config["assignors"]["what_if"], offsets=tables.get("offsets"))
+
+
+def _counts(decoded_all) -> dict:
+    from pyspark.sql import functions as F
+
+    rows = (decoded_all.groupBy("record_name", "error_code").agg(F.count("*").alias("n")).collect())
+    by_type: dict = {}
+    by_error: dict = {}
+    read = decoded = quarantined = 0
+    for r in rows:
+        read += r["n"]
+        if r["error_code"] is None:
+            decoded += r["n"]
+            by_type[r["record_name"] or "?"] = by_type.get(r["record_name"] or "?", 0) + r["n"]
+        else:
+            quarantined += r["n"]
+            by_error[r["error_code"]] = by_error.get(r["error_code"], 0) + r["n"]
+    return {"read": read, "decoded": decoded, "quarantined": quarantined,
+            "by_record_type": dict(sorted(by_type.items())), "by_error_code": dict(sorted(by_error.items()))}
+
+
+def _summary(config, counts, tables, timings, paths) -> dict:
+    from pyspark.sql import functions as F
+
+    summary = {"run_id": config["run_id"], "records": counts, "timings_s": timings, "tables": paths}
+    if tables.get("group_state") is not None:
+        summary["groups"] = {r["group_type"] or "?": r["n"] for r in
+                             tables["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
+    if tables.get("findings") is not None:
+        summary["findings"] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
+                               tables["findings"].groupBy("rule", "severity").agg(F.count("*").alias("n"))
+                               .orderBy("rule").collect()}
+    if tables.get("latency_summary") is not None:
+        summary["latency"] = [r.asDict() for r in tables["latency_summary"].limit(50).collect()]
+    return summary
+
+
+def _write_summary(output_path: str, run_id: str, summary: dict) -> None:
+    if "://" in output_path and not output_path.startswith("file://"):
+        return
+    target = Path(output_path.replace("file://", "")) / "summary" / f"{run_id}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(summary, indent=2, default=str))
+
+
+def print_summary(summary: dict, file=sys.stdout) -> None:
+    r = summary["records"]
+    print(f"run {summary['run_id']}: read {r['read']:,} records = {r['decoded']:,} decoded + "
+          f"{r['quarantined']:,} quarantined", file=file)
+    if summary.get("groups"):
+        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
+    if r["by_error_code"]:
+        print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
+    findings = summary.get("findings") or {}
+    print(f"findings: {sum(findings.values())}" + ("" if not findings else ""), file=file)
+    for rule, n in findings.items():
+        print(f"  {rule}: {n}", file=file)
+    for row in summary.get("latency") or []:
+        print("latency " + ", ".join(f"{k}={v}" for k, v in row.items()), file=file)
+    print("timings: " + ", ".join(f"{k} {v}s" for k, v in summary["timings_s"].items()), file=file)
+    if summary.get("report"):
+        print(f"report: {summary['report']}", file=file)
+
+
+def run(args) -> int:
+    config = load_config(args.config, overrides_from_args(args))
+    from offsets_audit.spark_session import get_spark
+
+    spark = get_spark("offsets-audit", master=config["spark"]["master"],
+                      extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
+    if args.incremental:
+        if not args.checkpoint:
+            raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
+        from offsets_audit.replay.incremental import run_incremental
+        summary = run_incremental(spark, config, args.checkpoint)
+    else:
+        summary = run_job(spark, config)
+    print_summary(summary)
+    return 0
+
+
+def describe(config: dict) -> str:
+    return json.dumps(redacted(config), indent=2)
