@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench dist clean
+.PHONY: install browser demo test bench dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/offsets-audit demo
 
-test: $(STAMP)
+# The HTML report test drives a real headless Chromium (Debian package); install it when we can.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: chromium not installed (needs root); the report screenshot test will be skipped"
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
