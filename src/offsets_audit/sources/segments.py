@@ -1,0 +1,565 @@
+"""Read broker log segment files (``<dir>/__consumer_offsets-N/<base offset>.log``) record by record.
+
+Mirrors how Kafka's ``FileRecords.batches()`` walks a segment (the reader behind ``kafka-dump-log``):
+
+* magic 2 record batches (``DefaultRecordBatch`` / ``DefaultRecord``): 61-byte header, CRC32C over everything
+  from the attributes on, records with zig-zag varint fields and headers, control batches whose single record
+  key is ``int16 version + int16 type`` (``ControlRecordType``) and, for COMMIT/ABORT, a value of
+  ``int16 version + int32 coordinator epoch`` (``EndTransactionMarker``);
+* legacy magic 0/1 message sets (``LegacyRecord`` / ``AbstractLegacyRecordBatch``): CRC32 from the magic byte
+  on; a compressed wrapper message holds an inner message set whose offsets are relative to the wrapper's
+  offset (magic 1) or absolute (magic 0). A legacy "batch" is one shallow entry.
+
+Unlike Kafka, bad bytes never raise. Each unreadable stretch becomes one *quarantine entry* (a dict):
+
+``file``, ``partition``, ``position`` (byte position of the first skipped byte), ``error_code``
+(``truncated_batch``, ``crc_mismatch``, ``bad_length``, ``unknown_magic``, ``unknown_compression``,
+``decompression_failed``, ``bad_record``), ``message`` (names file, position, offsets, the fix),
+``base_offset`` / ``last_offset`` (as claimed by the batch header, None when not readable) and
+``skipped_bytes`` (how many bytes the entry covers).
+
+Pass ``quarantine`` as a list (entries are appended) or as a callable (called with each entry). Reading then
+resumes at the next readable batch: right after the bad batch when its length is trustworthy, else at the
+next position holding a plausible batch header (sane length, known magic, matching CRC). Every byte of the
+file is covered by exactly one read batch or one quarantine entry, so every batch is either read whole or
+quarantined (no partial batches are ever yielded).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Union
+
+from crc32c import crc32c
+
+from offsets_audit.errors import UserError
+from offsets_audit.sources.compression import COMPRESSION_NAMES, DecompressionError, decompress
+
+#: Bytes before a batch's magic byte: base offset, length, partition leader epoch (v2) / crc (legacy).
+LOG_OVERHEAD = 12
+_V2_HEADER = struct.Struct(">qiiBIhiqqqhii")
+V2_HEADER_SIZE = _V2_HEADER.size  # 61
+_LEGACY_HEADER = struct.Struct(">qiIBB")  # offset, size, crc, magic, attributes
+_OFFSET_LENGTH = struct.Struct(">qi")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_CONTROL_VALUE = struct.Struct(">hi")
+
+#: Smallest legal value of the length field per magic (bytes after the length field).
+_MIN_LENGTH = {0: 14, 1: 22, 2: V2_HEADER_SIZE - LOG_OVERHEAD}
+#: Refuse batch lengths above this when resyncing; Kafka's message.max.bytes is far below.
+MAX_BATCH_LENGTH = 1 << 30
+
+CONTROL_TYPE_NAMES = {
+    0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION", 6: "KRAFT_VOTERS",
+}
+
+#: Keys of every record dict ``read_segment`` yields, in order.
+RECORD_FIELDS = (
+    "offset", "timestamp", "timestamp_type", "partition", "batch_base_offset", "batch_last_offset",
+    "batch_magic", "compression", "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch",
+    "is_transactional", "is_control", "control_type", "coordinator_epoch", "key", "value", "headers",
+)
+
+_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
+_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+Quarantine = Union[list, Callable[[dict], None], None]
+
+
+class BadBatch(Exception):
+    """A batch that cannot be read; ``code`` is the quarantine error code."""
+
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    """One batch (magic 2) or shallow legacy entry (magic 0/1), fully decoded.
+
+    ``records`` holds ``(offset, timestamp, key, value, headers)`` tuples; ``controls`` (control batches only)
+    holds a ``(control_type, coordinator_epoch)`` pair per record.
+    """
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    magic: int
+    compression: str
+    timestamp_type: str
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    partition_leader_epoch: int
+    is_transactional: bool
+    is_control: bool
+    records: list
+    controls: list | None = None
+
+
+def partition_of(path: str | os.PathLike) -> int | None:
+    """Partition number from a ``<topic>-N`` parent directory (e.g. ``__consumer_offsets-7``), else None."""
+    match = _TOPIC_PARTITION.match(Path(path).parent.name)
+    return int(match.group("partition")) if match else None
+
+
+def list_segments(root: str | os.PathLike) -> list[tuple[str, int | None]]:
+    """All ``*.log`` segment files under ``root`` (a file, a partition folder or a log dir), sorted.
+
+    Returns ``(path, partition)`` pairs; index, snapshot and checkpoint files are ignored.
+    """
+    root_path = Path(root)
+    if not root_path.exists():
+        raise UserError(f"log segment path {str(root_path)!r} does not exist",
+                        fix="pass a broker log dir, a __consumer_offsets-N folder or a .log file")
+    if root_path.is_file():
+        files = [root_path]
+    else:
+        files = [p for p in root_path.rglob("*.log") if p.is_file()]
+    files.sort(key=lambda p: (str(p.parent), p.name))
+    return [(str(p), partition_of(p)) for p in files]
+
+
+def read_segment(path: str | os.PathLike, partition: int | None = None, quarantine: Quarantine = None,
+                 start: int = 0, end: int | None = None) -> Iterator[dict]:
+    """Yield one dict per record (control records included) of a segment file, in log order.
+
+    Keys are ``RECORD_FIELDS``: the golden ``*.expected.jsonl`` fields with ``key``/``value`` as bytes (value None
+    for a tombstone) plus ``headers`` (a list of ``(str, bytes | None)``). ``partition`` defaults to the one named
+    by the parent directory. ``start``/``end`` restrict reading to a byte range that begins at a batch boundary
+    (see ``batch_boundaries``). Bad bytes go to ``quarantine`` (see module doc), never raise.
+    """
+    if partition is None:
+        partition = partition_of(path)
+    for batch in iter_batches(path, quarantine, start, end, partition=partition):
+        base = {
+            "offset": None, "timestamp": None, "timestamp_type": batch.timestamp_type, "partition": partition,
+            "batch_base_offset": batch.base_offset, "batch_last_offset": batch.last_offset,
+            "batch_magic": batch.magic, "compression": batch.compression, "producer_id": batch.producer_id,
+            "producer_epoch": batch.producer_epoch, "base_sequence": batch.base_sequence,
+            "partition_leader_epoch": batch.partition_leader_epoch,
+            "is_transactional": batch.is_transactional, "is_control": batch.is_control,
+            "control_type": None, "coordinator_epoch": None, "key": None, "value": None, "headers": None,
+        }
+        controls = batch.controls
+        for index, (offset, timestamp, key, value, headers) in enumerate(batch.records):
+            row = base.copy()
+            row["offset"] = offset
+            row["timestamp"] = timestamp
+            row["key"] = key
+            row["value"] = value
+            row["headers"] = headers
+            if controls is not None:
+                row["control_type"], row["coordinator_epoch"] = controls[index]
+            yield row
+
+
+def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: int = 0,
+                 end: int | None = None, partition: int | None = None) -> Iterator[RecordBatch]:
+    """Yield every readable batch of ``path`` within ``[start, end)``; unreadable bytes go to ``quarantine``."""
+    path = str(path)
+    report = _reporter(quarantine)
+    if not os.path.isfile(path):
+        raise UserError(f"log segment {path!r} does not exist or is not a file",
+                        fix="pass an existing .log file (see list_segments for a directory)")
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if end is None or end > size:
+            end = size
+        if start >= end:
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            yield from _walk(buf, path, partition, start, end, report)
+
+
+def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int, int]]:
+    """Split a segment into ``[start, end)`` byte ranges of about ``max_bytes`` that start at batch boundaries.
+
+    Walks batch headers only (12 bytes each). Where a header is not plausible (corruption, truncated tail) the
+    walk stops and the rest of the file becomes the last range; the reader resyncs inside it.
+    """
+    size = os.path.getsize(path)
+    ranges: list[tuple[int, int]] = []
+    if size == 0:
+        return ranges
+    range_start = pos = 0
+    with open(path, "rb") as handle:
+        while pos < size:
+            handle.seek(pos)
+            head = handle.read(LOG_OVERHEAD + 5)
+            if len(head) < LOG_OVERHEAD + 5:
+                break
+            _, length = _OFFSET_LENGTH.unpack_from(head)
+            magic = head[16]
+            if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
+                break
+            pos += LOG_OVERHEAD + length
+            if pos - range_start >= max_bytes and pos < size:
+                ranges.append((range_start, pos))
+                range_start = pos
+    ranges.append((range_start, size))
+    return ranges
+
+
+def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
+    if quarantine is None:
+        return lambda entry: None
+    if callable(quarantine):
+        return quarantine
+    return quarantine.append
+
+
+def _walk(buf, path: str, partition, start: int, end: int, report) -> Iterator[RecordBatch]:
+    pos = start
+    while pos < end:
+        remaining = end - pos
+        claimed = (None, None)
+        size = None
+        try:
+            if remaining < LOG_OVERHEAD + 5:
+                raise BadBatch("truncated_batch", f"only {remaining} bytes left, less than a batch header")
+            base_offset, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+            magic = buf[pos + 16]
+            claimed = (base_offset, None)
+            if magic == 2 and remaining >= V2_HEADER_SIZE:
+                claimed = (base_offset, base_offset + _INT32.unpack_from(buf, pos + 23)[0])
+            if magic not in _MIN_LENGTH:
+                raise BadBatch("unknown_magic", f"magic byte {magic} is not 0, 1 or 2")
+            if length < _MIN_LENGTH[magic] or length > MAX_BATCH_LENGTH:
+                raise BadBatch("bad_length", f"batch length {length} is impossible for magic {magic}")
+            size = LOG_OVERHEAD + length
+            if size > remaining:
+                raise BadBatch("truncated_batch",
+                               f"batch of {size} bytes but only {remaining} bytes left (segment cut mid-write?)")
+            data = buf[pos:pos + size]
+            if magic == 2:
+                batch = _decode_v2(data, pos)
+            else:
+                batch = _decode_legacy(data, pos, magic)
+        except BadBatch as bad:
+            skip = _skip_length(buf, pos, end, bad.code, size)
+            code = bad.code
+            if code == "truncated_batch" and pos + skip < end:
+                code = "bad_length"
+            report(_quarantine_entry(path, partition, pos, code, bad.detail, claimed, skip, pos + skip >= end))
+            pos += skip
+            continue
+        yield batch
+        pos += size
+
+
+def _skip_length(buf, pos: int, end: int, code: str, size: int | None) -> int:
+    """How many bytes a bad batch at ``pos`` covers: its own size when trustworthy, else up to the next plausible
+    batch header (or the end)."""
+    if size is not None and code in ("decompression_failed", "bad_record", "unknown_compression"):
+        return size  # the CRC matched, so the length is right
+    if size is not None and code == "crc_mismatch":
+        after = pos + size
+        if after == end or _plausible_header(buf, after, end):
+            return size
+    candidate = pos + 1
+    while candidate + LOG_OVERHEAD + 5 <= end:
+        if _plausible_header(buf, candidate, end):
+            return candidate - pos
+        candidate += 1
+    return end - pos
+
+
+def _plausible_header(buf, pos: int, end: int) -> bool:
+    if pos + LOG_OVERHEAD + 5 > end:
+        return False
+    magic = buf[pos + 16]
+    if magic > 2:
+        return False
+    base_offset, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+    if base_offset < 0 or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > end:
+        return False
+    batch_end = pos + LOG_OVERHEAD + length
+    if magic == 2:
+        return _INT32.unpack_from(buf, pos + 17)[0] & 0xFFFFFFFF == crc32c(memoryview(buf)[pos + 21:batch_end])
+    return struct.unpack_from(">I", buf, pos + 12)[0] == zlib.crc32(memoryview(buf)[pos + 16:batch_end])
+
+
+def _quarantine_entry(path, partition, pos, code, detail, claimed, skipped, to_end) -> dict:
+    base_offset, last_offset = claimed
+    offsets = ""
+    if base_offset is not None:
+        offsets = (f" (batch claims offsets {base_offset}-{last_offset})" if last_offset is not None
+                   else f" (batch claims offset {base_offset})")
+    where = "to the end of the file" if to_end else "to the next readable batch"
+    message = (f"{code} in {path} (partition {partition}) at byte {pos}{offsets}: {detail}; "
+               f"skipped {skipped} bytes {where}")
+    if code == "truncated_batch" and to_end:
+        message += "; if the broker is still writing this segment, read it again once it is rolled"
+    return {
+        "file": path, "partition": partition, "position": pos, "error_code": code, "message": message,
+        "base_offset": base_offset, "last_offset": last_offset, "skipped_bytes": skipped,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- magic 2
+
+def _decode_v2(data: bytes, position: int) -> RecordBatch:
+    (base_offset, length, leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+     max_timestamp, producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(data)
+    computed = crc32c(memoryview(data)[21:])
+    if computed != crc:
+        raise BadBatch("crc_mismatch", f"stored CRC32C {crc:#010x}, computed {computed:#010x}")
+    codec = attributes & 0x07
+    if codec >= len(COMPRESSION_NAMES):
+        raise BadBatch("unknown_compression", f"compression codec id {codec} is not known")
+    log_append_time = max_timestamp if attributes & 0x08 else None
+    is_control = bool(attributes & 0x20)
+    if count < 0:
+        raise BadBatch("bad_record", f"negative record count {count}")
+    if codec == 0:
+        payload, pos = data, V2_HEADER_SIZE
+    else:
+        try:
+            payload = decompress(codec, data[V2_HEADER_SIZE:])
+        except DecompressionError as exc:
+            raise BadBatch("decompression_failed", str(exc)) from None
+        pos = 0
+    try:
+        records = _decode_v2_records(payload, pos, count, base_offset, base_timestamp, log_append_time)
+    except (IndexError, ValueError, UnicodeDecodeError, struct.error) as exc:
+        raise BadBatch("bad_record", f"record data does not parse: {exc}") from None
+    controls = [_control_of(key, value) for _, _, key, value, _ in records] if is_control else None
+    return RecordBatch(
+        position, LOG_OVERHEAD + length, base_offset, base_offset + last_offset_delta, 2,
+        COMPRESSION_NAMES[codec], "LogAppendTime" if log_append_time is not None else "CreateTime",
+        producer_id, producer_epoch, base_sequence, leader_epoch, bool(attributes & 0x10), is_control,
+        records, controls,
+    )
+
+
+def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base_timestamp: int,
+                       log_append_time: int | None) -> list:
+    """Decode ``count`` ``DefaultRecord``s from ``data[pos:]``; the fast path inlines one-byte varints."""
+    records = []
+    append = records.append
+    end = len(data)
+    for _ in range(count):
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        record_end = pos + ((raw >> 1) ^ -(raw & 1))
+        if record_end > end or record_end <= pos:
+            raise ValueError(f"record length overruns the batch at byte {pos}")
+        pos += 1  # record attributes (unused)
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        timestamp = base_timestamp + ((raw >> 1) ^ -(raw & 1))
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        offset = base_offset + ((raw >> 1) ^ -(raw & 1))
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        size = (raw >> 1) ^ -(raw & 1)
+        if size < 0:
+            key = None
+        else:
+            key = data[pos:pos + size]
+            pos += size
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        size = (raw >> 1) ^ -(raw & 1)
+        if size < 0:
+            value = None
+        else:
+            value = data[pos:pos + size]
+            pos += size
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        else:
+            raw, pos = _varint(data, pos)
+        header_count = (raw >> 1) ^ -(raw & 1)
+        if header_count:
+            headers, pos = _headers(data, pos, header_count)
+        else:
+            headers = []
+        if pos != record_end:
+            raise ValueError(f"record ends at byte {pos}, its length says {record_end}")
+        append((offset, log_append_time if log_append_time is not None else timestamp, key, value, headers))
+    if pos != end:
+        raise ValueError(f"{end - pos} bytes left after the {count} records the header declares")
+    return records
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Unsigned LEB128 varint at ``pos`` (up to 10 bytes, i.e. a varlong); returns (value, next position)."""
+    result = 0
+    shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    raw, pos = _varint(data, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _headers(data: bytes, pos: int, count: int) -> tuple[list, int]:
+    if count < 0:
+        raise ValueError(f"negative header count {count}")
+    headers = []
+    for _ in range(count):
+        size, pos = _zigzag(data, pos)
+        if size < 0:
+            raise ValueError("null header key")
+        name = data[pos:pos + size].decode("utf-8")
+        pos += size
+        size, pos = _zigzag(data, pos)
+        if size < 0:
+            value = None
+        else:
+            value = data[pos:pos + size]
+            pos += size
+        headers.append((name, value))
+    return headers, pos
+
+
+def _control_of(key: bytes | None, value: bytes | None) -> tuple[str, int | None]:
+    """``(control_type, coordinator_epoch)`` of a control record, as ``ControlRecordType`` and
+    ``EndTransactionMarker`` read it; an unparsable or unknown key is ``UNKNOWN``."""
+    if key is None or len(key) < 4:
+        return "UNKNOWN", None
+    version, type_id = struct.unpack_from(">hh", key)
+    if version < 0:
+        return "UNKNOWN", None
+    name = CONTROL_TYPE_NAMES.get(type_id, "UNKNOWN")
+    epoch = None
+    if type_id in (0, 1) and value is not None and len(value) >= 6:
+        epoch = _CONTROL_VALUE.unpack_from(value)[1]
+    return name, epoch
+
+
+# ------------------------------------------------------------------------------------------ magic 0 / 1
+
+def _decode_legacy(data: bytes, position: int, magic: int) -> RecordBatch:
+    offset, size, crc, _, attributes = _LEGACY_HEADER.unpack_from(data)
+    computed = zlib.crc32(memoryview(data)[16:])
+    if computed != crc:
+        raise BadBatch("crc_mismatch", f"stored CRC32 {crc:#010x}, computed {computed:#010x}")
+    try:
+        timestamp, key, value = _legacy_fields(data, 16, len(data), magic)
+    except (IndexError, ValueError, struct.error) as exc:
+        raise BadBatch("bad_record", f"message does not parse: {exc}") from None
+    codec = attributes & 0x07
+    if magic == 0:
+        timestamp_type = "NoTimestampType"
+    else:
+        timestamp_type = "LogAppendTime" if attributes & 0x08 else "CreateTime"
+    if codec == 0:
+        records = [(offset, timestamp, key, value, [])]
+        base_offset = offset
+    else:
+        if codec > 3:
+            raise BadBatch("unknown_compression", f"compression codec id {codec} is not valid for magic {magic}")
+        if value is None:
+            raise BadBatch("bad_record", "compressed wrapper message has a null value")
+        try:
+            inner = decompress(codec, value)
+        except DecompressionError as exc:
+            raise BadBatch("decompression_failed", str(exc)) from None
+        try:
+            records = _legacy_inner(inner, offset, magic, timestamp, timestamp_type)
+        except (IndexError, ValueError, struct.error) as exc:
+            raise BadBatch("bad_record", f"inner message set does not parse: {exc}") from None
+        base_offset = records[0][0]
+    return RecordBatch(position, len(data), base_offset, offset, magic, COMPRESSION_NAMES[codec],
+                       timestamp_type, -1, -1, -1, -1, False, False, records)
+
+
+def _legacy_fields(data: bytes, pos: int, end: int, magic: int) -> tuple[int, bytes | None, bytes | None]:
+    """``(timestamp, key, value)`` of a ``LegacyRecord`` whose magic byte is at ``pos``."""
+    pos += 2  # magic, attributes
+    timestamp = -1
+    if magic == 1:
+        (timestamp,) = _INT64.unpack_from(data, pos)
+        pos += 8
+    (size,) = _INT32.unpack_from(data, pos)
+    pos += 4
+    key = None
+    if size >= 0:
+        key = data[pos:pos + size]
+        pos += size
+    (size,) = _INT32.unpack_from(data, pos)
+    pos += 4
+    value = None
+    if size >= 0:
+        value = data[pos:pos + size]
+        pos += size
+    if pos != end:
+        raise ValueError(f"message fields end at byte {pos}, its size says {end}")
+    return timestamp, key, value
+
+
+def _legacy_inner(inner: bytes, wrapper_offset: int, wrapper_magic: int, wrapper_timestamp: int,
+                  wrapper_timestamp_type: str) -> list:
+    """Records of a compressed wrapper, with Kafka's ``DeepRecordsIterator`` offset and timestamp rules."""
+    entries = []
+    pos, end = 0, len(inner)
+    while pos + LOG_OVERHEAD <= end:
+        offset, size, _, magic, attributes = _LEGACY_HEADER.unpack_from(inner, pos)
+        message_end = pos + LOG_OVERHEAD + size
+        if size < _MIN_LENGTH[0] or message_end > end:
+            break  # Kafka's inner stream stops at a short read
+        if magic not in (0, 1):
+            raise ValueError(f"inner message with magic {magic}")
+        if attributes & 0x07:
+            raise ValueError("inner messages must not be compressed")
+        timestamp, key, value = _legacy_fields(inner, pos + 16, message_end, magic)
+        if magic == 0:
+            timestamp, timestamp_type = -1, "NoTimestampType"
+        elif wrapper_timestamp_type == "LogAppendTime":
+            timestamp = wrapper_timestamp
+        entries.append([offset, timestamp, key, value, []])
+        pos = message_end
+    if not entries:
+        raise ValueError("compressed wrapper holds no inner messages")
+    if wrapper_magic == 1:
+        absolute_base = 0 if wrapper_offset == 0 else wrapper_offset - entries[-1][0]
+        for entry in entries:
+            entry[0] += absolute_base
+    return [tuple(entry) for entry in entries]
+
+
+def is_index_file(path: str | os.PathLike) -> bool:
+    """True for the broker's side files a segment reader ignores (indexes, snapshots, checkpoints)."""
+    name = Path(path).name
+    return name.endswith(_INDEX_SUFFIXES) or name in ("leader-epoch-checkpoint", "partition.metadata")
