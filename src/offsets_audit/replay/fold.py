@@ -1,0 +1,336 @@
+"""The fold of one group's records in log order, shared by the batch and the streaming replay.
+
+A group lives in exactly one ``__consumer_offsets`` partition, so its records arrive in that
+partition's offset order. ``GroupFold`` applies them one at a time, the way
+``GroupCoordinatorShard.replay`` routes each record to ``GroupMetadataManager``; it never needs the
+whole history at once, and ``to_bytes`` / ``from_bytes`` let a streaming state store carry it between
+micro-batches.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import zlib
+from typing import Any, Callable, Iterable
+
+from .classic import ClassicGroup
+from .consumer import ConsumerGroup
+from .share import ShareGroup
+from .state import (
+    GROUP_TYPE_BY_RECORD_TYPE,
+    OFFSET_RECORD_TYPES,
+    Anomaly,
+    jsonable,
+)
+from .streams import StreamsGroup
+
+GROUP_CLASSES = {"consumer": ConsumerGroup, "share": ShareGroup, "streams": StreamsGroup}
+
+_STATE_FORMAT = 1
+
+
+def default_decode(key: bytes | None, value: bytes | None):
+    """``offsets_audit.codec.decode_record`` (imported late so the fold loads without the codec)."""
+    from offsets_audit.codec import decode_record
+
+    return decode_record(key, value)
+
+
+def decode_of(record: dict, decode: Callable | None = None):
+    """The decoded record of ``record``: a ready ``decoded`` entry, else the codec on key/value bytes."""
+    decoded = record.get("decoded")
+    if decoded is not None:
+        return decoded
+    return (decode or default_decode)(record.get("key"), record.get("value"))
+
+
+def error_code_of(exc: Exception) -> str:
+    return str(getattr(exc, "code", None) or type(exc).__name__)
+
+
+class GroupFold:
+    """Replay state of one group id (all its incarnations: created, deleted, re-created...)."""
+
+    def __init__(self, group_id: str, decode: Callable | None = None) -> None:
+        self.group_id = group_id
+        self.group: Any = None
+        self.last_group_type: str | None = None
+        self.deleted = False
+        self.partition: int | None = None
+        self.last_offset: int | None = None
+        self.last_timestamp: int | None = None
+        self.records_applied = 0
+        self._decode = decode
+        self._targets_changed: set[str] = set()
+        self._previous_target: dict[str, Any] = {}
+        self._target_rows: list[dict] = []
+
+    # -- serialisation for a state store --------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Compact state (zlib-compressed pickle of plain objects), for a streaming state store."""
+        state = dict(self.__dict__)
+        state.pop("_decode", None)
+        return bytes([_STATE_FORMAT]) + zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, decode: Callable | None = None) -> "GroupFold":
+        if not data or data[0] != _STATE_FORMAT:
+            raise ValueError(f"unknown GroupFold state format {data[:1]!r}; the state store was written by another version")
+        fold = cls.__new__(cls)
+        fold.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
+        fold._decode = decode
+        return fold
+
+    # -- the fold -------------------------------------------------------------------------------
+
+    @property
+    def group_type(self) -> str | None:
+        return self.group.group_type if self.group is not None else self.last_group_type
+
+    def apply_all(self, records: Iterable[dict]) -> list[dict]:
+        events: list[dict] = []
+        for r in records:
+            events.extend(self.apply(r))
+        return events
+
+    def apply(self, record: dict) -> list[dict]:
+        """Replay one record of this group; returns the events it caused (maybe none)."""
+        if record.get("is_control"):
+            return []
+        self.partition = record.get("partition", self.partition)
+        self.last_offset = record.get("offset", self.last_offset)
+        self.last_timestamp = record.get("timestamp", self.last_timestamp)
+        self.records_applied += 1
+        try:
+            decoded = decode_of(record, self._decode)
+        except Exception as exc:  # the codec's DecodeError, or anything it did not foresee
+            return [self._event(record, "replay_anomaly", None, {
+                "reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)})]
+        record_type = decoded.record_type
+        key = decoded.key or {}
+        value = decoded.value
+        try:
+            raw = self._replay(record_type, key, value)
+        except Anomaly as anomaly:
+            raw = [("replay_anomaly", None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
+        return [self._event(record, kind, member_id, details) for kind, member_id, details in self._finish(record, raw)]
+
+    def _replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
+        if record_type in OFFSET_RECORD_TYPES:
+            if value is not None and self.group is None:
+                return self._create("classic", simple=True)
+            return []
+        family = GROUP_TYPE_BY_RECORD_TYPE.get(record_type)
+        if family is None:
+            raise Anomaly("unknown record type", record_type=record_type)
+        if family == "classic":
+            return self._replay_classic(value)
+        group = self.group
+        events: list[tuple] = []
+        if group is None or group.group_type != family:
+            if value is None and group is None:
+                return []  # Kafka ignores tombstones of groups it does not know
+            if value is None and not (group.group_type == "classic" and group.is_simple):
+                return [("replay_anomaly", None, {
+                    "reason": f"{family} tombstone for a {group.group_type} group; ignored",
+                    "record_type": record_type})]
+            if group is not None and not (group.group_type == "classic" and group.is_simple):
+                events.append(("replay_anomaly", None, {
+                    "reason": f"{family} record for a non-empty {group.group_type} group; replaced it",
+                    "record_type": record_type}))
+            events.extend(self._create(family))
+        events.extend(self.group.replay(record_type, key, value))
+        if any(e[0] == "group_deleted" for e in events):
+            self.last_group_type = self.group.group_type
+            self.group = None
+            self.deleted = True
+        return events
+
+    def _create(self, family: str, simple: bool = False) -> list[tuple]:
+        old_type = self.group.group_type if self.group is not None else None
+        self.group = ClassicGroup(self.group_id) if family == "classic" else GROUP_CLASSES[family](self.group_id)
+        self.last_group_type = family
+        self.deleted = False
+        self._targets_changed = set()
+        self._previous_target = {}
+        if old_type is None:
+            return [("group_created", None, {"simple": simple})]
+        return [("group_type_changed", None, {"old_type": old_type, "new_type": family})]
+
+    def _replay_classic(self, value: dict | None) -> list[tuple]:
+        """``GroupMetadata``: a value (re)loads the whole classic group, a tombstone removes any group."""
+        old = self.group
+        if value is None:
+            if old is None:
+                return []
+            self.last_group_type = old.group_type
+            self.group = None
+            self.deleted = True
+            return [("group_deleted", None, {})]
+        events: list[tuple] = []
+        if old is None:
+            events.extend(self._create("classic"))
+        elif old.group_type != "classic":
+            events.extend(self._create("classic"))
+        group = self.group
+        old_generation = group.generation if old is group else None
+        old_members = {m["member_id"] for m in group.members} if old is group else set()
+        group.load(value)
+        if old_generation != group.generation:
+            events.append(("classic_generation_changed", None, {
+                "old_generation": old_generation, "generation": group.generation,
+                "protocol_type": group.protocol_type, "protocol": group.protocol, "leader": group.leader,
+                "members": [m["member_id"] for m in group.members]}))
+        new_members = {m["member_id"]: m for m in group.members}
+        for member_id in sorted(set(new_members) - old_members):
+            events.append(("member_joined", member_id, {"instance_id": new_members[member_id]["instance_id"]}))
+        for member_id in sorted(old_members - set(new_members)):
+            events.append(("member_left", member_id, {}))
+        return events
+
+    def _finish(self, record: dict, raw: list[tuple]) -> list[tuple]:
+        """Turn the internal target-assignment markers into ``target_assignment_computed`` events/rows."""
+        out: list[tuple] = []
+        for kind, member_id, details in raw:
+            if kind == "_target_member":
+                self._targets_changed.add(member_id)
+            elif kind == "_target_metadata":
+                group = self.group
+                if group is None or group.assignment_epoch == -1:
+                    continue
+                changed = sorted(self._targets_changed)
+                self._targets_changed = set()
+                out.append(("target_assignment_computed", None, {
+                    "assignment_epoch": group.assignment_epoch,
+                    "assignment_timestamp": group.assignment_timestamp,
+                    "group_epoch": group.group_epoch,
+                    "members_changed": changed,
+                }))
+                self._target_rows.append(self._target_row(record, changed))
+                self._previous_target = copy.deepcopy(group.target_assignment)
+            else:
+                out.append((kind, member_id, details))
+        return out
+
+    def _target_row(self, record: dict, changed: list[str]) -> dict:
+        group = self.group
+        members = []
+        for m in group.members.values():
+            members.append({
+                "member_id": m["member_id"],
+                "member_epoch": m.get("member_epoch"),
+                "instance_id": m.get("instance_id"),
+                "rack_id": m.get("rack_id"),
+                "subscribed_topic_names": m.get("subscribed_topic_names"),
+                "subscribed_topic_regex": m.get("subscribed_topic_regex"),
+                "server_assignor": m.get("server_assignor"),
+                "classic_protocol": m.get("classic_member_metadata") is not None,
+                "process_id": m.get("process_id"),
+                "topology_epoch": m.get("topology_epoch"),
+                "client_tags": m.get("client_tags"),
+            })
+        row = {
+            "group_id": self.group_id,
+            "group_type": group.group_type,
+            "assignment_epoch": group.assignment_epoch,
+            "assignment_timestamp": group.assignment_timestamp,
+            "partition": record.get("partition"),
+            "offset": record.get("offset"),
+            "timestamp": record.get("timestamp"),
+            "group_epoch": group.group_epoch,
+            "metadata_hash": group.metadata_hash,
+            "members_changed": changed,
+            "members": members,
+            "target": copy.deepcopy(group.target_assignment),
+            "previous_target": self._previous_target,
+            "topology": getattr(group, "topology", None),
+            "resolved_regular_expressions": getattr(group, "resolved_regular_expressions", None),
+        }
+        return jsonable(row)
+
+    def _event(self, record: dict, kind: str, member_id: str | None, details: dict) -> dict:
+        details = dict(details)
+        if member_id is not None:
+            details.setdefault("member_id", member_id)
+        return {
+            "partition": record.get("partition"),
+            "offset": record.get("offset"),
+            "timestamp": record.get("timestamp"),
+            "group_id": self.group_id,
+            "group_type": self.group_type,
+            "event": kind,
+            "member_id": member_id,
+            "details": jsonable(details),
+        }
+
+    # -- outputs --------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        if self.group is None:
+            return {"group_id": self.group_id, "group_type": self.last_group_type, "state": "Dead",
+                    "exists": False, "members": []}
+        out = self.group.to_dict()
+        out["exists"] = True
+        return out
+
+    def state_row(self) -> dict:
+        """One row of the ``group_state`` output (see docs/replay.md)."""
+        g = self.group
+        return {
+            "group_id": self.group_id,
+            "group_type": self.group_type,
+            "exists": g is not None,
+            "state": g.state if g is not None else "Dead",
+            "group_epoch": getattr(g, "group_epoch", None),
+            "assignment_epoch": getattr(g, "assignment_epoch", None),
+            "assignment_timestamp": getattr(g, "assignment_timestamp", None),
+            "metadata_hash": getattr(g, "metadata_hash", None),
+            "topology_epoch": (g.topology or {}).get("epoch") if isinstance(g, StreamsGroup) else None,
+            "generation": getattr(g, "generation", None) if isinstance(g, ClassicGroup) else None,
+            "protocol_type": getattr(g, "protocol_type", None) if isinstance(g, ClassicGroup) else None,
+            "protocol": getattr(g, "protocol", None) if isinstance(g, ClassicGroup) else None,
+            "leader": getattr(g, "leader", None) if isinstance(g, ClassicGroup) else None,
+            "num_members": len(g.members) if g is not None else 0,
+            "partition": self.partition,
+            "last_offset": self.last_offset,
+            "last_timestamp": self.last_timestamp,
+            "state_json": json.dumps(self.to_dict(), sort_keys=True),
+        }
+
+    def member_rows(self) -> list[dict]:
+        """One row per current member (``members`` output; see docs/replay.md)."""
+        g = self.group
+        if g is None:
+            return []
+        rows = []
+        members = g.members if isinstance(g, ClassicGroup) else list(g.to_dict()["members"])
+        for m in members:
+            m = jsonable(m)
+            rows.append({
+                "group_id": self.group_id,
+                "group_type": g.group_type,
+                "member_id": m.get("member_id"),
+                "member_epoch": m.get("member_epoch"),
+                "previous_member_epoch": m.get("previous_member_epoch"),
+                "member_state": m.get("state"),
+                "instance_id": m.get("instance_id"),
+                "rack_id": m.get("rack_id"),
+                "client_id": m.get("client_id"),
+                "client_host": m.get("client_host"),
+                "classic_protocol": bool(m.get("classic_protocol")),
+                "process_id": m.get("process_id"),
+                "topology_epoch": m.get("topology_epoch"),
+                "member_json": json.dumps(m, sort_keys=True),
+            })
+        return rows
+
+    def target_assignment_rows(self) -> list[dict]:
+        """Every target assignment computed so far (rows as described in docs/replay.md)."""
+        return list(self._target_rows)
+
+    def pop_target_assignment_rows(self) -> list[dict]:
+        """Like ``target_assignment_rows`` but hands them over and forgets them (chunked/streaming use)."""
+        rows, self._target_rows = self._target_rows, []
+        return rows

@@ -1,0 +1,140 @@
+"""Share groups (KIP-932): the replay of record types 9-15.
+
+Mirrors ``GroupMetadataManager.replay`` for the ``ShareGroup*`` records and ``modern.share.ShareGroup``,
+whose state is only ``Empty`` or ``Stable``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .state import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    MODERN_MEMBER_STATES,
+    ModernGroup,
+    jsonable,
+    partitions_plain,
+)
+
+
+class ShareGroup(ModernGroup):
+    """In-memory view of one share group."""
+
+    group_type = "share"
+
+    def __init__(self, group_id: str) -> None:
+        super().__init__(group_id)
+        self.state_partition_metadata: dict | None = None
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+    def new_member(self, member_id: str) -> dict:
+        member = super().new_member(member_id)
+        member.update(subscribed_topic_names=[], assigned_partitions={})
+        return member
+
+    def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
+        return _HANDLERS[record_type](self, key, value)
+
+    def _group_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        if value is None:
+            return self.deletion_events()
+        return self.set_group_metadata(value)
+
+    def _partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        self.topic_metadata = None if value is None else value.get("topics")
+        return []
+
+    def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        member_id = key["memberId"]
+        if value is None:
+            return self.remove_member(member_id)
+        member = self.members.get(member_id)
+        joined = member is None
+        if joined:
+            member = self.members[member_id] = self.new_member(member_id)
+        member.update(
+            rack_id=value.get("rackId"),
+            client_id=value.get("clientId", ""),
+            client_host=value.get("clientHost", ""),
+            subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
+        )
+        if joined:
+            return [("member_joined", member_id, {
+                "rack_id": member["rack_id"],
+                "subscribed_topic_names": member["subscribed_topic_names"],
+            })]
+        return []
+
+    def _target_member(self, key: dict, value: dict | None) -> list[tuple]:
+        member_id = key["memberId"]
+        if value is None:
+            self.target_assignment.pop(member_id, None)
+        else:
+            self.target_assignment[member_id] = partitions_plain(value.get("topicPartitions"))
+        return [("_target_member", member_id, {})]
+
+    def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        self.set_target_metadata(value)
+        return [("_target_metadata", None, {})]
+
+    def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
+        member_id = key["memberId"]
+        member = self.members.get(member_id)
+        if value is None:
+            if member is None:
+                return []
+            member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                          assigned_partitions={})
+            return [("member_fenced_by_tombstone", member_id, {})]
+        if member is None:
+            member = self.members[member_id] = self.new_member(member_id)
+        old = (member["member_epoch"], member["previous_member_epoch"], member["state"])
+        old_assigned = member["assigned_partitions"]
+        member["member_epoch"] = value.get("memberEpoch", 0)
+        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
+        member["state"] = MODERN_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
+        member["assigned_partitions"] = partitions_plain(value.get("assignedPartitions"))
+        events: list[tuple] = []
+        if old != (member["member_epoch"], member["previous_member_epoch"], member["state"]):
+            events.append(("member_epoch_advanced", member_id, {
+                "member_epoch": member["member_epoch"],
+                "previous_member_epoch": member["previous_member_epoch"],
+                "member_state": member["state"],
+                "old_member_epoch": old[0],
+            }))
+        if old_assigned != member["assigned_partitions"]:
+            events.append(("member_assignment_changed", member_id, {
+                "assigned_partitions": jsonable(member["assigned_partitions"]),
+            }))
+        return events
+
+    def _state_partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        if value is None:
+            self.state_partition_metadata = None
+        else:
+            self.state_partition_metadata = {
+                k: value.get(k) for k in ("initializingTopics", "initializedTopics", "deletingTopics")
+            }
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.base_dict()
+        out["state_partition_metadata"] = self.state_partition_metadata
+        out["members"] = [
+            dict(m, target_assignment=self.target_assignment.get(m["member_id"])) for m in self.members.values()
+        ]
+        out["target_assignment"] = self.target_assignment
+        return jsonable(out)
+
+
+_HANDLERS = {
+    9: ShareGroup._partition_metadata,
+    10: ShareGroup._member_metadata,
+    11: ShareGroup._group_metadata,
+    12: ShareGroup._target_metadata,
+    13: ShareGroup._target_member,
+    14: ShareGroup._current_assignment,
+    15: ShareGroup._state_partition_metadata,
+}
