@@ -11,7 +11,7 @@ Framing mirrored from Kafka's ``org.apache.kafka.common.compress`` package:
 * lz4: an LZ4 frame (``Lz4BlockOutputStream``): FLG 0x60 (version 1, independent blocks, no checksums),
   BD 0x40 (64 KiB blocks), no content size. Magic-0 messages written by old clients carry a header checksum
   computed over the magic number too (KAFKA-3160); readers accept both checksums, as Kafka does for magic 0.
-* zstd: a standard zstd frame.
+* zstd: a standard zstd frame, streamed (no content size, closed by an empty last block), level 3.
 """
 
 from __future__ import annotations
@@ -86,7 +86,10 @@ def compress(codec_id: int, data: bytes) -> bytes:
         out.append(b"\x00\x00\x00\x00")
         return b"".join(out)
     if codec_id == 4:
-        return bytes(cramjam.zstd.compress(data, level=3))
+        # Streamed like zstd-jni's ZstdOutputStream: no content size in the frame, an empty last block on close.
+        stream = cramjam.zstd.Compressor(level=3)
+        stream.compress(data)
+        return bytes(stream.flush()) + bytes(stream.finish())
     raise ValueError(f"unknown compression codec id {codec_id}")
 
 
