@@ -106,3 +106,173 @@ def normalise_epochs(view: dict) -> dict:
         else:
             view["members"] = sorted(view["members"])
     return view
+
+
+def _topic_partitions(assignment: dict | None) -> dict:
+    return {t: sorted(p) if isinstance(p, list) else sorted(int(x) for x in p) for t, p in (assignment or {}).items()}
+
+
+def _tasks(tasks: dict | None) -> dict:
+    return {s: sorted(int(x) for x in p) for s, p in (tasks or {}).items() if p}
+
+
+def _union(*assignments: dict) -> dict:
+    out: dict = {}
+    for a in assignments:
+        for t, p in a.items():
+            out.setdefault(t, set()).update(int(x) for x in p)
+    return {t: sorted(p) for t, p in out.items() if p}
+
+
+def describe_consumer(fold) -> dict:
+    """Our consumer group in the shape of the golden ConsumerGroupDescribe (fields the log determines)."""
+    g = fold.group
+    members = {}
+    for m in g.members.values():
+        members[m["member_id"]] = {
+            "instanceId": m["instance_id"], "rackId": m["rack_id"], "memberEpoch": m["member_epoch"],
+            "clientId": m["client_id"], "clientHost": m["client_host"],
+            "subscribedTopicNames": sorted(m["subscribed_topic_names"]),
+            "subscribedTopicRegex": m["subscribed_topic_regex"],
+            # ConsumerGroupDescribe reports assigned partitions plus those pending revocation.
+            "assignment": _topic_partitions(_union(m["assigned_partitions"], m["partitions_pending_revocation"])),
+            "targetAssignment": _topic_partitions(g.target_assignment.get(m["member_id"])),
+            "memberType": 0 if m.get("classic_member_metadata") is not None else 1,
+        }
+    return {"groupId": g.group_id, "groupState": g.state, "groupEpoch": g.group_epoch,
+            "assignmentEpoch": g.assignment_epoch, "members": members}
+
+
+def golden_consumer(described: dict) -> dict:
+    def tps(a):
+        return {tp["topicId"]: sorted(tp["partitions"]) for tp in (a or {}).get("topicPartitions", []) if tp["partitions"]}
+    members = {}
+    for m in described["members"]:
+        members[m["memberId"]] = {
+            "instanceId": m["instanceId"], "rackId": m["rackId"], "memberEpoch": m["memberEpoch"],
+            "clientId": m["clientId"], "clientHost": m["clientHost"],
+            "subscribedTopicNames": sorted(m["subscribedTopicNames"]),
+            "subscribedTopicRegex": m["subscribedTopicRegex"],
+            "assignment": tps(m["assignment"]), "targetAssignment": tps(m["targetAssignment"]),
+            "memberType": m["memberType"],
+        }
+    return {"groupId": described["groupId"], "groupState": described["groupState"],
+            "groupEpoch": described["groupEpoch"], "assignmentEpoch": described["assignmentEpoch"], "members": members}
+
+
+def describe_share(fold) -> dict:
+    g = fold.group
+    return {"groupId": g.group_id, "groupState": g.state, "groupEpoch": g.group_epoch,
+            "assignmentEpoch": g.assignment_epoch,
+            "members": {m["member_id"]: {
+                "rackId": m["rack_id"], "memberEpoch": m["member_epoch"], "clientId": m["client_id"],
+                "clientHost": m["client_host"], "subscribedTopicNames": sorted(m["subscribed_topic_names"]),
+                "assignment": {t: p for t, p in _topic_partitions(m["assigned_partitions"]).items() if p}}
+                for m in g.members.values()}}
+
+
+def golden_share(described: dict) -> dict:
+    return {"groupId": described["groupId"], "groupState": described["groupState"],
+            "groupEpoch": described["groupEpoch"], "assignmentEpoch": described["assignmentEpoch"],
+            "members": {m["memberId"]: {
+                "rackId": m["rackId"], "memberEpoch": m["memberEpoch"], "clientId": m["clientId"],
+                "clientHost": m["clientHost"], "subscribedTopicNames": sorted(m["subscribedTopicNames"]),
+                "assignment": {tp["topicId"]: sorted(tp["partitions"])
+                               for tp in m["assignment"]["topicPartitions"] if tp["partitions"]}}
+                for m in described["members"]}}
+
+
+def describe_streams(fold) -> dict:
+    g = fold.group
+    members = {}
+    for m in g.members.values():
+        target = g.target_assignment.get(m["member_id"]) or {}
+        members[m["member_id"]] = {
+            "memberEpoch": m["member_epoch"], "instanceId": m["instance_id"], "rackId": m["rack_id"],
+            "clientId": m["client_id"], "clientHost": m["client_host"], "topologyEpoch": m["topology_epoch"],
+            "processId": m["process_id"], "userEndpoint": m["user_endpoint"],
+            "clientTags": dict(sorted(m["client_tags"].items())),
+            "assignment": {k: _tasks(m["assigned_tasks"][k]) for k in ("active", "standby", "warmup")},
+            "targetAssignment": {k: _tasks(target.get(k)) for k in ("active", "standby", "warmup")},
+        }
+    topology = None
+    if g.topology is not None:
+        topology = {"epoch": g.topology["epoch"], "subtopologies": sorted(
+            (s["subtopologyId"], sorted(s.get("sourceTopics") or []), sorted(s.get("repartitionSinkTopics") or []),
+             sorted(t["name"] for t in s.get("stateChangelogTopics") or []),
+             sorted(t["name"] for t in s.get("repartitionSourceTopics") or []))
+            for s in g.topology["subtopologies"])}
+    return {"groupId": g.group_id, "groupState": g.state, "groupEpoch": g.group_epoch,
+            "assignmentEpoch": g.assignment_epoch, "topology": topology, "members": members}
+
+
+def golden_streams(described: dict) -> dict:
+    def tasks(a):
+        return {kind: {t["subtopologyId"]: sorted(t["partitions"]) for t in a[kind + "Tasks"] if t["partitions"]}
+                for kind in ("active", "standby", "warmup")}
+    topo = described.get("topology")
+    topology = None if topo is None else {"epoch": topo["epoch"], "subtopologies": sorted(
+        (s["subtopologyId"], sorted(s["sourceTopics"]), sorted(s["repartitionSinkTopics"]),
+         sorted(t["name"] for t in s["stateChangelogTopics"]), sorted(t["name"] for t in s["repartitionSourceTopics"]))
+        for s in topo["subtopologies"])}
+    return {"groupId": described["groupId"], "groupState": described["groupState"],
+            "groupEpoch": described["groupEpoch"], "assignmentEpoch": described["assignmentEpoch"],
+            "topology": topology,
+            "members": {m["memberId"]: {
+                "memberEpoch": m["memberEpoch"], "instanceId": m["instanceId"], "rackId": m["rackId"],
+                "clientId": m["clientId"], "clientHost": m["clientHost"], "topologyEpoch": m["topologyEpoch"],
+                "processId": m["processId"], "userEndpoint": m["userEndpoint"],
+                "clientTags": {t["key"]: t["value"] for t in sorted(m["clientTags"], key=lambda t: t["key"])},
+                "assignment": tasks(m["assignment"]), "targetAssignment": tasks(m["targetAssignment"])}
+                for m in described["members"]}}
+
+
+def describe_classic(fold, with_bytes: bool) -> dict:
+    g = fold.group
+    members = []
+    for m in g.members:
+        row = {"memberId": m["member_id"], "groupInstanceId": m["instance_id"], "clientId": m["client_id"],
+               "clientHost": m["client_host"]}
+        if with_bytes:
+            row["memberMetadata"] = base64.b64encode(m["subscription"] or b"").decode()
+            row["memberAssignment"] = base64.b64encode(m["assignment"] or b"").decode()
+        members.append(row)
+    return {"groupId": g.group_id, "groupState": g.state, "protocolType": g.protocol_type or "",
+            "protocolData": g.protocol or "", "members": sorted(members, key=lambda m: m["memberId"])}
+
+
+def golden_classic(described: dict, with_bytes: bool) -> dict:
+    keys = ["memberId", "groupInstanceId", "clientId", "clientHost"]
+    if with_bytes:
+        keys += ["memberMetadata", "memberAssignment"]
+    return {"groupId": described["groupId"], "groupState": described["groupState"],
+            "protocolType": described["protocolType"], "protocolData": described["protocolData"],
+            "members": sorted(({k: m[k] for k in keys} for m in described["members"]), key=lambda m: m["memberId"])}
+
+
+def committed_view(offsets, group_ids) -> dict:
+    out = {g: {} for g in group_ids}
+    for (g, t, p), c in offsets.committed.items():
+        if g in out:
+            out[g][(t, p)] = (c["committed_offset"], c["committed_leader_epoch"], c["metadata"])
+    return out
+
+
+def golden_committed(committed: list[dict]) -> dict:
+    return {g["groupId"]: {(t["name"], p["partitionIndex"]): (p["committedOffset"], p["committedLeaderEpoch"], p["metadata"])
+                           for t in g["topics"] for p in t["partitions"]} for g in committed}
+
+
+PROTOCOL_TYPE = {"consumer": "consumer", "share": "share", "streams": "streams"}
+
+
+def list_groups_view(result) -> list[dict]:
+    rows = []
+    for fold in result.groups.values():
+        g = fold.group
+        if g is None:
+            continue
+        protocol_type = (g.protocol_type or "") if g.group_type == "classic" else PROTOCOL_TYPE[g.group_type]
+        rows.append({"groupId": g.group_id, "protocolType": protocol_type, "groupState": g.state,
+                     "groupType": g.group_type})
+    return sorted(rows, key=lambda r: r["groupId"])
