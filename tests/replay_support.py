@@ -5,7 +5,6 @@ import base64
 import json
 import lzma
 from pathlib import Path
-from types import SimpleNamespace
 
 GOLDEN = Path("/work/shared/golden")
 HISTORIES = GOLDEN / "histories"
@@ -24,39 +23,9 @@ def load_expected(path: Path) -> list[dict]:
     return records
 
 
-def codec_available() -> bool:
-    try:
-        from offsets_audit.codec import decode_record  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def dump_decode(record: dict):
-    """Decoded record built from kafka-dump-log's JSON (only while the codec is missing)."""
-    dump_key = json.loads(record["dump_key"])
-    payload = record["dump_payload"]
-    value = None
-    if payload is not None and payload != "<DELETE>":
-        value = json.loads(payload)["data"]
-        for m in value.get("members") or () if isinstance(value, dict) else ():
-            for field in ("subscription", "assignment"):
-                if isinstance(m.get(field), dict):
-                    m[field + "_decoded"] = m[field]
-                    m[field] = None
-    return SimpleNamespace(record_type=int(dump_key["type"]), key=dump_key["data"], value=value)
-
-
 def with_decoded(records: list[dict]) -> list[dict]:
-    """Attach a ``decoded`` entry when the codec has not landed yet; otherwise leave the bytes to the codec."""
-    if codec_available():
-        return records
-    out = []
-    for r in records:
-        if not r.get("is_control") and r.get("dump_key"):
-            r = dict(r, decoded=dump_decode(r))
-        out.append(r)
-    return out
+    """Records go through the real codec (``decode_record``) inside the replay: nothing to attach."""
+    return records
 
 
 def batches(records: list[dict]) -> list[list[dict]]:

@@ -10,7 +10,6 @@ from replay_support import (
     GOLDEN,
     HISTORIES,
     batches,
-    codec_available,
     committed_view,
     describe_classic,
     describe_consumer,
@@ -41,7 +40,7 @@ def _records(name: str) -> list[dict]:
 
 
 def _check_final_state(result, state: dict) -> None:
-    with_bytes = codec_available()
+    with_bytes = True
     for described in state.get("consumer_group_describe", []):
         assert describe_consumer(result.groups[described["groupId"]]) == golden_consumer(described)
     for described in state.get("share_group_describe", []):
