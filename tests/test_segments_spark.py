@@ -1,0 +1,141 @@
+"""``kafka-segments`` Spark source: the same records as the pure reader, as SOURCE_SCHEMA rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+
+import pytest
+
+from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
+from offsets_audit.sources.segments import read_segment
+from offsets_audit.sources.segments_spark import SegmentsReader, read_arrow
+from segments_golden import collected_cases
+
+SEGMENT_CASES = [c for c in collected_cases() if c.log.parent.name == "segments"]
+UTC = dt.timezone.utc
+
+
+def expected_row(record: dict, path: str, position: int, topic: str = "__consumer_offsets") -> dict:
+    timestamp = None
+    if record["timestamp"] != -1:
+        timestamp = dt.datetime.fromtimestamp(record["timestamp"] / 1000, tz=UTC)
+    return {
+        "key": record["key"], "value": record["value"], "topic": topic, "partition": record["partition"],
+        "offset": record["offset"], "timestamp": timestamp,
+        "timestampType": TIMESTAMP_TYPE_IDS[record["timestamp_type"]], "producer_id": record["producer_id"],
+        "producer_epoch": record["producer_epoch"], "is_transactional": record["is_transactional"],
+        "is_control": record["is_control"], "control_type": record["control_type"],
+        "coordinator_epoch": record["coordinator_epoch"], "batch_base_offset": record["batch_base_offset"],
+        "batch_last_offset": record["batch_last_offset"], "batch_magic": record["batch_magic"],
+        "compression": record["compression"], "source_file": path, "file_position": position,
+        "read_error_code": None, "read_error_message": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    """The golden segments laid out as a broker log dir: __consumer_offsets-<manifest partition>/<file>.log."""
+    root = tmp_path_factory.mktemp("logs")
+    for case in SEGMENT_CASES:
+        folder = root / f"__consumer_offsets-{case.partition}"
+        folder.mkdir()
+        shutil.copy(case.log, folder / "00000000000000000000.log")
+        (folder / "00000000000000000000.index").write_bytes(b"\x00" * 16)
+    return root
+
+
+def expected_rows(log_dir) -> list[dict]:
+    rows = []
+    for case in SEGMENT_CASES:
+        path = str(log_dir / f"__consumer_offsets-{case.partition}" / "00000000000000000000.log")
+        positions = {}
+        from offsets_audit.sources.segments import iter_batches
+
+        for batch in iter_batches(path):
+            positions[(batch.base_offset, batch.last_offset)] = batch.position
+        for record in case.expected_records():
+            rows.append(expected_row(record, path, positions[(record["batch_base_offset"], record["batch_last_offset"])]))
+    return rows
+
+
+def sort_key(row: dict):
+    return (row["source_file"], row["file_position"], row["offset"] if row["offset"] is not None else -1)
+
+
+def test_arrow_batches_hold_every_golden_record(log_dir):
+    rows = []
+    for case in SEGMENT_CASES:
+        path = str(log_dir / f"__consumer_offsets-{case.partition}" / "00000000000000000000.log")
+        for batch in read_arrow(path, case.partition, rows_per_batch=7):
+            assert batch.num_rows <= 7 + 62
+            rows.extend(batch.to_pylist())
+    assert sorted(rows, key=sort_key) == sorted(expected_rows(log_dir), key=sort_key)
+
+
+def test_quarantine_rows_carry_the_error_and_no_record(tmp_path, golden):
+    path = tmp_path / "00000000000000000000.log"
+    data = (golden / "segments" / "v2-none-00000000000000000000.log").read_bytes()
+    path.write_bytes(data[:-10])
+    rows = [r for b in read_arrow(str(path), 3) for r in b.to_pylist()]
+    bad = [r for r in rows if r["read_error_code"] is not None]
+    assert len(bad) == 1
+    assert bad[0]["read_error_code"] == "truncated_batch"
+    assert bad[0]["key"] is None and bad[0]["value"] is None and bad[0]["offset"] is None
+    assert bad[0]["source_file"] == str(path) and bad[0]["partition"] == 3
+    assert str(path) in bad[0]["read_error_message"]
+    good = [r for r in rows if r["read_error_code"] is None]
+    assert len(good) == len(list(read_segment(path)))
+
+
+def test_large_segments_are_split_at_batch_boundaries(log_dir):
+    reader = SegmentsReader({"path": str(log_dir), "maxBytesPerPartition": "4096"})
+    ranges = reader.partitions()
+    assert len(ranges) > len(SEGMENT_CASES)
+    rows = [r for p in ranges for b in reader.read(p) for r in b.to_pylist()]
+    assert sorted(rows, key=sort_key) == sorted(expected_rows(log_dir), key=sort_key)
+
+
+def test_bad_options_are_user_errors(log_dir):
+    from offsets_audit.errors import UserError
+
+    with pytest.raises(UserError, match="maxbytesperpartition"):
+        SegmentsReader({"path": str(log_dir), "maxBytesPerPartition": "lots"})
+    with pytest.raises(UserError, match="needs a path"):
+        SegmentsReader({})
+
+
+@pytest.mark.spark
+def test_spark_reads_the_golden_log_dir(spark, log_dir):
+    from chispa import assert_df_equality
+
+    from offsets_audit.sources import register
+
+    register(spark)
+    df = spark.read.format("kafka-segments").load(str(log_dir))
+    assert df.schema == SOURCE_SCHEMA
+    expected = spark.createDataFrame(expected_rows(log_dir), SOURCE_SCHEMA)
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+@pytest.mark.spark
+def test_spark_options_partition_topic_and_split(spark, log_dir):
+    from offsets_audit.sources import register
+
+    register(spark)
+    one = str(log_dir / f"__consumer_offsets-{SEGMENT_CASES[0].partition}")
+    df = (spark.read.format("kafka-segments").option("partition", "42").option("topic", "offsets-copy")
+          .option("maxBytesPerPartition", "1000").load(one))
+    assert df.rdd.getNumPartitions() > 1
+    rows = df.select("topic", "partition", "offset").collect()
+    assert {(r.topic, r.partition) for r in rows} == {("offsets-copy", 42)}
+    assert sorted(r.offset for r in rows) == [r["offset"] for r in SEGMENT_CASES[0].expected_records()]
+
+
+@pytest.mark.spark
+def test_spark_wrong_path_fails_naming_it(spark, tmp_path):
+    from offsets_audit.sources import register
+
+    register(spark)
+    with pytest.raises(Exception, match="no-such-log-dir"):
+        spark.read.format("kafka-segments").load(str(tmp_path / "no-such-log-dir")).collect()
