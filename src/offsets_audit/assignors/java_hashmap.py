@@ -17,6 +17,9 @@ the table explicitly:
 
 Keys are plain Python values whose equality matches the Java ``equals``; ``hash_fn`` gives the Java
 ``hashCode`` of a key as an int (any width, taken modulo 2**32).
+
+:class:`JavaPriorityQueue` is the same idea for ``java.util.PriorityQueue``: its binary-heap sift rules
+decide which of several equal elements ``poll`` returns.
 """
 
 from __future__ import annotations
@@ -203,3 +206,67 @@ def copy_map(source: JavaHashMap, hash_fn: Callable[[Any], int]) -> JavaHashMap:
     for key, value in source.items():
         result.put(key, value)
     return result
+
+
+class JavaPriorityQueue:
+    """``java.util.PriorityQueue`` with a comparator: the same array heap, ``siftUp`` on ``offer`` and
+    ``siftDown`` of the last element on ``poll``, so ties come out in Java's order.
+
+    ``compare(a, b)`` returns a negative, zero or positive int like ``Comparator.compare``.
+    """
+
+    __slots__ = ("_compare", "_heap")
+
+    def __init__(self, compare: Callable[[Any, Any], int], items: Iterable[Any] = ()):
+        self._compare = compare
+        self._heap: list = []
+        for item in items:
+            self.offer(item)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def is_empty(self) -> bool:
+        return not self._heap
+
+    def offer(self, item: Any) -> None:
+        heap = self._heap
+        heap.append(item)
+        k = len(heap) - 1
+        compare = self._compare
+        while k > 0:
+            parent = (k - 1) >> 1
+            above = heap[parent]
+            if compare(item, above) >= 0:
+                break
+            heap[k] = above
+            k = parent
+        heap[k] = item
+
+    add = offer
+
+    def poll(self) -> Any:
+        """Remove and return the head, or ``None`` when empty (as Java does)."""
+        heap = self._heap
+        if not heap:
+            return None
+        result = heap[0]
+        last = heap.pop()
+        n = len(heap)
+        if n:
+            compare = self._compare
+            k = 0
+            half = n >> 1
+            while k < half:
+                child = 2 * k + 1
+                smallest = heap[child]
+                right = child + 1
+                if right < n and compare(smallest, heap[right]) > 0:
+                    child = right
+                    smallest = heap[child]
+                if compare(last, smallest) <= 0:
+                    break
+                heap[k] = smallest
+                k = child
+            heap[k] = last
+        return result
