@@ -124,3 +124,33 @@ def test_classic_consumer_members_carry_decoded_protocol(records):
                     assert isinstance(dumped_member[kind], dict)
                     checked += 1
     assert checked > 0
+
+
+@pytest.mark.spark
+def test_every_record_through_spark_decode_matches_kafka_json(spark, records, removed):
+    from datetime import datetime, timezone
+
+    from offsets_audit.codec.spark import decode
+    from offsets_audit.sources.schema import KAFKA_SCHEMA, with_batch_columns
+
+    lines = records + removed
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows = [(_bytes(line["key_b64"]), _bytes(line["value_b64"]), "__consumer_offsets", 0, offset, when, 0)
+            for offset, line in enumerate(lines)]
+    df = with_batch_columns(spark.createDataFrame(rows, KAFKA_SCHEMA))
+    out = {row["offset"]: row for row in decode(df).collect()}
+    assert len(out) == len(lines)
+    for offset, line in enumerate(lines):
+        row = out[offset]
+        assert row["error_code"] is None, row["error_message"]
+        assert (row["record_type"], row["record_name"], row["key_version"], row["value_version"]) == (
+            line["record_type"], line["record_name"], line["key_version"], line["value_version"])
+        assert row["is_tombstone"] == (line["value_b64"] is None)
+        assert json.loads(row["key_json"]) == line["key_json"]
+        assert (None if row["value_json"] is None else json.loads(row["value_json"])) == line["value_json"]
+        assert row["topic"] == "__consumer_offsets"
+        key = line["key_json"]
+        assert row["group_id"] == key.get("group", key.get("groupId"))
+        assert row["member_id"] == key.get("memberId")
+        assert row["topic_name"] == key.get("topic")
+        assert row["topic_partition"] == key.get("partition")

@@ -1,0 +1,163 @@
+"""Spark edge of the codec: decode Spark Kafka-source rows with ``mapInArrow``.
+
+``decode(df)`` keeps every input row and column and adds the decoded columns; bad bytes never raise, they
+set ``error_code`` / ``error_message`` and ``split`` sends those rows to quarantine. Control records
+(``EndTransactionMarker`` batches, ``is_control`` = true) are not coordinator records: they pass through as
+``record_name = "ControlRecord"`` so replay can apply transaction markers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from offsets_audit.codec.errors import DecodeError
+from offsets_audit.codec.records import decode_record
+
+CONTROL_RECORD_NAME = "ControlRecord"
+
+#: column -> (Arrow type, Spark DDL type)
+DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
+    "record_type": (pa.int32(), "int"),
+    "record_name": (pa.string(), "string"),
+    "key_version": (pa.int32(), "int"),
+    "value_version": (pa.int32(), "int"),
+    "is_tombstone": (pa.bool_(), "boolean"),
+    "group_id": (pa.string(), "string"),
+    "member_id": (pa.string(), "string"),
+    "topic_name": (pa.string(), "string"),
+    "topic_partition": (pa.int32(), "int"),
+    "key_json": (pa.string(), "string"),
+    "value_json": (pa.string(), "string"),
+    "error_code": (pa.string(), "string"),
+    "error_message": (pa.string(), "string"),
+}
+
+_KEY_IDENTIFIERS = (("group", "group_id"), ("groupId", "group_id"), ("memberId", "member_id"),
+                    ("topic", "topic_name"), ("partition", "topic_partition"))
+
+_FIXES = {
+    "unknown_record_type": "if a newer Kafka wrote it, add the record type to schemas/record_types.json",
+    "unknown_version": "if a newer Kafka wrote it, add the version to the value schema in schemas/",
+}
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _where(topic, partition, offset) -> str:
+    if partition is None and offset is None:
+        return ""
+    return f" (record at {topic or '__consumer_offsets'}-{partition} offset {offset})"
+
+
+def decode_columns(keys: list, values: list, *, is_control: list | None = None,
+                   read_error_codes: list | None = None, read_error_messages: list | None = None,
+                   topics: list | None = None, partitions: list | None = None,
+                   offsets: list | None = None) -> dict[str, list]:
+    """Decode parallel lists of key/value bytes into the DECODED_COLUMNS lists (pure Python, no Spark)."""
+    n = len(keys)
+    out = {name: [None] * n for name in DECODED_COLUMNS}
+    record_type, record_name = out["record_type"], out["record_name"]
+    key_version, value_version, is_tombstone = out["key_version"], out["value_version"], out["is_tombstone"]
+    group_id, member_id = out["group_id"], out["member_id"]
+    topic_name, topic_partition = out["topic_name"], out["topic_partition"]
+    key_json, value_json = out["key_json"], out["value_json"]
+    error_code, error_message = out["error_code"], out["error_message"]
+    for i in range(n):
+        if read_error_codes is not None and read_error_codes[i] is not None:
+            error_code[i] = read_error_codes[i]
+            error_message[i] = read_error_messages[i] if read_error_messages is not None else None
+            continue
+        if is_control is not None and is_control[i]:
+            record_name[i] = CONTROL_RECORD_NAME
+            continue
+        key, value = keys[i], values[i]
+        try:
+            record = decode_record(key, value)
+            k_json, v_json = record.kafka_json()
+            key_json[i] = _dumps(k_json)
+            if v_json is not None:
+                value_json[i] = _dumps(v_json)
+        except DecodeError as exc:
+            error_code[i] = exc.code
+            where = _where(topics[i] if topics else None, partitions[i] if partitions else None,
+                           offsets[i] if offsets else None)
+            fix = _FIXES.get(exc.code)
+            error_message[i] = f"{exc}{where}" + (f"; {fix}" if fix else "")
+            if exc.record_type is not None:
+                record_type[i] = exc.record_type
+            continue
+        except Exception as exc:  # noqa: BLE001 - the Spark path must never fail on data
+            error_code[i] = "internal_error"
+            error_message[i] = f"{type(exc).__name__}: {exc}" + _where(
+                topics[i] if topics else None, partitions[i] if partitions else None,
+                offsets[i] if offsets else None)
+            continue
+        record_type[i] = record.record_type
+        record_name[i] = record.record_name
+        key_version[i] = record.key_version
+        value_version[i] = record.value_version
+        is_tombstone[i] = value is None
+        k = record.key
+        for field, column in _KEY_IDENTIFIERS:
+            if field in k:
+                out[column][i] = k[field]
+    return out
+
+
+def _column(batch: pa.RecordBatch, name: str) -> list | None:
+    index = batch.schema.get_field_index(name)
+    return None if index < 0 else batch.column(index).to_pylist()
+
+
+def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Decode one Arrow batch of Kafka-source rows; the input columns come back unchanged."""
+    decoded = decode_columns(
+        _column(batch, "key"), _column(batch, "value"),
+        is_control=_column(batch, "is_control"),
+        read_error_codes=_column(batch, "read_error_code"),
+        read_error_messages=_column(batch, "read_error_message"),
+        topics=_column(batch, "topic"), partitions=_column(batch, "partition"), offsets=_column(batch, "offset"),
+    )
+    arrays = list(batch.columns) + [pa.array(decoded[name], type=t) for name, (t, _) in DECODED_COLUMNS.items()]
+    names = list(batch.schema.names) + list(DECODED_COLUMNS)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _decode_iterator(batches):
+    for batch in batches:
+        try:
+            yield decode_batch(batch)
+        except Exception as exc:  # noqa: BLE001 - last resort: quarantine the whole batch, never fail the job
+            n = batch.num_rows
+            extra = {name: pa.nulls(n, type=t) for name, (t, _) in DECODED_COLUMNS.items()}
+            extra["error_code"] = pa.array(["internal_error"] * n, type=pa.string())
+            extra["error_message"] = pa.array([f"{type(exc).__name__}: {exc}"] * n, type=pa.string())
+            yield pa.RecordBatch.from_arrays(list(batch.columns) + list(extra.values()),
+                                             names=list(batch.schema.names) + list(extra))
+
+
+def output_schema(input_schema):
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    fields = [f for f in input_schema.fields if f.name not in DECODED_COLUMNS]
+    schema = StructType(fields)
+    for name, (_, ddl) in DECODED_COLUMNS.items():
+        schema = schema.add(name, _parse_datatype_string(ddl), True)
+    return schema
+
+
+def decode(df):
+    """Add the decoded columns to a DataFrame of Spark Kafka-source rows (one output row per input row)."""
+    existing = [c for c in DECODED_COLUMNS if c in df.columns]
+    if existing:
+        df = df.drop(*existing)
+    return df.mapInArrow(_decode_iterator, output_schema(df.schema))
+
+
+def split(decoded_df):
+    """``(decoded, quarantined)``: rows with an ``error_code`` go to quarantine with raw bytes and position."""
+    from pyspark.sql import functions as F
+
+    return decoded_df.filter(F.col("error_code").isNull()), decoded_df.filter(F.col("error_code").isNotNull())
