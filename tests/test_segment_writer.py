@@ -126,3 +126,16 @@ def test_large_batches_round_trip_in_every_codec(compression, tmp_path):
     got = list(read_segment(target))
     assert [(r["key"], r["value"], r["headers"], r["timestamp"]) for r in got] == [
         (k, v, h, t) for (k, v, h), t in zip(records, timestamps)]
+
+
+def test_a_new_writer_replaces_the_file_and_append_continues_after_the_last_batch(tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    with SegmentWriter(path) as writer:
+        writer.append_batch([(b"a", b"1"), (b"b", b"2")], 1)
+    with SegmentWriter(path, append=True) as writer:
+        assert writer.next_offset == 2
+        assert writer.append_batch([(b"c", b"3")], 2) == (2, 2)
+    assert [r["offset"] for r in read_segment(path)] == [0, 1, 2]
+    with SegmentWriter(path) as writer:
+        writer.append_batch([(b"z", None)], 3)
+    assert [(r["offset"], r["key"]) for r in read_segment(path)] == [(0, b"z")]

@@ -86,19 +86,27 @@ def encode_control_batch(control_type: str, base_offset: int, producer_id: int, 
 class SegmentWriter:
     """Appends batches to one segment file and tracks the next offset (the log end offset)."""
 
-    def __init__(self, path: str | os.PathLike, base_offset: int = 0, partition_leader_epoch: int = 0):
+    def __init__(self, path: str | os.PathLike, base_offset: int = 0, partition_leader_epoch: int = 0,
+                 append: bool = False):
+        """Start a new segment at ``path`` (an existing file is replaced), or with ``append=True`` continue an
+        existing one after its last readable batch (``next_offset`` = that batch's last offset + 1)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.next_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
-        self._file = open(self.path, "ab")
+        if append and self.path.exists():
+            from offsets_audit.sources.segments import iter_batches
+
+            for batch in iter_batches(self.path):
+                self.next_offset = batch.last_offset + 1
+        self._file = open(self.path, "ab" if append else "wb")
         self.bytes_written = self._file.tell()
 
     @classmethod
     def create(cls, log_dir: str | os.PathLike, partition: int, base_offset: int = 0,
-               partition_leader_epoch: int = 0, topic: str = DEFAULT_TOPIC) -> "SegmentWriter":
+               partition_leader_epoch: int = 0, topic: str = DEFAULT_TOPIC, append: bool = False) -> "SegmentWriter":
         """A writer for ``<log_dir>/<topic>-<partition>/<base offset>.log``."""
-        return cls(segment_path(log_dir, partition, base_offset, topic), base_offset, partition_leader_epoch)
+        return cls(segment_path(log_dir, partition, base_offset, topic), base_offset, partition_leader_epoch, append)
 
     def append_batch(self, records: Sequence[tuple], timestamp: int | Sequence[int], compression: str = "none",
                      producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False,
