@@ -352,7 +352,9 @@ class ModernActor(Actor):
             self.shard.emit([R.consumer_current_assignment(self.group.group_id, self.group.members[mid])])
 
     def _early(self):
+        """A scale-up whose target assignment is followed by a forced one inside the interval."""
         self.early_pending = True
+        self.join(False)
 
     def after_emit(self) -> None:
         """Fault early_assignment: right after a target assignment, force another one inside the interval."""
