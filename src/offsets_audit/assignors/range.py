@@ -12,6 +12,10 @@ subscribers of each topic. A subscribed topic id missing from the metadata fails
 
 from __future__ import annotations
 
+from itertools import chain
+
+import numpy as np
+
 from offsets_audit.assignors.common import (
     HOMOGENEOUS,
     GroupSpec,
@@ -37,32 +41,6 @@ def sorted_member_ids(group: GroupSpec) -> list:
     return [member_id for _, member_id in static] + [member_id for _, member_id in dynamic]
 
 
-class _TopicRanges:
-    """Per-topic cursor handing out consecutive ranges (``RangeAssignor.TopicMetadata``)."""
-
-    __slots__ = ("num_partitions", "num_members", "min_quota", "extra", "next_start")
-
-    def __init__(self, num_partitions: int, num_members: int):
-        self.num_partitions = num_partitions
-        self.num_members = num_members
-        self.min_quota = -1
-        self.extra = -1
-        self.next_start = 0
-
-    def next_range(self) -> range:
-        if self.min_quota == -1:
-            self.min_quota = self.num_partitions // self.num_members
-            self.extra = self.num_partitions % self.num_members
-        quota = self.min_quota
-        if self.extra > 0:
-            quota += 1
-            self.extra -= 1
-        start = self.next_start
-        end = min(start + quota, self.num_partitions)
-        self.next_start = end
-        return range(start, end)
-
-
 def _num_partitions_or_fail(group: GroupSpec, topic_id: str) -> int:
     num_partitions = group.num_partitions(topic_id)
     if num_partitions == -1:
@@ -71,36 +49,55 @@ def _num_partitions_or_fail(group: GroupSpec, topic_id: str) -> int:
 
 
 def assign(group: GroupSpec) -> dict:
-    """member id -> {topic id -> partitions}; raises ``PartitionAssignorException`` like Kafka."""
+    """member id -> {topic id -> partitions}; raises ``PartitionAssignorException`` like Kafka.
+
+    Vectorised: the k-th subscriber (0-based, in sorted member order) of a topic with ``n`` partitions and ``s``
+    subscribers gets ``[k*q + min(k, r), ...)`` of length ``q + (k < r)``, where ``q, r = divmod(n, s)``; that is
+    exactly what Kafka's per-topic cursor hands out, so no per-member state is needed.
+    """
     if not group.members:
         return {}
     member_ids = sorted_member_ids(group)
     if group.subscription_type == HOMOGENEOUS:
-        num_members = len(member_ids)
-        first = group.members[member_ids[0]]
-        topics = [(topic_id, _TopicRanges(_num_partitions_or_fail(group, topic_id), num_members))
-                  for topic_id in dict.fromkeys(first.subscribed_topic_ids)]
-        subscriptions = {member_id: topics for member_id in member_ids}
+        topic_ids = list(dict.fromkeys(group.members[member_ids[0]].subscribed_topic_ids))
+        subscriptions = [topic_ids] * len(member_ids)
     else:
-        ranges: dict = {}
-        for member_id in member_ids:
-            for topic_id in dict.fromkeys(group.members[member_id].subscribed_topic_ids):
-                cursor = ranges.get(topic_id)
-                if cursor is None:
-                    cursor = ranges[topic_id] = _TopicRanges(_num_partitions_or_fail(group, topic_id), 0)
-                cursor.num_members += 1
-        subscriptions = {
-            member_id: [(topic_id, ranges[topic_id])
-                        for topic_id in dict.fromkeys(group.members[member_id].subscribed_topic_ids)]
-            for member_id in member_ids
-        }
+        subscriptions = [list(dict.fromkeys(group.members[m].subscribed_topic_ids)) for m in member_ids]
 
-    assignments: dict = {}
-    for member_id in member_ids:
-        assignment = {}
-        for topic_id, cursor in subscriptions[member_id]:
-            partitions = cursor.next_range()
-            if partitions:
-                assignment[topic_id] = partitions
-        assignments[member_id] = assignment
+    if group.subscription_type == HOMOGENEOUS:
+        topic_index = {topic_id: i for i, topic_id in enumerate(topic_ids)}
+    else:
+        topic_index = {topic_id: i for i, topic_id in enumerate(dict.fromkeys(chain.from_iterable(subscriptions)))}
+    if not topic_index:
+        return {member_id: {} for member_id in member_ids}
+    # Kafka checks the topics while counting subscribers, failing on the first missing one.
+    num_partitions = np.array([_num_partitions_or_fail(group, t) for t in topic_index], dtype=np.int64)
+
+    counts = np.fromiter((len(topics) for topics in subscriptions), dtype=np.int64, count=len(subscriptions))
+    if group.subscription_type == HOMOGENEOUS:
+        pair_topic = np.tile(np.arange(len(topic_index), dtype=np.int64), len(member_ids))
+    else:
+        pair_topic = np.fromiter(map(topic_index.__getitem__, chain.from_iterable(subscriptions)),
+                                 dtype=np.int64, count=int(counts.sum()))
+    pair_member = np.repeat(np.arange(len(member_ids), dtype=np.int64), counts)
+
+    # Rank of each (member, topic) pair among the topic's subscribers, in member order.
+    order = np.argsort(pair_topic, kind="stable")
+    subscribers = np.bincount(pair_topic, minlength=len(topic_index))
+    group_start = np.concatenate(([0], np.cumsum(subscribers)[:-1]))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order)) - np.repeat(group_start, subscribers)
+
+    n = num_partitions[pair_topic]
+    s = subscribers[pair_topic]
+    quota, extra = np.divmod(n, s)
+    start = rank * quota + np.minimum(rank, extra)
+    end = np.minimum(start + quota + (rank < extra), n)
+
+    assignments: dict = {member_id: {} for member_id in member_ids}
+    topic_list = list(topic_index)
+    keep = np.flatnonzero(start < end)
+    for m, t, a, b in zip(pair_member[keep].tolist(), pair_topic[keep].tolist(),
+                          start[keep].tolist(), end[keep].tolist()):
+        assignments[member_ids[m]][topic_list[t]] = range(a, b)
     return assignments

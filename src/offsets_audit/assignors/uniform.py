@@ -151,7 +151,8 @@ class _Balancer:
 
     def initialize(self, members: list) -> int:
         sizes = self.sizes
-        ordered = sorted(members, key=lambda m: (sizes[m], m))
+        # Subscriber lists are in ascending member index, so a stable sort by size gives (size, index) order.
+        ordered = sorted(members, key=sizes.__getitem__)
         self.sorted_members = ordered
         self.least_end = 0
         self.least_count = sizes[ordered[0]] - 1
