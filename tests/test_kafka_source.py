@@ -10,6 +10,8 @@ import json
 import pytest
 
 from broker import create_topic, free_port, kafka_bootstrap, produce, unique_topic  # noqa: F401 (fixture)
+from offsets_audit.errors import UserError
+from offsets_audit.sources import read
 from offsets_audit.sources.kafka import KafkaUnreachableError, OffsetRange, plan_ranges, read_range
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 
@@ -89,7 +91,7 @@ def spark_rows(df):
 
 @pytest.mark.spark
 def test_spark_kafka_python_source_reads_every_golden_record(spark, golden_topic):
-    df = spark.read.format("kafka-python").options(**base_options(golden_topic, maxRecordsPerPartition="40",
+    df = spark.read.format("kafka-python").options(**base_options(golden_topic, maxRecordsPerPartition="50",
                                                                  rowsPerBatch="16")).load()
     assert df.schema == SOURCE_SCHEMA
     assert spark_rows(df) == golden_topic["expected"]
@@ -105,3 +107,28 @@ def test_spark_kafka_python_source_reads_per_partition_json_offsets(spark, golde
           .load())
     bounds = {0: (10, 10**9), 1: (0, 2), 2: (0, 1)}
     assert spark_rows(df) == [r for r in golden_topic["expected"] if bounds[r[0]][0] <= r[1] < bounds[r[0]][1]]
+
+
+@pytest.mark.spark
+def test_read_entry_point_reads_kafka_through_kafka_python_here(spark, golden_topic):
+    df = read(spark, {"kind": "kafka", **base_options(golden_topic)})
+    assert df.schema == SOURCE_SCHEMA
+    assert spark_rows(df) == golden_topic["expected"]
+
+
+@pytest.mark.spark
+def test_read_entry_point_fixes_end_offsets_when_the_read_is_planned(spark, kafka_bootstrap):
+    topic = unique_topic()
+    create_topic(kafka_bootstrap, topic, 2)
+    produce(kafka_bootstrap, topic, [(0, b"k1", b"v1"), (1, b"k2", None)])
+    df = read(spark, {"kind": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "subscribe": topic})
+    produce(kafka_bootstrap, topic, [(0, b"k3", b"v3"), (1, b"k4", b"v4")])
+    assert spark_rows(df) == [(0, 0, b"k1", b"v1"), (1, 0, b"k2", None)]
+
+
+@pytest.mark.spark
+def test_read_entry_point_with_a_dead_bootstrap_fails_on_the_driver_with_one_line(spark):
+    dead = f"127.0.0.1:{free_port()}"
+    with pytest.raises(UserError, match=f"^could not reach Kafka at {dead} after 1 try"):
+        read(spark, {"kind": "kafka", "kafka.bootstrap.servers": dead, "fetchRetries": 1,
+                     "kafka.request.timeout.ms": 1000})

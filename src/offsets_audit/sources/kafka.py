@@ -328,7 +328,8 @@ def new_consumer(config: KafkaReadConfig):
 
 def _unreachable(config: KafkaReadConfig, tries: int, error: BaseException) -> KafkaUnreachableError:
     return KafkaUnreachableError(
-        f"could not reach Kafka at {config.bootstrap_servers} after {tries} tries ({type(error).__name__})",
+        f"could not reach Kafka at {config.bootstrap_servers} after {tries} {'try' if tries == 1 else 'tries'} "
+        f"({type(error).__name__})",
         fix="check kafka.bootstrap.servers and the kafka.security.* / kafka.sasl.* / kafka.ssl.* options")
 
 
@@ -336,9 +337,11 @@ def _backoff(config: KafkaReadConfig, attempt: int) -> None:
     time.sleep(config.retry_backoff_ms / 1000.0 * (2 ** min(attempt - 1, 5)))
 
 
-def plan_ranges(config: KafkaReadConfig | Mapping[str, Any]) -> list[OffsetRange]:
-    """Resolve starting/ending offsets against the broker once: one range per topic partition with records,
-    split into ranges of at most ``maxRecordsPerPartition`` offsets (like Spark's ``KafkaOffsetReader``)."""
+def resolve_offsets(config: KafkaReadConfig | Mapping[str, Any]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Ask the broker once for every wanted topic partition's ``(start, end)`` offsets (retrying transient errors).
+
+    ``latest`` is the high watermark under read_uncommitted and the last stable offset under read_committed.
+    """
     config = as_config(config)
     transient = _transient_errors()
     attempt = 0
@@ -347,8 +350,7 @@ def plan_ranges(config: KafkaReadConfig | Mapping[str, Any]) -> list[OffsetRange
         consumer = None
         try:
             consumer = new_consumer(config)
-            bounds = _resolve_bounds(config, consumer)
-            break
+            return _resolve_bounds(config, consumer)
         except transient as exc:
             if attempt >= config.fetch_retries:
                 raise _unreachable(config, attempt, exc) from exc
@@ -356,10 +358,32 @@ def plan_ranges(config: KafkaReadConfig | Mapping[str, Any]) -> list[OffsetRange
         finally:
             if consumer is not None:
                 consumer.close()
+
+
+def plan_ranges(config: KafkaReadConfig | Mapping[str, Any]) -> list[OffsetRange]:
+    """Resolve starting/ending offsets against the broker once: one range per topic partition with records,
+    split into ranges of at most ``maxRecordsPerPartition`` offsets (like Spark's ``KafkaOffsetReader``)."""
+    config = as_config(config)
     ranges = []
-    for (topic, partition), (start, end) in sorted(bounds.items()):
+    for (topic, partition), (start, end) in sorted(resolve_offsets(config).items()):
         ranges.extend(split_range(OffsetRange(topic, partition, start, end), config.max_records_per_partition))
     return ranges
+
+
+def pinned_options(options: Mapping[str, Any], bounds: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
+    """``options`` with ``assign``/``startingOffsets``/``endingOffsets`` replaced by resolved offsets, so every
+    later planning of the same read sees the same snapshot."""
+    dropped = {"assign", "subscribe", "subscribepattern", "startingoffsets", "endingoffsets"}
+    pinned = {k: v for k, v in options.items() if str(k).lower() not in dropped}
+    assign: dict[str, list[int]] = {}
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for (topic, partition), (start, end) in sorted(bounds.items()):
+        assign.setdefault(topic, []).append(partition)
+        starting.setdefault(topic, {})[str(partition)] = start
+        ending.setdefault(topic, {})[str(partition)] = end
+    pinned.update(assign=json.dumps(assign), startingOffsets=json.dumps(starting), endingOffsets=json.dumps(ending))
+    return pinned
 
 
 def split_range(offset_range: OffsetRange, max_records: int | None) -> list[OffsetRange]:
