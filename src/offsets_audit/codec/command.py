@@ -1,0 +1,108 @@
+"""``offsets-audit decode``: raw ``__consumer_offsets`` rows -> ``OUTPUT/decoded`` + ``OUTPUT/quarantine`` Parquet."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+from offsets_audit.errors import UserError
+
+INPUT_FORMATS = ("parquet", "segments")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--input", required=True, help="Parquet dump (Kafka-source columns) or log segment directory")
+    parser.add_argument("--input-format", choices=INPUT_FORMATS, default="parquet",
+                        help="parquet (default) or segments (broker .log files)")
+    parser.add_argument("--output", required=True, help="directory that receives decoded/ and quarantine/")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing decoded/ and quarantine/")
+    parser.add_argument("--master", default=None, help="Spark master for a local run (default local[2])")
+
+
+def _is_local(path: str) -> bool:
+    return urlparse(path).scheme in ("", "file")
+
+
+def _read_input(spark, path: str, input_format: str):
+    try:
+        from offsets_audit.sources import read as read_source
+    except ImportError:
+        read_source = None
+    if read_source is not None:
+        return read_source(spark, {"kind": input_format, "path": path})
+    if input_format != "parquet":
+        raise UserError(f"input format {input_format} needs offsets_audit.sources.read, which this build lacks",
+                        fix="use --input-format parquet")
+    from offsets_audit.sources.schema import with_batch_columns
+
+    return with_batch_columns(spark.read.parquet(path))
+
+
+def summarize(decoded_df) -> dict:
+    """Rows read / decoded / quarantined and counts per record type and per error code (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    groups = (decoded_df.groupBy("record_type", "record_name", "error_code").agg(F.count(F.lit(1)).alias("n"))
+              .collect())
+    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "per_record_type": {}, "per_error_code": {}}
+    for row in groups:
+        n = row["n"]
+        summary["rows_read"] += n
+        if row["error_code"] is None:
+            summary["decoded"] += n
+            label = row["record_name"] if row["record_type"] is None else f"{row['record_type']} {row['record_name']}"
+            summary["per_record_type"][label] = summary["per_record_type"].get(label, 0) + n
+        else:
+            summary["quarantined"] += n
+            summary["per_error_code"][row["error_code"]] = summary["per_error_code"].get(row["error_code"], 0) + n
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    lines = [f"rows read:   {summary['rows_read']}", f"decoded:     {summary['decoded']}",
+             f"quarantined: {summary['quarantined']}"]
+    if summary["per_record_type"]:
+        lines.append("per record type:")
+        lines += [f"  {name:<45} {n}" for name, n in sorted(summary["per_record_type"].items(),
+                                                           key=lambda item: (len(item[0].split()[0]), item[0]))]
+    if summary["per_error_code"]:
+        lines.append("per error code:")
+        lines += [f"  {code:<45} {n}" for code, n in sorted(summary["per_error_code"].items())]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from offsets_audit.codec.spark import decode, split
+
+    if _is_local(args.input) and not os.path.exists(args.input.removeprefix("file://")):
+        raise UserError(f"input path {args.input} does not exist", fix="pass --input an existing Parquet dump or segment directory")
+    outputs = {name: os.path.join(args.output, name) for name in ("decoded", "quarantine")}
+    if not args.overwrite and _is_local(args.output):
+        taken = [p for p in outputs.values() if os.path.exists(p.removeprefix("file://"))]
+        if taken:
+            raise UserError(f"output {taken[0]} already exists", fix="pass --overwrite or choose another --output")
+
+    from offsets_audit.spark_session import get_spark
+
+    spark = get_spark("offsets-audit-decode", master=args.master)
+    try:
+        source = _read_input(spark, args.input, args.input_format)
+    except UserError:
+        raise
+    except Exception as exc:  # a path Spark cannot read is a person's mistake, not a crash
+        if type(exc).__name__ in ("AnalysisException", "PySparkException") or "PATH_NOT_FOUND" in str(exc):
+            raise UserError(f"cannot read {args.input} as {args.input_format}: {str(exc).splitlines()[0]}",
+                            fix="check --input and --input-format") from None
+        raise
+    decoded_df = decode(source).persist()
+    try:
+        decoded, quarantined = split(decoded_df)
+        mode = "overwrite" if args.overwrite else "errorifexists"
+        decoded.write.mode(mode).parquet(outputs["decoded"])
+        quarantined.write.mode(mode).parquet(outputs["quarantine"])
+        summary = summarize(decoded_df)
+    finally:
+        decoded_df.unpersist()
+    print(format_summary(summary))
+    print(f"wrote {outputs['decoded']} and {outputs['quarantine']}")
+    return 0
