@@ -208,3 +208,21 @@ def test_compaction_drops_superseded_records(tmp_path):
                 assert (partition, row["key"]) not in latest
                 latest[(partition, row["key"])] = row["offset"]
     assert 0 < count < 5000
+
+
+def test_cli_simulate_writes_segments_with_the_chosen_compression(tmp_path, capsys):
+    from offsets_audit.cli import main
+
+    assert main(["simulate", "--out", str(tmp_path), "--groups", "4", "--hours", "0.05", "--partitions", "5",
+                 "--compression", "lz4", "--format", "segments", "--faults", "wrong_assignment"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] > 0
+    assert not (tmp_path / "parquet").exists()
+    rows = [r for path, p in list_segments(tmp_path / "segments") for r in read_segment(path, p)]
+    assert {r["compression"] for r in rows if not r["is_control"]} == {"lz4"}
+
+
+def test_cli_simulate_rejects_an_unknown_fault(tmp_path, capsys):
+    from offsets_audit.cli import main
+
+    assert main(["simulate", "--out", str(tmp_path), "--faults", "bogus"]) == 2
+    assert "unknown fault" in capsys.readouterr().err

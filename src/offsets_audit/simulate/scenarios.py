@@ -329,7 +329,8 @@ class ModernActor(Actor):
                              "detail": f"member epoch {member.member_epoch} -> {member.member_epoch - 1}"}
             else:
                 other = next((group.members[m] for m in live[1:] if group.members[m].assigned), None)
-                if other is None:
+                if other is None:   # needs a second member holding partitions: scale up first
+                    self.join(False)
                     self.shard.at(self.shard.now + 60000, self._retry, kind)
                     continue
                 topic = sorted(other.assigned)[0]
