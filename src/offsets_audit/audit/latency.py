@@ -1,0 +1,197 @@
+"""Rebalance latency: one row per group-epoch bump, and percentiles over them.
+
+For every bump to group epoch E (a rebalance, KIP-848) the audit measures:
+
+* ``time_to_assignment_ms``: until a target assignment at epoch >= E exists, timed by its
+  ``AssignmentTimestamp`` (KIP-1263; the record time where the timestamp is 0). This is the batching
+  delay the assignment interval adds: several bumps are answered by one assignment;
+* ``convergence_ms``: until every member of the group is at an epoch >= E and STABLE (nothing pending
+  revocation), checked at batch ends; ``reconciling_ms`` is the part after the assignment;
+* the members whose owned partitions changed and the partitions whose owner changed between the bump
+  and convergence.
+
+A rebalance cut short (group deleted or converted, or the log ends first) has ``complete`` false.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+from .model import Event
+from .rules.base import GroupView, RuleFamily
+
+PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+LATENCY_METRICS = ("time_to_assignment_ms", "convergence_ms", "reconciling_ms")
+
+REBALANCE_COLUMNS = (
+    "group_id", "group_type", "group_epoch", "bump_partition", "bump_offset", "bump_time",
+    "assignment_epoch", "assignment_timestamp", "assignment_offset", "assignment_time", "converged_time",
+    "time_to_assignment_ms", "convergence_ms", "assigning_ms", "reconciling_ms", "members",
+    "members_changed", "partitions_moved", "bumps_in_batch", "assignment_interval_ms", "complete", "day",
+)
+
+
+@dataclass
+class _Open:
+    group_epoch: int
+    bump: Event
+    before: dict
+    assignment: Event | None = None
+    assignment_time: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _ownership(view: GroupView) -> dict:
+    """Member -> frozenset of what it holds (partitions, or (role, task) for streams)."""
+    out = {}
+    for m in view.members.values():
+        held = set(m.assigned) | set(m.pending)
+        for role, tasks in m.tasks.items():
+            held |= {(role,) + t for t in tasks}
+        out[m.member_id] = frozenset(held)
+    return out
+
+
+def _moved(before: dict, after: dict) -> tuple[int, int]:
+    members_changed = sum(1 for m in set(before) | set(after) if before.get(m, frozenset()) != after.get(m, frozenset()))
+    owner_before: dict = {}
+    owner_after: dict = {}
+    for m, held in before.items():
+        for x in held:
+            owner_before.setdefault(x, set()).add(m)
+    for m, held in after.items():
+        for x in held:
+            owner_after.setdefault(x, set()).add(m)
+    moved = sum(1 for x in set(owner_before) | set(owner_after) if owner_before.get(x) != owner_after.get(x))
+    return members_changed, moved
+
+
+def day_of(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+class RebalanceTracker(RuleFamily):
+    """Walks the same events as the rules and collects one row per group-epoch bump."""
+
+    family = "latency"
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.open: list[_Open] = []
+        self.rows: list[dict] = []
+
+    def on_event(self, ev: Event, view: GroupView) -> None:
+        kind = ev.event
+        if kind == "group_epoch_bumped" and view.group_type in ("consumer", "share", "streams"):
+            new = int(ev.get("new", 0))
+            old = int(ev.get("old", 0) or 0)
+            if new <= old:
+                return
+            waiting = next((o for o in self.open if o.assignment is None), None)
+            before = waiting.before if waiting is not None else _ownership(view)
+            self.open.append(_Open(new, ev, before))
+        elif kind == "target_assignment_computed":
+            epoch = int(ev.get("assignment_epoch", 0))
+            ts = int(ev.get("assignment_timestamp", 0) or 0)
+            answered = [o for o in self.open if o.assignment is None and o.group_epoch <= epoch]
+            for o in answered:
+                o.assignment = ev
+                o.assignment_time = ts if ts > 0 else ev.timestamp
+                o.extra["bumps_in_batch"] = len(answered)
+        elif kind in ("group_deleted", "group_type_changed"):
+            for o in self.open:
+                self._close(o, view, None)
+            self.open = []
+
+    def on_batch_end(self, view: GroupView, last: Event) -> None:
+        if not self.open:
+            return
+        still = []
+        for o in self.open:
+            if o.assignment is not None and self._converged(view, o.group_epoch):
+                self._close(o, view, last.timestamp)
+            else:
+                still.append(o)
+        self.open = still
+
+    @staticmethod
+    def _converged(view: GroupView, epoch: int) -> bool:
+        for m in view.members.values():
+            if m.member_epoch < epoch or m.state != "STABLE" or m.pending or any(m.tasks_pending.values()):
+                return False
+        return True
+
+    def _close(self, o: _Open, view: GroupView, converged_time: int | None) -> None:
+        after = _ownership(view) if converged_time is not None else None
+        members_changed, moved = _moved(o.before, after) if after is not None else (None, None)
+        bump_time = o.bump.timestamp
+        a = o.assignment
+        tta = None if o.assignment_time is None or bump_time is None else max(o.assignment_time - bump_time, 0)
+        conv = None if converged_time is None or bump_time is None else converged_time - bump_time
+        rec = None if converged_time is None or o.assignment_time is None else max(converged_time - o.assignment_time, 0)
+        self.rows.append({
+            "group_id": view.group_id,
+            "group_type": view.group_type,
+            "group_epoch": o.group_epoch,
+            "bump_partition": o.bump.partition,
+            "bump_offset": o.bump.offset,
+            "bump_time": bump_time,
+            "assignment_epoch": None if a is None else int(a.get("assignment_epoch", 0)),
+            "assignment_timestamp": None if a is None else int(a.get("assignment_timestamp", 0) or 0),
+            "assignment_offset": None if a is None else a.offset,
+            "assignment_time": o.assignment_time,
+            "converged_time": converged_time,
+            "time_to_assignment_ms": tta,
+            "convergence_ms": conv,
+            "assigning_ms": tta,
+            "reconciling_ms": rec,
+            "members": len(view.members) if converged_time is not None else None,
+            "members_changed": members_changed,
+            "partitions_moved": moved,
+            "bumps_in_batch": o.extra.get("bumps_in_batch"),
+            "assignment_interval_ms": self.ctx.assignment_interval_ms(view.group_id, view.group_type),
+            "complete": converged_time is not None,
+            "day": day_of(bump_time),
+        })
+
+    def finish(self, view: GroupView) -> None:
+        for o in self.open:
+            self._close(o, view, None)
+        self.open = []
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (Spark SQL ``percentile``, numpy's default)."""
+    xs = sorted(v for v in values if v is not None)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return float(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo))
+
+
+def summarize_latency(rebalances: list[dict]) -> list[dict]:
+    """``latency_summary`` rows: per (group_type, group_id, day), per (group_type, day), per group_type.
+
+    Rolled-up levels have ``group_id`` (and ``day``) null; ``level`` says which one a row is.
+    """
+    buckets: dict[tuple, list[dict]] = {}
+    for r in rebalances:
+        for level, key in (("group_day", (r["group_type"], r["group_id"], r["day"])),
+                           ("group_type_day", (r["group_type"], None, r["day"])),
+                           ("group_type", (r["group_type"], None, None))):
+            buckets.setdefault((level,) + key, []).append(r)
+    out = []
+    for (level, group_type, group_id, day), rows in sorted(buckets.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        row = {"level": level, "group_type": group_type, "group_id": group_id, "day": day,
+               "rebalances": len(rows), "complete": sum(1 for r in rows if r["complete"])}
+        for metric in LATENCY_METRICS:
+            values = [r[metric] for r in rows if r[metric] is not None]
+            for name, q in PERCENTILES:
+                row[f"{metric}_{name}"] = percentile(values, q)
+            row[f"{metric}_max"] = float(max(values)) if values else None
+        out.append(row)
+    return out

@@ -1,0 +1,272 @@
+"""What every rule family shares: the group as the audit sees it while walking its events, and emit().
+
+``GroupView`` is a light re-reading of the replay events (epochs, member epochs, current assignments),
+enough for invariant checks; it does not redo the replay. Families see each event *before* the view
+applies it (so they can compare old and new), and the view's state at the end of every batch
+(records sharing one append timestamp, as the coordinator writes one ``CoordinatorResult`` per batch).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Event, Finding, partitions_of
+
+LEAVE_EPOCHS = (-1, -2)
+#: ``Uuid.ZERO_UUID``: an OffsetCommitValue without a known topic id.
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+@dataclass
+class MemberView:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: str = "STABLE"
+    assigned: dict = field(default_factory=dict)      # (topic_id, partition) -> assignment epoch
+    pending: dict = field(default_factory=dict)       # partitions pending revocation
+    tasks: dict = field(default_factory=dict)         # role -> {(subtopology, partition): epoch}
+    tasks_pending: dict = field(default_factory=dict)
+    subscribed_topic_names: list | None = None
+    subscribed_topic_regex: str | None = None
+    process_id: str | None = None
+    task_lags: dict = field(default_factory=dict)     # (subtopology, partition) -> end offset - offset
+    evidence: str | None = None                       # record of the last current-assignment change
+
+
+class GroupView:
+    """One group id while its events are walked in log order."""
+
+    def __init__(self, group_id: str | None, group_type: str | None = None) -> None:
+        self.group_id = group_id
+        self.group_type = group_type
+        self.exists = False
+        self.created_in_log = False
+        self.converted = False
+        self.incarnation = 0
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        self.assignment_count = 0
+        self.last_assignment: Event | None = None
+        self.bumps: dict[int, Event] = {}
+        self.members: dict[str, MemberView] = {}
+        self.generation: int | None = None
+        self.classic_members: list[str] = []
+        self.topology_ready: bool | None = None
+        self.last_time: int | None = None
+        self.first_time: int | None = None
+
+    # -- derived state (ConsumerGroup.maybeUpdateGroupState) ---------------------------------------
+
+    def is_reconciled(self, member: MemberView) -> bool:
+        return member.state == "STABLE" and member.member_epoch == self.assignment_epoch
+
+    @property
+    def state(self) -> str:
+        if not self.exists:
+            return "DEAD"
+        if self.group_type == "classic":
+            return "STABLE" if self.classic_members else "EMPTY"
+        if self.group_type == "streams" and self.topology_ready is False:
+            return "NOT_READY"
+        if not self.members:
+            return "EMPTY"
+        if self.group_epoch > self.assignment_epoch:
+            return "ASSIGNING"
+        if any(not self.is_reconciled(m) for m in self.members.values()):
+            return "RECONCILING"
+        return "STABLE"
+
+    def owners(self) -> dict[tuple, list[str]]:
+        """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
+        out: dict[tuple, list[str]] = {}
+        for m in self.members.values():
+            for tp in set(m.assigned) | set(m.pending):
+                out.setdefault(tp, []).append(m.member_id)
+        return out
+
+    # -- applying events ---------------------------------------------------------------------------
+
+    def apply(self, ev: Event) -> None:
+        if ev.group_type:
+            self.group_type = ev.group_type
+        if ev.timestamp is not None:
+            self.last_time = ev.timestamp
+            if self.first_time is None:
+                self.first_time = ev.timestamp
+        kind = ev.event
+        if kind == "group_created":
+            self._reset()
+            self.exists = True
+            self.created_in_log = not ev.get("simple", False)
+            self.incarnation += 1
+            if self.group_type in ("consumer", "share", "streams"):
+                # TargetAssignmentMetadata.INITIAL: epoch 1, timestamp 0 (KIP-1263), never written.
+                self.assignment_epoch = 1
+        elif kind == "group_type_changed":
+            self._reset()
+            self.exists = True
+            self.converted = True
+            self.group_type = ev.get("new_type", self.group_type)
+        elif kind == "group_deleted":
+            self._reset()
+            self.exists = False
+        elif kind == "group_epoch_bumped":
+            self.exists = True
+            self.group_epoch = int(ev.get("new", 0))
+            self.bumps[self.group_epoch] = ev
+        elif kind == "target_assignment_computed":
+            self.exists = True
+            self.assignment_epoch = int(ev.get("assignment_epoch", 0))
+            self.assignment_timestamp = int(ev.get("assignment_timestamp", 0))
+            self.assignment_count += 1
+            self.last_assignment = ev
+        elif kind == "member_joined":
+            self.exists = True
+            if self.group_type == "classic":
+                if ev.member_id not in self.classic_members:
+                    self.classic_members.append(ev.member_id)
+                return
+            m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
+            m.subscribed_topic_names = ev.details.get("subscribed_topic_names", m.subscribed_topic_names)
+            m.subscribed_topic_regex = ev.details.get("subscribed_topic_regex", m.subscribed_topic_regex)
+            m.process_id = ev.details.get("process_id", m.process_id)
+        elif kind == "member_left":
+            if self.group_type == "classic":
+                self.classic_members = [x for x in self.classic_members if x != ev.member_id]
+            self.members.pop(ev.member_id, None)
+        elif kind == "member_fenced_by_tombstone":
+            m = self.members.get(ev.member_id)
+            if m is not None:
+                m.member_epoch = m.previous_member_epoch = -1
+                m.assigned, m.pending, m.tasks, m.tasks_pending = {}, {}, {}, {}
+                m.evidence = ev.where
+        elif kind == "member_epoch_advanced":
+            m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
+            m.member_epoch = int(ev.get("member_epoch", 0))
+            m.previous_member_epoch = int(ev.get("previous_member_epoch", -1))
+            m.state = ev.get("member_state", m.state)
+        elif kind == "member_assignment_changed":
+            m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
+            if "assigned_partitions" in ev.details or "partitions_pending_revocation" in ev.details:
+                m.assigned = partitions_of(ev.details.get("assigned_partitions"))
+                m.pending = partitions_of(ev.details.get("partitions_pending_revocation"))
+            if "assigned_tasks" in ev.details or "tasks_pending_revocation" in ev.details:
+                m.tasks = {role: partitions_of(t) for role, t in (ev.details.get("assigned_tasks") or {}).items()}
+                m.tasks_pending = {role: partitions_of(t)
+                                   for role, t in (ev.details.get("tasks_pending_revocation") or {}).items()}
+            m.evidence = ev.where
+        if ev.member_id in self.members and ("task_offsets" in ev.details and "task_end_offsets" in ev.details):
+            self.members[ev.member_id].task_lags = _task_lags(ev.details)
+        if kind == "classic_generation_changed":
+            self.exists = True
+            self.generation = ev.get("generation")
+            self.classic_members = list(ev.get("members", []) or [])
+        elif kind == "topology_changed":
+            ready = ev.details.get("ready")
+            if ready is not None:
+                self.topology_ready = bool(ready)
+
+    def _reset(self) -> None:
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        self.assignment_count = 0
+        self.last_assignment = None
+        self.bumps = {}
+        self.members = {}
+        self.generation = None
+        self.classic_members = []
+        self.converted = False
+        self.created_in_log = False
+        self.topology_ready = None
+
+
+def _task_lags(details: dict) -> dict:
+    """(subtopology, partition) -> end offset minus reported offset, where both are known."""
+    offsets = details.get("task_offsets") or {}
+    ends = details.get("task_end_offsets") or {}
+    out = {}
+    for sub, parts in ends.items():
+        for p, end in (parts or {}).items():
+            have = (offsets.get(sub) or {}).get(p)
+            if have is not None and end is not None:
+                out[(sub, int(p))] = int(end) - int(have)
+    return out
+
+
+class RuleFamily:
+    """Base of one module of rules. Subclasses override the hooks they need."""
+
+    family = ""
+
+    def __init__(self, ctx: "AuditContext") -> None:
+        self.ctx = ctx
+
+    def on_event(self, ev: Event, view: GroupView) -> None:
+        """Called with the view as it was *before* ``ev``."""
+
+    def on_batch_end(self, view: GroupView, last: Event) -> None:
+        """Called after every run of events that share one record timestamp."""
+
+    def finish(self, view: GroupView) -> None:
+        """Called once after the group's last event."""
+
+
+class AuditContext:
+    """Settings, the group's configured interval, and the sink findings go to (deduplicated)."""
+
+    def __init__(self, settings: dict[str, dict], config: dict | None, group_id: str | None) -> None:
+        self.settings = settings
+        self.config = config or {}
+        self.group_id = group_id
+        self.findings: list[Finding] = []
+        self._open_keys: set = set()
+
+    def enabled(self, rule: str) -> bool:
+        return bool(self.settings.get(rule, {}).get("enabled", False))
+
+    def threshold(self, rule: str, name: str) -> Any:
+        return self.settings[rule][name]
+
+    def emit(self, rule: str, view: GroupView, time: int | None, message: str, evidence: list[str],
+             details: dict | None = None, key: Any = None) -> None:
+        """Record a finding unless the rule is off or the same ``key`` is already open for this rule."""
+        if not self.enabled(rule):
+            return
+        if key is not None:
+            if (rule, key) in self._open_keys:
+                return
+            self._open_keys.add((rule, key))
+        details = dict(details or {})
+        if key is not None:
+            details["key"] = key if isinstance(key, (str, int)) else list(key) if isinstance(key, tuple) else str(key)
+        self.findings.append(Finding(
+            rule=rule, severity=self.settings[rule]["severity"], group_id=view.group_id if view else self.group_id,
+            group_type=view.group_type if view else None, time=time, message=message,
+            evidence=[e for e in dict.fromkeys(evidence) if e], details=details))
+
+    def close(self, rule: str, key: Any) -> None:
+        """The condition behind ``key`` cleared: a later recurrence is a new finding."""
+        self._open_keys.discard((rule, key))
+
+    def is_open(self, rule: str, key: Any) -> bool:
+        return (rule, key) in self._open_keys
+
+    # -- broker configuration mirrored in conf ------------------------------------------------------
+
+    def assignment_interval_ms(self, group_id: str | None, group_type: str | None) -> int | None:
+        """``group.<type>.assignment.interval.ms`` or the group's own override (-1 = broker default)."""
+        broker = self.config.get("broker") or {}
+        if group_type not in ("consumer", "share", "streams"):
+            return None
+        default = broker.get(f"{group_type}_assignment_interval_ms", 1000)
+        override = ((broker.get("group_overrides") or {}).get(group_id) or {}).get("assignment_interval_ms")
+        if override is None or int(override) == -1:
+            return None if default is None else int(default)
+        return int(override)
+
+    @property
+    def kafka_version(self) -> str | None:
+        return (self.config.get("broker") or {}).get("kafka_version")

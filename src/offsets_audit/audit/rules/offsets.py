@@ -1,0 +1,107 @@
+"""Committed offsets (``OffsetMetadataManager``): direction, ownership at commit time, open transactions.
+
+The record of a commit does not say which member sent it; what the log does show is who owned the
+partition when the commit was appended. A consumer group with members only accepts commits from a
+member whose epoch is current for that partition (KIP-848 fencing), so a commit for a partition no
+member held points at a zombie (or an admin reset on a live group). Topic ids are resolved to names
+through the commits' own ``topicId`` (OffsetCommitValue v4) or the topic-metadata snapshot.
+"""
+from __future__ import annotations
+
+from ..model import Event
+from .base import ZERO_UUID, GroupView, RuleFamily
+
+
+class OffsetRules(RuleFamily):
+    family = "offsets"
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.last_commit: dict[tuple, Event] = {}
+        self.pending: dict[tuple, Event] = {}
+        self.topic_ids: dict[str, str] = dict((ctx.config.get("_topic_ids") or {}))
+
+    def on_event(self, ev: Event, view: GroupView) -> None:
+        kind = ev.event
+        if kind in ("offset_committed", "txn_offset_committed", "txn_offset_pending"):
+            if ev.get("topic_id") and ev.get("topic_id") != ZERO_UUID:
+                self.topic_ids.setdefault(ev.get("topic"), ev.get("topic_id"))
+        if kind in ("offset_committed", "txn_offset_committed"):
+            if kind == "txn_offset_committed" and ev.details.get("applied") is False:
+                self._resolve(ev)
+                return
+            self._backwards(ev, view)
+            self._non_owner(ev, view)
+            self.last_commit[(ev.get("topic"), ev.get("partition"))] = ev
+            self._resolve(ev)
+        elif kind == "txn_offset_pending":
+            self._pending_check_all(view, ev.timestamp)
+            self.pending.setdefault((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), ev)
+        elif kind == "txn_offset_aborted":
+            self._resolve(ev)
+        elif kind == "offset_expired_or_deleted":
+            self.last_commit.pop((ev.get("topic"), ev.get("partition")), None)
+            for producer_id in ev.get("pending_cleared_producer_ids", []) or []:
+                self.pending.pop((producer_id, ev.get("topic"), ev.get("partition")), None)
+        if ev.timestamp is not None and self.pending:
+            self._pending_check_all(view, ev.timestamp)
+
+    def _resolve(self, ev: Event) -> None:
+        self.pending.pop((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), None)
+
+    def _backwards(self, ev: Event, view: GroupView) -> None:
+        previous = self.last_commit.get((ev.get("topic"), ev.get("partition")))
+        if previous is None:
+            return
+        old, new = previous.get("committed_offset"), ev.get("committed_offset")
+        if old is None or new is None or new >= old:
+            return
+        if self.ctx.threshold("offset_committed_backwards", "only_with_members") and not (
+                view.members or view.classic_members):
+            return
+        self.ctx.emit("offset_committed_backwards", view, ev.timestamp,
+                      f"committed offset of {ev.get('topic')}-{ev.get('partition')} went back from {old} to {new}",
+                      [previous.where, ev.where],
+                      {"topic": ev.get("topic"), "partition": ev.get("partition"), "old_offset": old,
+                       "new_offset": new})
+
+    def _non_owner(self, ev: Event, view: GroupView) -> None:
+        if view.group_type != "consumer" or not view.members:
+            return
+        topic_id = self.topic_ids.get(ev.get("topic"))
+        if topic_id is None:
+            return
+        tp = (topic_id, int(ev.get("partition")))
+        if tp in view.owners():
+            return
+        last_owner = None
+        self.ctx.emit("offset_commit_by_non_owner", view, ev.timestamp,
+                      f"offset {ev.get('committed_offset')} committed for {ev.get('topic')}-{ev.get('partition')} "
+                      f"while no member of the group owned it (group epoch {view.group_epoch}, assignment epoch "
+                      f"{view.assignment_epoch})",
+                      [ev.where] + [m.evidence for m in view.members.values()][:10],
+                      {"topic": ev.get("topic"), "partition": ev.get("partition"), "topic_id": topic_id,
+                       "group_epoch": view.group_epoch, "assignment_epoch": view.assignment_epoch,
+                       "members": {m.member_id: {"member_epoch": m.member_epoch,
+                                                 "previous_member_epoch": m.previous_member_epoch}
+                                   for m in view.members.values()},
+                       "last_owner": last_owner})
+
+    def _pending_check_all(self, view: GroupView, now: int | None) -> None:
+        if now is None:
+            return
+        limit = self.ctx.threshold("transactional_offset_pending_too_long", "max_pending_ms")
+        for key, ev in list(self.pending.items()):
+            if ev.timestamp is not None and now - ev.timestamp > limit:
+                self.ctx.emit("transactional_offset_pending_too_long", view, now,
+                              f"transactional commit of {ev.get('topic')}-{ev.get('partition')} by producer "
+                              f"{ev.get('producer_id')} pending for {now - ev.timestamp} ms (> {limit} ms) "
+                              "without a COMMIT or ABORT marker",
+                              [ev.where], {"producer_id": ev.get("producer_id"), "topic": ev.get("topic"),
+                                           "partition": ev.get("partition"), "pending_ms": now - ev.timestamp},
+                              key=("pending", ev.where))
+                del self.pending[key]
+
+    def finish(self, view: GroupView) -> None:
+        end = self.ctx.config.get("_end_time_ms") or view.last_time
+        self._pending_check_all(view, end)

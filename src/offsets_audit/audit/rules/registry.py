@@ -1,0 +1,121 @@
+"""Every audit rule with its default switch, severity and thresholds (mirrored in conf/defaults.yaml).
+
+A rule id says the rule (``assignment_interval_violated``), never a number. ``rule_settings(config)``
+merges a user's ``rules:`` section over these defaults one rule at a time, so a config that only says
+``rules: {rebalance_storm: {max_per_hour: 120}}`` keeps that rule's severity and switch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from offsets_audit.errors import UserError
+
+from ..model import SEVERITIES
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    family: str
+    severity: str
+    summary: str
+    thresholds: dict = field(default_factory=dict)
+
+
+RULES: dict[str, RuleSpec] = {}
+
+
+def _rule(id: str, family: str, severity: str, summary: str, **thresholds) -> None:
+    RULES[id] = RuleSpec(id, family, severity, summary, thresholds)
+
+
+# -- epochs (KIP-848 / KIP-1263) ---------------------------------------------------------------------
+_rule("group_epoch_decreased", "epochs", "error",
+      "a group's epoch went down without the group being deleted and re-created")
+_rule("assignment_epoch_ahead_of_group_epoch", "epochs", "error",
+      "a target assignment epoch is greater than the group epoch")
+_rule("member_epoch_ahead_of_assignment_epoch", "epochs", "error",
+      "a member epoch is greater than the group's target assignment epoch")
+_rule("previous_member_epoch_inconsistent", "epochs", "error",
+      "a member's previous epoch is above its epoch, or is not the epoch it had before")
+_rule("partition_epoch_ahead_of_member_epoch", "epochs", "error",
+      "a partition (or task) assignment epoch is greater than the owning member's epoch")
+_rule("new_group_epoch_unexpected", "epochs", "warning",
+      "a group created in the log did not start the way its Kafka version writes new groups")
+# -- assignment batching (KIP-1263) ------------------------------------------------------------------
+_rule("assignment_interval_violated", "batching", "error",
+      "two target assignments of a group are closer than its assignment interval", tolerance_ms=0)
+_rule("assignment_timestamp_zero_unexpected", "batching", "warning",
+      "a target assignment has AssignmentTimestamp 0 where Kafka >= 4.3 writes the real time")
+_rule("assignment_timestamp_before_group_epoch_bump", "batching", "error",
+      "a target assignment claims to be computed before the group-epoch bump it answers", tolerance_ms=0)
+_rule("assignment_timestamp_after_record_time", "batching", "error",
+      "a target assignment claims to be computed after the record that stores it was appended", tolerance_ms=0)
+# -- ownership ---------------------------------------------------------------------------------------
+_rule("partition_owned_twice", "ownership", "error",
+      "a partition is owned (assigned or pending revocation) by two members of a consumer group at once")
+_rule("streams_task_held_twice_in_process", "ownership", "error",
+      "a streams task is held twice by members of one process, or active by two members")
+_rule("assignment_outside_subscription", "ownership", "warning",
+      "a reconciled member owns a partition of a topic it does not subscribe to")
+_rule("warmup_task_not_promoted", "ownership", "warning",
+      "a warm-up task that caught up stays a warm-up across a new target assignment",
+      acceptable_recovery_lag=10000)
+# -- assignor re-run ---------------------------------------------------------------------------------
+_rule("assignor_mismatch", "assignor", "warning",
+      "the recorded target assignment differs from a re-run of the group's assignor",
+      min_confidence="medium")
+# -- offsets -----------------------------------------------------------------------------------------
+_rule("offset_committed_backwards", "offsets", "warning",
+      "a committed offset moved backwards while the group had members", only_with_members=True)
+_rule("offset_commit_by_non_owner", "offsets", "error",
+      "an offset was committed for a partition no member of the (non-empty) consumer group owned")
+_rule("transactional_offset_pending_too_long", "offsets", "warning",
+      "a transactional offset commit stayed pending (no COMMIT/ABORT marker) too long",
+      max_pending_ms=900000)
+# -- classic groups ----------------------------------------------------------------------------------
+_rule("classic_generation_decreased", "classic", "error",
+      "a classic group's generation went down without the group being deleted")
+_rule("classic_protocol_not_supported", "classic", "error",
+      "a classic group with members has no protocol, or one a member did not list")
+_rule("classic_leader_not_member", "classic", "error",
+      "a classic group's leader is not one of its members")
+_rule("classic_rebalance_rate_high", "classic", "warning",
+      "a classic group went through too many generations in one hour", max_per_hour=30)
+# -- churn -------------------------------------------------------------------------------------------
+_rule("rebalance_storm", "churn", "warning",
+      "a group's epoch was bumped too often within one hour", max_per_hour=60)
+_rule("group_stuck_in_state", "churn", "warning",
+      "a group stayed in ASSIGNING / RECONCILING / NOT_READY longer than allowed",
+      max_assigning_ms=300000, max_reconciling_ms=300000, max_not_ready_ms=300000)
+
+FAMILIES = tuple(dict.fromkeys(spec.family for spec in RULES.values()))
+
+
+def rule_settings(config: dict | None) -> dict[str, dict]:
+    """``{rule_id: {enabled, severity, **thresholds}}``: the defaults above under ``config['rules']``."""
+    user = ((config or {}).get("rules") or {})
+    out: dict[str, dict] = {}
+    for rule_id in user:
+        if rule_id not in RULES:
+            import difflib
+
+            hint = difflib.get_close_matches(rule_id, list(RULES), n=1)
+            raise UserError(f"config: unknown rule 'rules.{rule_id}'",
+                            fix=f"did you mean '{hint[0]}'?" if hint else "see docs/rules.md for the rule ids")
+    for rule_id, spec in RULES.items():
+        settings = {"enabled": True, "severity": spec.severity, **spec.thresholds}
+        given = user.get(rule_id) or {}
+        if not isinstance(given, dict):
+            raise UserError(f"config: 'rules.{rule_id}' must be a mapping",
+                            fix="e.g. rules: {%s: {enabled: false}}" % rule_id)
+        for key, value in given.items():
+            if key not in settings:
+                raise UserError(f"config: unknown key 'rules.{rule_id}.{key}'",
+                                fix=f"valid keys: {', '.join(sorted(settings))}")
+            settings[key] = value
+        if settings["severity"] not in SEVERITIES:
+            raise UserError(f"config: 'rules.{rule_id}.severity' is {settings['severity']!r}",
+                            fix=f"use one of: {', '.join(SEVERITIES)}")
+        out[rule_id] = settings
+    return out
