@@ -133,10 +133,15 @@ class OffsetClock:
         self.cfg = cfg
         self.lag = abs(java_string_hash(group_id)) % 50
 
+        self._params: dict = {}
+
     def offset(self, topic: str, partition: int, now: int) -> int:
-        h = abs(java_string_hash(f"{topic}-{partition}"))
-        rate = 5 + h % 200
-        return 1000 + h % 10000 + rate * (now - self.cfg.start_ms) // 1000 - self.lag
+        params = self._params.get((topic, partition))
+        if params is None:
+            h = abs(java_string_hash(f"{topic}-{partition}"))
+            params = self._params[(topic, partition)] = (1000 + h % 10000 - self.lag, 5 + h % 200)
+        base, rate = params
+        return base + rate * (now - self.cfg.start_ms) // 1000
 
 
 class Actor:

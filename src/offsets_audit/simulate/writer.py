@@ -31,7 +31,20 @@ def _embed(value):
     return {**value, "members": members}
 
 
+_OFFSET_KEYS: dict = {}
+
+
 def encode(record) -> tuple[bytes, bytes | None]:
+    """Key and value bytes of a logical record; offset-commit keys repeat, so their bytes are cached."""
+    if record.record_type == 1 and record.value is not None:
+        k = record.key
+        cache_key = (k["group"], k["topic"], k["partition"])
+        key = _OFFSET_KEYS.get(cache_key)
+        if key is None:
+            if len(_OFFSET_KEYS) > 1_000_000:
+                _OFFSET_KEYS.clear()
+            key = _OFFSET_KEYS[cache_key] = encode_record(1, k, None, None)[0]
+        return key, encode_record(1, k, record.value, record.value_version)[1]
     return encode_record(record.record_type, record.key, _embed(record.value), record.value_version)
 
 
