@@ -355,3 +355,19 @@ def test_finding_ids_do_not_depend_on_the_run():
     b, _ = audit_group(list(h.events), BASE)
     assert [f.id for f in a] == [f.id for f in b]
     assert a[0].evidence == ["0:3", "0:9"]     # the bump to epoch 2 and the one back to 1
+
+
+def test_conf_defaults_list_every_rule_with_its_defaults():
+    from offsets_audit.config import load_defaults
+
+    conf = load_defaults()["rules"]
+    assert set(conf) == set(RULES)
+    for rule_id, spec in RULES.items():
+        assert conf[rule_id] == {"enabled": True, "severity": spec.severity, **spec.thresholds}, rule_id
+
+
+def test_docs_describe_every_rule():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text()
+    assert all(f"`{rule_id}`" in text for rule_id in RULES)
