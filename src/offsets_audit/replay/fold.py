@@ -100,8 +100,6 @@ class GroupFold:
         if record.get("is_control"):
             return []
         self.partition = record.get("partition", self.partition)
-        self.last_offset = record.get("offset", self.last_offset)
-        self.last_timestamp = record.get("timestamp", self.last_timestamp)
         self.records_applied += 1
         try:
             decoded = decode_of(record, self._decode)
@@ -109,6 +107,10 @@ class GroupFold:
             return [self._event(record, "replay_anomaly", None, {
                 "reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)})]
         record_type = decoded.record_type
+        if record_type not in OFFSET_RECORD_TYPES:
+            # last_offset / last_timestamp: the group's last group record (offset commits live in offsets).
+            self.last_offset = record.get("offset", self.last_offset)
+            self.last_timestamp = record.get("timestamp", self.last_timestamp)
         key = decoded.key or {}
         value = decoded.value
         try:

@@ -1,0 +1,172 @@
+"""Batch Spark edge of the replay: ``replay(decoded_df) -> dict[str, DataFrame]``.
+
+* Group records (types 2-23) go through ``GroupFold`` with ``groupBy("group_id").applyInPandas``: one
+  group's records sorted by (partition, offset), applied in chunks. Offset commits only matter to the
+  fold when they (re)create a simple classic group, so each group receives just the first commit after
+  each of its group records.
+* Offsets (the bulk) stay Spark-native (``OffsetMetadataManager`` rules, see ``offsets.py``): per
+  (group, topic, partition) the commit with the highest record offset wins among those effective after
+  the last tombstone; a transactional commit is effective at the first COMMIT marker of its
+  (partition, producer id) after it, unless a tombstone for its key came in between; ABORT drops it; no
+  marker leaves it pending.
+
+Output layouts are documented in docs/replay.md.
+"""
+from __future__ import annotations
+
+import json
+import pandas as pd
+
+from .fold import GroupFold
+
+CHUNK_ROWS = 10_000
+
+_FOLD_OUTPUT = "kind string, group_id string, payload string"
+
+GROUP_STATE_DDL = (
+    "group_id string, group_type string, exists boolean, state string, group_epoch int, assignment_epoch int, "
+    "assignment_timestamp long, metadata_hash long, topology_epoch int, generation int, protocol_type string, "
+    "protocol string, leader string, num_members int, partition int, last_offset long, last_timestamp long, "
+    "state_json string"
+)
+MEMBERS_DDL = (
+    "group_id string, group_type string, member_id string, member_epoch int, previous_member_epoch int, "
+    "member_state string, instance_id string, rack_id string, client_id string, client_host string, "
+    "classic_protocol boolean, process_id string, topology_epoch int, member_json string"
+)
+EVENTS_DDL = (
+    "partition int, offset long, timestamp long, group_id string, group_type string, event string, "
+    "member_id string, details string"
+)
+TARGET_ASSIGNMENTS_DDL = (
+    "group_id string, group_type string, assignment_epoch int, assignment_timestamp long, partition int, "
+    "offset long, timestamp long, group_epoch int, metadata_hash long, members_changed array<string>, "
+    "members string, target string, previous_target string, topology string, resolved_regular_expressions string"
+)
+_JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", "resolved_regular_expressions")
+
+
+def _fold_groups(pdf: pd.DataFrame) -> pd.DataFrame:
+    """applyInPandas body: fold one group's records (already one group id) in log order."""
+    pdf = pdf.sort_values(["partition", "offset"], kind="stable")
+    group_id = pdf["group_id"].iloc[0]
+    fold = GroupFold(group_id)
+    out: list[tuple] = []
+    for start in range(0, len(pdf), CHUNK_ROWS):
+        chunk = pdf.iloc[start:start + CHUNK_ROWS]
+        for key, value, partition, offset, ts in zip(chunk["key"], chunk["value"], chunk["partition"],
+                                                     chunk["offset"], chunk["timestamp_ms"]):
+            record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
+                      "partition": int(partition), "offset": int(offset),
+                      "timestamp": None if pd.isna(ts) else int(ts)}
+            for event in fold.apply(record):
+                out.append(("event", group_id, json.dumps(dict(event, details=json.dumps(event["details"], sort_keys=True)))))
+        for row in fold.pop_target_assignment_rows():
+            for column in _JSON_COLUMNS_OF_TARGETS:
+                row[column] = json.dumps(row[column], sort_keys=True)
+            out.append(("target", group_id, json.dumps(row)))
+    out.append(("state", group_id, json.dumps(fold.state_row())))
+    out.extend(("member", group_id, json.dumps(m)) for m in fold.member_rows())
+    return pd.DataFrame(out, columns=["kind", "group_id", "payload"])
+
+
+def _group_inputs(decoded_df):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = decoded_df.filter(
+        (F.coalesce(F.col("is_control"), F.lit(False)) == F.lit(False))
+        & F.col("error_code").isNull() & F.col("group_id").isNotNull()
+    ).select(
+        "group_id", "key", "value", "partition", "offset", "record_type",
+        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp_ms"),
+    )
+    is_commit = F.col("record_type").isin(0, 1)
+    relevant = rows.filter(~is_commit | F.col("value").isNotNull())
+    w = Window.partitionBy("group_id").orderBy("partition", "offset")
+    return relevant.withColumn("_prev", F.lag("record_type").over(w)).filter(
+        ~is_commit | F.col("_prev").isNull() | ~F.col("_prev").isin(0, 1)
+    ).drop("_prev", "record_type")
+
+
+def _offsets(decoded_df):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ok = decoded_df.filter(F.col("error_code").isNull())
+    commits = ok.filter(F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
+        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition").alias("topic_partition"),
+        F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset"),
+        F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
+        F.col("value").isNull().alias("is_tombstone"),
+        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
+        F.coalesce(F.get_json_object("value_json", "$.leaderEpoch").cast("int"), F.lit(-1)).alias("committed_leader_epoch"),
+        F.coalesce(F.get_json_object("value_json", "$.metadata"), F.lit("")).alias("metadata"),
+        F.get_json_object("value_json", "$.commitTimestamp").cast("long").alias("commit_timestamp"),
+    )
+    key_cols = ["group_id", "topic", "topic_partition"]
+    tombstones = commits.filter("is_tombstone").select(*key_cols, "record_partition", F.col("record_offset").alias("t_offset"))
+    last_tombstone = tombstones.groupBy(*key_cols).agg(F.max("t_offset").alias("last_tombstone"))
+    markers = decoded_df.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
+        F.col("partition").alias("record_partition"), "producer_id",
+        F.col("offset").alias("marker_offset"), "control_type")
+
+    txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1))
+    first_marker = (
+        txn.join(markers, ["record_partition", "producer_id"], "left")
+        .filter(F.col("marker_offset").isNull() | (F.col("marker_offset") > F.col("record_offset")))
+        .withColumn("_rank", F.row_number().over(
+            Window.partitionBy(*key_cols, "record_partition", "record_offset").orderBy(F.col("marker_offset").asc_nulls_last())))
+        .filter("_rank = 1").drop("_rank")
+    )
+    cleared = (
+        first_marker.alias("c").join(
+            tombstones.alias("t"),
+            [F.col(f"c.{k}") == F.col(f"t.{k}") for k in key_cols]
+            + [F.col("c.record_partition") == F.col("t.record_partition"), F.col("t.t_offset") > F.col("c.record_offset"),
+               F.col("c.marker_offset").isNull() | (F.col("t.t_offset") < F.col("c.marker_offset"))],
+            "left_semi")
+    )
+    live_txn = first_marker.join(cleared.select(*key_cols, "record_partition", "record_offset"),
+                                 [*key_cols, "record_partition", "record_offset"], "left_anti")
+    committed_txn = live_txn.filter(F.col("control_type") == "COMMIT").withColumn("effective_at", F.col("marker_offset"))
+    pending = live_txn.filter(F.col("marker_offset").isNull()).drop("marker_offset", "control_type") \
+        .withColumn("status", F.lit("pending"))
+    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)).withColumn("effective_at", F.col("record_offset"))
+    candidates = plain.unionByName(committed_txn.drop("marker_offset", "control_type"))
+    candidates = candidates.join(last_tombstone, key_cols, "left").filter(
+        F.col("last_tombstone").isNull() | (F.col("effective_at") > F.col("last_tombstone")))
+    winner = candidates.withColumn("_rank", F.row_number().over(
+        Window.partitionBy(*key_cols).orderBy(F.col("record_offset").desc()))).filter("_rank = 1")
+    columns = [*key_cols, "committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp",
+               "record_partition", "record_offset", "producer_id", "status"]
+    committed = winner.withColumn("status", F.lit("committed")).select(*columns)
+    return committed.unionByName(pending.select(*columns)).withColumnRenamed("topic_partition", "partition")
+
+
+def replay(decoded_df) -> dict:
+    """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables."""
+    from pyspark.sql import functions as F
+
+    folded = _group_inputs(decoded_df).groupBy("group_id").applyInPandas(_fold_groups, _FOLD_OUTPUT)
+    folded = folded.cache()
+
+    def part(kind: str, ddl: str):
+        return folded.filter(F.col("kind") == kind).select(F.from_json("payload", ddl).alias("r")).select("r.*")
+
+    undecodable = decoded_df.filter(F.col("error_code").isNotNull()).select(
+        F.col("partition").cast("int"), F.col("offset").cast("long"),
+        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp"),
+        F.col("group_id"), F.lit(None).cast("string").alias("group_type"), F.lit("replay_anomaly").alias("event"),
+        F.lit(None).cast("string").alias("member_id"),
+        F.to_json(F.struct(F.lit("undecodable record").alias("reason"), F.col("error_code"),
+                           F.col("error_message").alias("error"))).alias("details"),
+    )
+    return {
+        "group_state": part("state", GROUP_STATE_DDL),
+        "members": part("member", MEMBERS_DDL),
+        "group_events": part("event", EVENTS_DDL).unionByName(undecodable),
+        "target_assignments": part("target", TARGET_ASSIGNMENTS_DDL),
+        "offsets": _offsets(decoded_df),
+    }
+
