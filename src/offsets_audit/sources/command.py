@@ -1,0 +1,91 @@
+"""``offsets-audit dump``: copy ``__consumer_offsets`` from Kafka or log segments into a Parquet dump.
+
+A dump has SOURCE_SCHEMA's columns, partitioned by ``partition``; taken once, it can be audited many times
+(``source: {kind: parquet, path: ...}``) without touching the cluster again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from urllib.parse import urlparse
+
+from offsets_audit.errors import UserError
+from offsets_audit.sources.kafka import DEFAULT_TOPIC, is_secret
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
+                        help="read a live cluster (kafka.bootstrap.servers)")
+    source.add_argument("--segments", metavar="DIR", help="read broker log segments (a partition or log directory)")
+    parser.add_argument("--output", required=True, metavar="PATH", help="Parquet directory to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace PATH if it exists")
+    parser.add_argument("--topic", default=DEFAULT_TOPIC, help=f"topic to read (default {DEFAULT_TOPIC})")
+    parser.add_argument("--starting-offsets", default="earliest",
+                        help='earliest, or per-partition JSON like {"__consumer_offsets":{"0":23,"1":-2}}')
+    parser.add_argument("--ending-offsets", default="latest",
+                        help='latest, or per-partition JSON like {"__consumer_offsets":{"0":500,"1":-1}}')
+    parser.add_argument("--isolation-level", default="read_committed", choices=["read_committed", "read_uncommitted"],
+                        help="read_committed (default) leaves out aborted and still-open transactional records")
+    parser.add_argument("--max-records-per-partition", type=int, metavar="N",
+                        help="split partitions with more than N offsets into several Spark tasks")
+    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark Kafka source option, e.g. kafka.security.protocol=SASL_SSL (repeatable)")
+    parser.add_argument("--master", help="Spark master (default local[2] or $OFFSETS_AUDIT_MASTER)")
+    parser.add_argument("--progress-interval", type=float, default=5.0, metavar="SECONDS",
+                        help="seconds between progress lines on stderr")
+
+
+def source_config(args: argparse.Namespace) -> dict:
+    """The ``sources.read`` config the arguments describe."""
+    if args.segments:
+        return {"kind": "segments", "path": args.segments}
+    config = {
+        "kind": "kafka",
+        "kafka.bootstrap.servers": args.bootstrap_server,
+        "subscribe": args.topic,
+        "startingOffsets": args.starting_offsets,
+        "endingOffsets": args.ending_offsets,
+        "kafka.isolation.level": args.isolation_level,
+    }
+    if args.max_records_per_partition:
+        config["maxRecordsPerPartition"] = args.max_records_per_partition
+    for item in args.kafka_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            shown = f"{key}=***" if is_secret(key) else item
+            raise UserError(f"--kafka-option {shown} is not KEY=VALUE", fix="write e.g. kafka.security.protocol=SSL")
+        config[key.strip()] = value
+    return config
+
+
+def _check_output(path: str, overwrite: bool) -> None:
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        return
+    local = path.removeprefix("file://")
+    if os.path.exists(local) and os.listdir(local) and not overwrite:
+        raise UserError(f"--output {path} already exists", fix="choose a new directory or add --overwrite")
+
+
+def run(args: argparse.Namespace) -> int:
+    from offsets_audit.sources import read
+    from offsets_audit.sources.progress import SparkProgress
+    from offsets_audit.spark_session import get_spark
+
+    config = source_config(args)
+    _check_output(args.output, args.overwrite)
+    spark = get_spark("offsets-audit dump", master=args.master)
+    started = time.monotonic()
+    df = read(spark, config)
+    with SparkProgress(spark, "dump", interval_s=args.progress_interval):
+        df.write.mode("overwrite" if args.overwrite else "errorifexists").partitionBy("partition").parquet(args.output)
+    records = spark.read.parquet(args.output).count()
+    elapsed = time.monotonic() - started
+    origin = args.segments or f"{args.topic} at {args.bootstrap_server}"
+    print(f"wrote {records:,} records from {origin} to {args.output} in {elapsed:.1f}s "
+          f"({records / elapsed if elapsed > 0 else 0:,.0f} records/s)", file=sys.stdout)
+    return 0

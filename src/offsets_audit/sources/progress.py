@@ -1,0 +1,123 @@
+"""Progress lines for long Spark jobs, printed to stderr every few seconds (records, records/s, tasks).
+
+Task counts come from ``SparkContext.statusTracker()``; record counts from Spark's status store (the same
+numbers the Spark UI shows as input/output records, updated as tasks finish). Where neither can be asked
+(Spark Connect) the reporter stays silent rather than failing the job.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+
+@dataclass
+class StageSnapshot:
+    stage_id: int
+    tasks: int
+    completed: int
+    active: int
+    records: int | None
+
+
+def format_line(label: str, elapsed_s: float, records: int | None, stages: list[StageSnapshot]) -> str:
+    """``dump: 12,000 records (3,000 records/s) | stage 3: 5/9 tasks, 2 running | 4s``."""
+    parts = [f"{label}:"]
+    if records is not None:
+        rate = records / elapsed_s if elapsed_s > 0 else 0.0
+        parts.append(f"{records:,} records ({rate:,.0f} records/s)")
+    for stage in stages:
+        parts.append(f"| stage {stage.stage_id}: {stage.completed}/{stage.tasks} tasks, {stage.active} running")
+    parts.append(f"| {elapsed_s:.0f}s")
+    return " ".join(parts)
+
+
+class SparkProgress:
+    """Context manager: while the body runs, print a progress line to ``stream`` every ``interval_s`` seconds.
+
+    Nothing is printed for a body that ends within the first interval, so short jobs stay quiet.
+    """
+
+    def __init__(self, spark, label: str, interval_s: float = 5.0, stream: TextIO | None = None):
+        self.label = label
+        self.interval_s = interval_s
+        self.stream = stream if stream is not None else sys.stderr
+        self._tracker = None
+        self._store = None
+        try:
+            context = spark.sparkContext
+            self._tracker = context.statusTracker()
+            self._context = context
+            self._store = context._jsc.sc().statusStore()
+        except Exception:  # Spark Connect has no SparkContext
+            pass
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._context = None
+        self._job_group = f"offsets-audit-{label}-{id(self):x}"
+        self._previous_group: str | None = None
+        self._seen_stages: set[int] = set()
+        self._start = 0.0
+        self.lines_printed = 0
+
+    def __enter__(self) -> "SparkProgress":
+        self._start = time.monotonic()
+        if self._context is not None:
+            # Jobs started by this thread join the group, so stages that start and end between polls count too.
+            self._previous_group = self._context.getLocalProperty("spark.jobGroup.id")
+            self._context.setLocalProperty("spark.jobGroup.id", self._job_group)
+        if self._tracker is not None:
+            self._thread = threading.Thread(target=self._run, name=f"progress-{self.label}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval_s + 5)
+        if self._context is not None:
+            self._context.setLocalProperty("spark.jobGroup.id", self._previous_group)
+        if self.lines_printed and exc_info[0] is None:
+            self._print(self._line(final=True))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._print(self._line(final=False))
+            except Exception:  # the session went away under us; the job itself reports that
+                return
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+        self.lines_printed += 1
+
+    def _line(self, final: bool) -> str:
+        for job_id in self._tracker.getJobIdsForGroup(self._job_group):
+            job = self._tracker.getJobInfo(job_id)
+            if job is not None:
+                self._seen_stages.update(job.stageIds)
+        active = []
+        for stage_id in sorted(self._tracker.getActiveStageIds()):
+            self._seen_stages.add(stage_id)
+            info = self._tracker.getStageInfo(stage_id)
+            if info is not None and not final:
+                active.append(StageSnapshot(stage_id, info.numTasks, info.numCompletedTasks,
+                                            info.numActiveTasks, None))
+        label = f"{self.label} done" if final else self.label
+        return format_line(label, time.monotonic() - self._start, self._records(), active)
+
+    def _records(self) -> int | None:
+        """Input or output records of every stage seen so far, whichever is larger per stage."""
+        if self._store is None:
+            return None
+        total = 0
+        for stage_id in self._seen_stages:
+            try:
+                data = self._store.lastStageAttempt(stage_id)
+            except Exception:  # not submitted yet, or skipped
+                continue
+            total += max(data.inputRecords(), data.outputRecords())
+        return total
