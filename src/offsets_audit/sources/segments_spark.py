@@ -111,9 +111,17 @@ def read_arrow(path: str, partition: int | None, topic: str = DEFAULT_TOPIC, sta
 
 
 class _Columns:
-    """Column lists for one Arrow record batch, filled a whole Kafka batch at a time."""
+    """Column data for one Arrow record batch, filled a whole Kafka batch at a time.
 
-    _NAMES = [field.name for field in SOURCE_SCHEMA.fields]
+    Per-record columns are extended from the decoded record tuples; batch attributes are stored once per Kafka
+    batch and expanded with an Arrow ``take`` at flush, so the per-record Python work stays small.
+    """
+
+    _RECORD_COLUMNS = ("key", "value", "offset", "control_type", "coordinator_epoch")
+    _BATCH_COLUMNS = (
+        "timestampType", "producer_id", "producer_epoch", "is_transactional", "is_control", "batch_base_offset",
+        "batch_last_offset", "batch_magic", "compression", "file_position", "read_error_code", "read_error_message",
+    )
 
     def __init__(self, path: str, partition: int | None, topic: str):
         self.path, self.partition, self.topic = path, partition, topic
@@ -121,7 +129,10 @@ class _Columns:
         self._reset()
 
     def _reset(self) -> None:
-        self.data = {name: [] for name in self._NAMES}
+        self.records = {name: [] for name in self._RECORD_COLUMNS}
+        self.timestamps: list[int] = []
+        self.batches = {name: [] for name in self._BATCH_COLUMNS}
+        self.counts: list[int] = []
         self.rows = 0
 
     def add_batch(self, batch) -> None:
@@ -129,47 +140,61 @@ class _Columns:
         if not count:
             return
         offsets, timestamps, keys, values, _ = zip(*batch.records)
-        data = self.data
-        data["key"].extend(keys)
-        data["value"].extend(values)
-        data["offset"].extend(offsets)
-        data["timestamp"].extend(None if ts == -1 else ts * 1000 for ts in timestamps)
+        records = self.records
+        records["key"].extend(keys)
+        records["value"].extend(values)
+        records["offset"].extend(offsets)
+        self.timestamps.extend(timestamps)
         if batch.controls is not None:
             control_types, coordinator_epochs = zip(*batch.controls)
-            data["control_type"].extend(control_types)
-            data["coordinator_epoch"].extend(coordinator_epochs)
+            records["control_type"].extend(control_types)
+            records["coordinator_epoch"].extend(coordinator_epochs)
         else:
-            data["control_type"].extend([None] * count)
-            data["coordinator_epoch"].extend([None] * count)
-        constants = {
-            "topic": self.topic, "partition": self.partition,
-            "timestampType": TIMESTAMP_TYPE_IDS[batch.timestamp_type], "producer_id": batch.producer_id,
-            "producer_epoch": batch.producer_epoch, "is_transactional": batch.is_transactional,
-            "is_control": batch.is_control, "batch_base_offset": batch.base_offset,
-            "batch_last_offset": batch.last_offset, "batch_magic": batch.magic, "compression": batch.compression,
-            "source_file": self.path, "file_position": batch.position, "read_error_code": None,
-            "read_error_message": None,
-        }
-        for name, value in constants.items():
-            data[name].extend([value] * count)
-        self.rows += count
+            nulls = [None] * count
+            records["control_type"].extend(nulls)
+            records["coordinator_epoch"].extend(nulls)
+        self._add_batch_values(count, TIMESTAMP_TYPE_IDS[batch.timestamp_type], batch.producer_id,
+                               batch.producer_epoch, batch.is_transactional, batch.is_control, batch.base_offset,
+                               batch.last_offset, batch.magic, batch.compression, batch.position, None, None)
 
     def add_quarantine(self, entries: list[dict]) -> None:
         for entry in entries:
-            row = dict.fromkeys(self._NAMES)
-            row.update(topic=self.topic, partition=self.partition, batch_base_offset=entry["base_offset"],
-                       batch_last_offset=entry["last_offset"], source_file=self.path, file_position=entry["position"],
-                       read_error_code=entry["error_code"], read_error_message=entry["message"])
-            for name, value in row.items():
-                self.data[name].append(value)
-            self.rows += 1
+            for name in self._RECORD_COLUMNS:
+                self.records[name].append(None)
+            self.timestamps.append(-1)
+            self._add_batch_values(1, None, None, None, None, None, entry["base_offset"], entry["last_offset"], None,
+                                   None, entry["position"], entry["error_code"], entry["message"])
+
+    def _add_batch_values(self, count: int, *values) -> None:
+        for name, value in zip(self._BATCH_COLUMNS, values):
+            self.batches[name].append(value)
+        self.counts.append(count)
+        self.rows += count
 
     def flush(self):
+        import numpy as np
         import pyarrow as pa
 
-        arrays = [pa.array(self.data[field.name], type=field.type) for field in self.schema]
+        take = pa.array(np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts))
+        timestamps = np.array(self.timestamps, dtype=np.int64)
+        rows = self.rows
+        columns = {}
+        for field in self.schema:
+            name = field.name
+            if name in self.records:
+                columns[name] = pa.array(self.records[name], type=field.type)
+            elif name in self.batches:
+                columns[name] = pa.array(self.batches[name], type=field.type).take(take)
+            elif name == "timestamp":
+                columns[name] = pa.array(timestamps * 1000, type=field.type, mask=timestamps == -1)
+            elif name == "topic":
+                columns[name] = pa.array([self.topic] * rows, type=field.type)
+            elif name == "partition":
+                columns[name] = pa.array([self.partition] * rows, type=field.type)
+            elif name == "source_file":
+                columns[name] = pa.array([self.path] * rows, type=field.type)
         self._reset()
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
 
 
 def _int_option(options: dict, name: str, default, minimum: int):

@@ -1,0 +1,161 @@
+"""Read throughput of the sources: records/s of the pure segment reader and of the ``kafka-segments`` Spark source.
+
+    .venv/bin/python bench/read.py                 # ~200 MB of generated segments, both readers
+    .venv/bin/python bench/read.py --mb 400 --skip-spark
+
+Segments are generated once with ``SegmentWriter`` (cached in ``--dir``): four ``__consumer_offsets-N`` partitions,
+~90% offset commits (OffsetCommit value v3) in batches of 1-20 records, the rest group-metadata-sized values and
+tombstones, a few transactional batches with COMMIT/ABORT markers; codecs mixed none/lz4/zstd/snappy/gzip.
+
+``bench_segments(args)`` is the segment part; a live-Kafka part plugs in beside it (``--kafka``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import struct
+import sys
+import time
+from pathlib import Path
+
+CODECS = ["none"] * 8 + ["lz4"] * 4 + ["zstd"] * 3 + ["snappy"] * 3 + ["gzip"] * 2
+PARTITIONS = 4
+
+
+def offset_commit(group: str, topic: str, partition: int, offset: int, timestamp: int) -> tuple[bytes, bytes]:
+    """An OffsetCommit key and value v3 (codec's encode_record when available, else packed by hand)."""
+    try:
+        from offsets_audit.codec.records import encode_record
+
+        return encode_record(1, {"group": group, "topic": topic, "partition": partition},
+                             {"offset": offset, "leaderEpoch": 7, "metadata": "", "commitTimestamp": timestamp}, 3)
+    except Exception:
+        g, t = group.encode(), topic.encode()
+        key = struct.pack(">hh", 1, len(g)) + g + struct.pack(">h", len(t)) + t + struct.pack(">i", partition)
+        value = struct.pack(">hqihq", 3, offset, 7, 0, timestamp)
+        return key, value
+
+
+def generate(directory: Path, megabytes: int, seed: int = 7) -> dict:
+    """Write the benchmark segments (or reuse them when ``manifest.json`` says they match)."""
+    from offsets_audit.sources.segment_writer import SegmentWriter
+
+    manifest_path = directory / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("megabytes") == megabytes and manifest.get("seed") == seed:
+            return manifest
+    rng = random.Random(seed)
+    groups = [f"group-{i}" for i in range(500)]
+    topics = [f"topic-{i}" for i in range(40)]
+    templates = {}
+    target = megabytes * 1024 * 1024 // PARTITIONS
+    records = batches = 0
+    clock = 1754000000000
+    started = time.perf_counter()
+    for partition in range(PARTITIONS):
+        writer = SegmentWriter.create(directory, partition, base_offset=0, partition_leader_epoch=3)
+        producer_id = 1000 * (partition + 1)
+        while writer.bytes_written < target:
+            clock += rng.randint(0, 20)
+            codec = rng.choice(CODECS)
+            roll = rng.random()
+            if roll < 0.9:
+                group = rng.choice(groups)
+                topic = rng.choice(topics)
+                batch = []
+                for p in range(rng.randint(1, 20)):
+                    cache_key = (group, topic, p)
+                    if cache_key not in templates:
+                        templates[cache_key] = offset_commit(group, topic, p, 0, 0)
+                    key, _ = templates[cache_key]
+                    _, value = offset_commit(group, topic, p, rng.randint(0, 1 << 40), clock)
+                    batch.append((key, value))
+                transactional = roll < 0.02
+                if transactional:
+                    writer.append_batch(batch, clock, codec, producer_id, 0, transactional=True)
+                    writer.append_control(rng.choice(["COMMIT", "COMMIT", "ABORT"]), producer_id, 0, 5, clock + 1)
+                    producer_id += 1
+                    batches += 1
+                    records += 1
+                else:
+                    writer.append_batch(batch, clock, codec)
+                records += len(batch)
+            else:
+                key = struct.pack(">h", 5) + rng.randbytes(40)
+                value = None if rng.random() < 0.3 else struct.pack(">h", 0) + rng.randbytes(rng.randint(50, 400))
+                batch = [(key, value) for _ in range(rng.randint(1, 4))]
+                writer.append_batch(batch, clock, codec)
+                records += len(batch)
+            batches += 1
+        writer.close()
+    manifest = {"megabytes": megabytes, "seed": seed, "records": records, "batches": batches,
+                "bytes": sum(p.stat().st_size for p in directory.rglob("*.log")),
+                "generate_seconds": round(time.perf_counter() - started, 1)}
+    manifest_path.write_text(json.dumps(manifest))
+    return manifest
+
+
+def bench_segments(args) -> None:
+    from offsets_audit.sources.segments import list_segments, read_segment
+
+    directory = Path(args.dir)
+    manifest = generate(directory, args.mb)
+    print(f"segments: {manifest['records']:,} records in {manifest['batches']:,} batches, "
+          f"{manifest['bytes'] / 1e6:.0f} MB under {directory} (generated in {manifest['generate_seconds']} s)")
+
+    started = time.perf_counter()
+    count = 0
+    quarantine: list = []
+    for path, partition in list_segments(directory):
+        for _ in read_segment(path, partition, quarantine):
+            count += 1
+    seconds = time.perf_counter() - started
+    assert count == manifest["records"] and not quarantine, (count, quarantine[:1])
+    print(f"read_segment (1 thread):       {count / seconds:>12,.0f} records/s  "
+          f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s)")
+
+    if args.skip_spark:
+        return
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from offsets_audit.sources import register
+    from offsets_audit.spark_session import get_spark
+
+    spark = get_spark("bench-read", master=f"local[{args.cores}]", extra_conf={"spark.ui.enabled": "false"})
+    register(spark)
+    df = spark.read.format("kafka-segments").option("maxBytesPerPartition", str(args.split_mb * 1024 * 1024)) \
+        .load(str(directory))
+    started = time.perf_counter()
+    row = df.selectExpr("count(*) AS n", "sum(length(value)) AS value_bytes").collect()[0]
+    seconds = time.perf_counter() - started
+    assert row.n == manifest["records"], row
+    print(f"kafka-segments (local[{args.cores}]):   {row.n / seconds:>12,.0f} records/s  "
+          f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s, "
+          f"{df.rdd.getNumPartitions()} input partitions)")
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/tmp/offsets-audit-bench-segments", help="where segments are generated")
+    parser.add_argument("--mb", type=int, default=200, help="approximate size of the generated segments")
+    parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
+    parser.add_argument("--split-mb", type=int, default=128, help="kafka-segments maxBytesPerPartition in MB")
+    parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--kafka", action="store_true", help="also benchmark the live Kafka source (if available)")
+    args = parser.parse_args(argv)
+    bench_segments(args)
+    if args.kafka:
+        bench_kafka = getattr(sys.modules[__name__], "bench_kafka", None)
+        if bench_kafka is None:
+            print("--kafka: no bench_kafka() in bench/read.py yet")
+        else:
+            bench_kafka(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
