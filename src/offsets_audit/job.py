@@ -108,7 +108,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
 
     with stage("audit"):
         from offsets_audit.audit import spark as audit_spark
-        tables.update(audit_spark.audit(tables, config))
+        tables.update(audit_spark.audit(tables, config, decoded=decoded))
 
     with stage("write"):
         paths = {}
