@@ -1,19 +1,30 @@
-"""UniformAssignor ("uniform"): every golden case, plus the rules it is built from."""
+"""UniformAssignor ("uniform"): every golden case, plus the rules it is built from.
+
+The golden scenarios feed each step's Java output maps back in as the next step's current assignment. In a few
+homogeneous steps a member holds two topics that share a bucket of that map, and which one keeps its partitions
+under the quota depends on the map's insertion history, which the sorted JSON does not carry. The golden
+comparison therefore replays every scenario from step 0 with ``uniform.assign_chained``, as the generator did.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from assignor_golden import golden_cases
-from offsets_audit.assignors import run
+from assignor_golden import GOLDEN
+from offsets_audit.assignors import run, uniform
 
 TOPIC_A = "f10of4il9cKFRFbGz3l8RQ"
 TOPIC_B = "-JP2nvddCDAXoiB0nt0jqQ"
 MISSING = "AAAAAAAAAAAAAAAAAAAAAA"
 
-# In these step>0 cases the golden JSON lists each member's current assignment with its topic ids sorted, but the
-# HashMap Kafka iterated was filled in another order (the generator's history), and two topics share a bucket of
-# that map, so which one keeps its partitions under the quota cannot be recovered from the case alone.
+with (GOLDEN / "assignors" / "uniform.jsonl").open(encoding="utf-8") as _handle:
+    CASES = [json.loads(line) for line in _handle if line.strip()]
+CASES_BY_ID = {c["case_id"]: c for c in CASES}
+
+# Steps whose input alone does not fix the Java order of a current assignment (see the module docstring).
 HISTORY_DEPENDENT_ORDER = {
     "uniform-20260822-1-step3",
     "uniform-20260822-3-step1",
@@ -22,16 +33,47 @@ HISTORY_DEPENDENT_ORDER = {
     "uniform-20260822-18-step1",
 }
 
+_STEP = re.compile(r"^(?P<scenario>.*)-step(?P<step>\d+)$")
+_replayed: dict = {}
 
-def _with_known_gaps(params):
-    marked = []
-    for param in params:
-        (case,) = param.values
-        if case is not None and case["case_id"] in HISTORY_DEPENDENT_ORDER:
-            param = pytest.param(case, id=param.id, marks=pytest.mark.xfail(
-                strict=True, reason="map insertion order of the current assignment is not in the golden input"))
-        marked.append(param)
-    return marked
+
+def replay(case_id: str) -> tuple:
+    """``assign_chained`` of ``case_id`` fed the Java-ordered output of its scenario's previous step (memoised)."""
+    if case_id not in _replayed:
+        match = _STEP.match(case_id)
+        step = int(match["step"])
+        carried = replay(f"{match['scenario']}-step{step - 1}")[1] if step > 0 else None
+        _replayed[case_id] = uniform.assign_chained(CASES_BY_ID[case_id]["input"], carried)
+    return _replayed[case_id]
+
+
+@pytest.mark.parametrize("case_id", list(CASES_BY_ID))
+def test_golden_case_matches_kafka_when_steps_are_chained(case_id):
+    assert replay(case_id)[0] == CASES_BY_ID[case_id]["expected"]
+
+
+@pytest.mark.parametrize("case_id", [c for c in CASES_BY_ID if c not in HISTORY_DEPENDENT_ORDER])
+def test_golden_case_matches_kafka_from_its_input_alone(case_id):
+    assert run("uniform", CASES_BY_ID[case_id]["input"]) == CASES_BY_ID[case_id]["expected"]
+
+
+@pytest.mark.parametrize("case_id", sorted(HISTORY_DEPENDENT_ORDER))
+def test_history_dependent_cases_differ_without_the_carried_order(case_id):
+    """Keeps the list above honest: these really need the previous step's Java order."""
+    assert run("uniform", CASES_BY_ID[case_id]["input"]) != CASES_BY_ID[case_id]["expected"]
+
+
+def test_chained_output_without_history_is_the_plain_result():
+    for case in CASES:
+        if case["step"] == 0:
+            assert uniform.assign_chained(case["input"])[0] == run("uniform", case["input"])
+
+
+def test_chained_java_order_holds_the_same_partitions_as_the_result():
+    for case_id in CASES_BY_ID:
+        result, java_order = replay(case_id)
+        if result["error"] is None:
+            assert {m: {t: sorted(p) for t, p in a.items()} for m, a in java_order.items()} == result["members"]
 
 
 def member(member_id, topics, current=None, instance_id=None):
@@ -49,11 +91,6 @@ def case(members, subscription_type="HOMOGENEOUS", topics=((TOPIC_A, 6), (TOPIC_
 
 def sizes(result):
     return sorted(sum(len(p) for p in topics.values()) for topics in result["members"].values())
-
-
-@pytest.mark.parametrize("golden_case", _with_known_gaps(golden_cases("uniform")))
-def test_matches_kafka_uniform_assignor(golden_case):
-    assert run("uniform", golden_case["input"]) == golden_case["expected"]
 
 
 def test_homogeneous_balances_within_one_partition():

@@ -14,19 +14,37 @@ Two builders, chosen by the group's subscription type:
 Tie-breaks follow Kafka's iteration orders: the member ``HashMap`` (``GroupSpec.member_ids``), the ``HashSet`` of
 subscribed topic ids and each member's current assignment ``HashMap<Uuid, HashSet<Integer>>``, reproduced with
 ``java_order``. This snapshot of the assignor is not rack-aware.
+
+The homogeneous builder keeps a member's partitions topic by topic in its current assignment's iteration order,
+so when two of its topics share a bucket of that map, which one is kept depends on the order they were inserted.
+:func:`assign` (and ``assignors.run("uniform", ...)``) takes the order of ``current_assignment`` in the input as
+that insertion order: the order of the topics in the ``ConsumerGroupTargetAssignmentMember`` record, which is
+how a coordinator that loaded the group from ``__consumer_offsets`` rebuilds the map (``Assignment.fromRecord``:
+a default ``HashMap`` and ``new HashSet<>(partitions)``), so the replay must carry the record's topic and
+partition order. A live coordinator instead passes the previous run's output maps; :func:`assign_chained`
+returns those maps' Java iteration order (modelled with ``java_hashmap``: deep copies, removals,
+``computeIfAbsent`` at a bucket head) so consecutive runs can be chained exactly, as the golden scenarios were.
 """
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from offsets_audit.assignors.common import (
     HOMOGENEOUS,
     GroupSpec,
+    JavaException,
+    MemberSpec,
     PartitionAssignorException,
+    assignment_result,
+    error_result,
     hashset_copy_capacity,
+    parse_group_spec,
     uuid_hash,
     uuid_hashset_order,
     uuid_sort_key,
 )
+from offsets_audit.assignors.java_hashmap import JavaHashMap, JavaHashSet, integer_hash
 from offsets_audit.assignors.java_order import final_capacity, hashmap_order, spread
 
 NAME = "uniform"
@@ -67,8 +85,19 @@ def integer_set_order(partitions) -> list:
 # ---------------------------------------------------------------------------------------------------------------
 # Homogeneous
 
-def assign_homogeneous(group: GroupSpec) -> dict:
-    """``UniformHomogeneousAssignmentBuilder.build``."""
+def current_iteration_order(assignment: dict) -> list:
+    """``[(topic id, partitions)]`` in the order Kafka iterates a current assignment rebuilt from a record:
+    a default ``HashMap`` filled in the given topic order, each value ``new HashSet<>(partitions)``."""
+    return [(topic_id, integer_set_order(assignment[topic_id])) for topic_id in assignment_topic_order(assignment)]
+
+
+def assign_homogeneous(group: GroupSpec, current: dict | None = None, additions: dict | None = None) -> dict:
+    """``UniformHomogeneousAssignmentBuilder.build``.
+
+    ``current`` maps a member id to its current assignment as ``[(topic id, partitions)]`` in Java iteration
+    order (default: :func:`current_iteration_order` of the input). When ``additions`` is a dict, it receives
+    member id -> ``[(topic id, partition)]`` in the order the builder added them (``assignRemainingPartitions``).
+    """
     member_ids = group.member_ids
     first = group.members[member_ids[0]]
     topic_ids = subscribed_topic_order(first.subscribed_topic_ids)
@@ -95,18 +124,17 @@ def assign_homogeneous(group: GroupSpec) -> dict:
     target: dict = {}
     unfilled: list = []
     for member_index, member_id in enumerate(member_ids):
-        old = group.members[member_id].current_assignment
+        old = (current_iteration_order(group.members[member_id].current_assignment) if current is None
+               else current[member_id])
         new: dict = {}
         quota = minimum_quota
         has_extra = False
         if remaining_extra > 0:
             quota += 1
             has_extra = True
-        for topic_id in assignment_topic_order(old):
-            partitions = old[topic_id]
+        for topic_id, ordered in old:
             if topic_id not in subscribed:
                 continue
-            ordered = integer_set_order(partitions)
             if len(ordered) <= quota:
                 quota -= len(ordered)
                 kept = ordered
@@ -128,8 +156,11 @@ def assign_homogeneous(group: GroupSpec) -> dict:
     position = 0
     for member_id, quota in unfilled:
         assignment = target[member_id]
-        for topic_id, partition in unassigned[position:position + quota]:
+        taken = unassigned[position:position + quota]
+        for topic_id, partition in taken:
             assignment.setdefault(topic_id, set()).add(partition)
+        if additions is not None:
+            additions[member_id] = taken
         position = min(position + quota, len(unassigned))
     if position < len(unassigned):
         raise PartitionAssignorException("Partitions were left unassigned")
@@ -208,8 +239,12 @@ class _Balancer:
         return self.most_count - self.least_count <= 1
 
 
-def assign_heterogeneous(group: GroupSpec) -> dict:
-    """``UniformHeterogeneousAssignmentBuilder.build``."""
+def assign_heterogeneous(group: GroupSpec, journal: list | None = None) -> dict:
+    """``UniformHeterogeneousAssignmentBuilder.build``.
+
+    When ``journal`` is a list, it receives ``(topic id, partition, from member index or -1, to member index)``
+    for every ``assignPartition`` call, in order (member indexes follow ``group.member_ids``).
+    """
     member_ids = group.member_ids
     members = [group.members[m] for m in member_ids]
     num_partitions: dict = {}
@@ -255,6 +290,8 @@ def assign_heterogeneous(group: GroupSpec) -> dict:
 
     def assign_partition(topic_id, partition, member_index):
         old_index = owners[topic_id][partition]
+        if journal is not None:
+            journal.append((topic_id, partition, old_index, member_index))
         if old_index != -1:
             held = target[old_index].get(topic_id)
             if held is not None:
@@ -329,3 +366,143 @@ def _balance_topic(topic_id, num_partitions, topic_owners, topic_subscribers, ba
         assign_partition(topic_id, partition, least)
         moved += 1
     return moved
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Order-exact chaining: each step's output as the Java maps Kafka built
+
+def assign_chained(case_input: Mapping, carried: Mapping | None = None) -> tuple[dict, dict]:
+    """The golden ``expected`` layout of :func:`assign` on ``case_input``, plus each member's new assignment in
+    Java iteration order (member id -> {topic id -> partitions}, both orders as Kafka's output maps iterate).
+
+    Pass the second value of the previous step as ``carried`` to feed that step's output back in the way the
+    golden generator (and a live coordinator) does: the current assignment map iterates like a default
+    ``HashMap`` filled in the carried topic order, each set a ``new HashSet<>`` of the carried partitions. A
+    member whose input assignment is not the carried one (topics deleted since are dropped from the carried
+    order) or that is not carried at all uses its input order, as :func:`assign` does.
+    """
+    group = parse_group_spec(case_input)
+    if not group.members:
+        return {"error": None, "members": {}}, {}
+    old_maps = {member_id: _current_map(member, carried) for member_id, member in group.members.items()}
+    try:
+        if group.subscription_type == HOMOGENEOUS:
+            current = {member_id: [(topic_id, partitions.keys()) for topic_id, partitions in old.items()]
+                       for member_id, old in old_maps.items()}
+            additions: dict = {}
+            target = assign_homogeneous(group, current, additions)
+            final = _homogeneous_output_maps(old_maps, target, additions)
+        else:
+            journal: list = []
+            target = assign_heterogeneous(group, journal)
+            final = _heterogeneous_output_maps(group, old_maps, journal) if target else {}
+    except JavaException as exc:
+        return error_result(exc), {}
+    java_order = {member_id: {topic_id: partitions.keys() for topic_id, partitions in final[member_id].items()}
+                  for member_id in target}
+    return assignment_result(target), java_order
+
+
+def _current_map(member: MemberSpec, carried: Mapping | None) -> JavaHashMap:
+    """The member's current assignment as the ``HashMap<Uuid, HashSet<Integer>>`` the assignor iterates."""
+    ordered = _carried_order(member, carried) if carried else None
+    if ordered is None:
+        ordered = member.current_assignment
+    current = JavaHashMap(uuid_hash)
+    for topic_id, partitions in ordered.items():
+        current.put(topic_id, JavaHashSet.copy_of(partitions, integer_hash))
+    return current
+
+
+def _carried_order(member: MemberSpec, carried: Mapping) -> dict | None:
+    """The carried Java-ordered assignment of this member restricted to its input topics, if every input topic
+    holds the carried partitions. A static member restarted under a new id is found by content (if unique)."""
+    wanted = {topic_id: sorted(set(partitions)) for topic_id, partitions in member.current_assignment.items()}
+
+    def restricted(previous: Mapping) -> dict | None:
+        if any(topic_id not in previous or sorted(previous[topic_id]) != partitions
+               for topic_id, partitions in wanted.items()):
+            return None
+        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
+
+    previous = carried.get(member.member_id)
+    if previous is not None:
+        return restricted(previous)
+    if not wanted:
+        return None
+    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _deep_copy(assignment: JavaHashMap) -> JavaHashMap:
+    """``AssignorHelpers.deepCopyAssignment``: ``new HashMap<>(size)`` of ``new HashSet<>(partitions)``."""
+    copy = JavaHashMap(uuid_hash, len(assignment))
+    for topic_id, partitions in assignment.items():
+        copy.put(topic_id, JavaHashSet.copy_of(partitions.keys(), integer_hash))
+    return copy
+
+
+def _homogeneous_output_maps(old_maps: dict, target: dict, additions: dict) -> dict:
+    """The maps ``UniformHomogeneousAssignmentBuilder`` returns: the input map when a member is untouched,
+    else its deep copy minus revoked partitions, plus ``computeIfAbsent(topic, new HashSet<>()).add(p)``."""
+    final = {}
+    for member_id, new in target.items():
+        old = old_maps[member_id]
+        added = additions.get(member_id, ())
+        removed = [(topic_id, p) for topic_id, partitions in old.items()
+                   for p in partitions.keys() if p not in new.get(topic_id, ())]
+        if not removed and not added:
+            final[member_id] = old
+            continue
+        copy = _deep_copy(old)
+        for topic_id, partition in removed:
+            partitions = copy[topic_id]
+            partitions.remove(partition)
+            if partitions.is_empty():
+                copy.remove(topic_id)
+        for topic_id, partition in added:
+            copy.compute_if_absent(topic_id, lambda: JavaHashSet(integer_hash)).add(partition)
+        final[member_id] = copy
+    return final
+
+
+def _heterogeneous_output_maps(group: GroupSpec, old_maps: dict, journal: list) -> dict:
+    """The maps ``UniformHeterogeneousAssignmentBuilder`` returns, replaying its map operations in order:
+    revocation of unsubscribed topics, then every ``assignPartition`` (copy on first write, remove, and
+    ``computeIfAbsent`` with a set sized for ``ceil(partitions / subscribers)``)."""
+    member_ids = group.member_ids
+    maps: list = []
+    copied: list = []
+    subscribers: dict = {}
+    for member_id in member_ids:
+        old = old_maps[member_id]
+        subscribed = set(group.members[member_id].subscribed_topic_ids)
+        for topic_id in subscribed:
+            subscribers[topic_id] = subscribers.get(topic_id, 0) + 1
+        unsubscribed = [topic_id for topic_id in old.keys() if topic_id not in subscribed]
+        if unsubscribed:
+            old = _deep_copy(old)
+            for topic_id in unsubscribed:
+                old.remove(topic_id)
+        maps.append(old)
+        copied.append(bool(unsubscribed))
+
+    def writable(index: int) -> JavaHashMap:
+        if not copied[index]:
+            maps[index] = _deep_copy(maps[index])
+            copied[index] = True
+        return maps[index]
+
+    for topic_id, partition, from_index, to_index in journal:
+        if from_index != -1:
+            assignment = writable(from_index)
+            partitions = assignment.get(topic_id)
+            if partitions is not None:
+                partitions.remove(partition)
+                if partitions.is_empty():
+                    assignment.remove(topic_id)
+        count = subscribers[topic_id]
+        per_subscriber = (group.num_partitions(topic_id) + count - 1) // count
+        capacity = int(per_subscriber / 0.75 + 1)
+        writable(to_index).compute_if_absent(topic_id, lambda: JavaHashSet(integer_hash, capacity)).add(partition)
+    return dict(zip(member_ids, maps))
