@@ -625,6 +625,10 @@ class Compiler:
         src = self._pending
         src.emit(0, f"def {self._fname('j', msg, struct_name, version)}(d):")
         simple = all(self._json_plain(f, version, flexible) for f in fields)
+        if simple and not flexible:
+            # the decoded dict holds exactly the JSON fields (no tags possible): a shallow copy is the JSON
+            src.emit(1, "return d.copy()")
+            return
         if simple:
             items = ", ".join(f"{f.name!r}: d[{f.name!r}]" for f in fields)
             src.emit(1, f"return {{{items}}}")
