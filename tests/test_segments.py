@@ -118,3 +118,13 @@ def test_reading_split_ranges_equals_reading_the_whole_file(max_bytes):
 def test_reading_a_missing_segment_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="missing.log"):
         list(read_segment(tmp_path / "missing.log"))
+
+
+def test_list_segments_of_a_broker_log_dir_keeps_only_the_offsets_topic(tmp_path, golden):
+    source = golden / "segments" / "v2-none-00000000000000000000.log"
+    for folder in ("__consumer_offsets-3", "orders-0", "__cluster_metadata-0"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(source, tmp_path / folder / "00000000000000000000.log")
+    assert [part for _, part in list_segments(tmp_path)] == [3]
+    assert len(list_segments(tmp_path, topic=None)) == 3
+    assert len(list_segments(tmp_path / "orders-0")) == 1

@@ -139,3 +139,21 @@ def test_spark_wrong_path_fails_naming_it(spark, tmp_path):
     register(spark)
     with pytest.raises(Exception, match="no-such-log-dir"):
         spark.read.format("kafka-segments").load(str(tmp_path / "no-such-log-dir")).collect()
+
+
+@pytest.mark.spark
+def test_spark_turns_unreadable_bytes_into_quarantine_rows(spark, tmp_path, golden):
+    from offsets_audit.sources import register
+
+    register(spark)
+    folder = tmp_path / "__consumer_offsets-5"
+    folder.mkdir()
+    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
+    data[100] ^= 0xFF  # inside the first batch's gzip payload
+    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    rows = spark.read.format("kafka-segments").load(str(tmp_path)).collect()
+    errors = sorted((r.read_error_code, r.file_position, r.partition) for r in rows if r.read_error_code)
+    assert [(code, position) for code, position, _ in errors][0] == ("crc_mismatch", 0)
+    assert [code for code, _, _ in errors] == ["crc_mismatch", "truncated_batch"]
+    assert {partition for _, _, partition in errors} == {5}
+    assert all(r.key is None and r.offset is None for r in rows if r.read_error_code)

@@ -115,10 +115,12 @@ def partition_of(path: str | os.PathLike) -> int | None:
     return int(match.group("partition")) if match else None
 
 
-def list_segments(root: str | os.PathLike) -> list[tuple[str, int | None]]:
+def list_segments(root: str | os.PathLike, topic: str | None = "__consumer_offsets") -> list[tuple[str, int | None]]:
     """All ``*.log`` segment files under ``root`` (a file, a partition folder or a log dir), sorted.
 
-    Returns ``(path, partition)`` pairs; index, snapshot and checkpoint files are ignored.
+    Returns ``(path, partition)`` pairs; index, snapshot and checkpoint files are ignored. When ``root`` is a whole
+    broker log dir holding ``<topic>-N`` folders, only those are listed (other topics' segments are skipped);
+    a folder without any is read entirely.
     """
     root_path = Path(root)
     if not root_path.exists():
@@ -128,8 +130,17 @@ def list_segments(root: str | os.PathLike) -> list[tuple[str, int | None]]:
         files = [root_path]
     else:
         files = [p for p in root_path.rglob("*.log") if p.is_file()]
+        if topic is not None:
+            of_topic = [p for p in files if _is_topic_folder(p.parent.name, topic)]
+            if of_topic:
+                files = of_topic
     files.sort(key=lambda p: (str(p.parent), p.name))
     return [(str(p), partition_of(p)) for p in files]
+
+
+def _is_topic_folder(name: str, topic: str) -> bool:
+    match = _TOPIC_PARTITION.match(name)
+    return match is not None and match.group("topic") == topic
 
 
 def read_segment(path: str | os.PathLike, partition: int | None = None, quarantine: Quarantine = None,

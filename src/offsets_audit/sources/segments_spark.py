@@ -8,7 +8,8 @@ Options:
 
 * ``path``: a ``.log`` file, a ``__consumer_offsets-N`` folder or a broker log dir (``load(path)`` sets it).
 * ``partition``: force this partition number (default: from the ``<topic>-N`` folder name, else null).
-* ``topic``: value of the ``topic`` column (default ``__consumer_offsets``).
+* ``topic``: value of the ``topic`` column (default ``__consumer_offsets``); in a whole broker log dir only
+  ``<topic>-N`` folders are read when there are any.
 * ``maxBytesPerPartition``: files larger than this are split at batch boundaries into several input
   partitions (default 128 MiB). The driver finds the boundaries by walking 12-byte batch headers only.
 * ``rowsPerBatch``: rows per Arrow record batch handed to Spark (default 10000).
@@ -69,7 +70,7 @@ class SegmentsReader(DataSourceReader):
         from offsets_audit.sources.segments import batch_boundaries, list_segments
 
         ranges = []
-        for path, partition in list_segments(self.path):
+        for path, partition in list_segments(self.path, topic=self.topic):
             if self.partition_override is not None:
                 partition = self.partition_override
             for start, end in batch_boundaries(path, self.max_bytes):
