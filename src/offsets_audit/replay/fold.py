@@ -249,6 +249,9 @@ class GroupFold:
             "previous_target": self._previous_target,
             "topology": getattr(group, "topology", None),
             "resolved_regular_expressions": getattr(group, "resolved_regular_expressions", None),
+            "partition_metadata": group.topic_metadata,
+            "assignment_configs": getattr(group, "last_assignment_configs", None),
+            "initialized_topics": (getattr(group, "state_partition_metadata", None) or {}).get("initializedTopics"),
         }
         return jsonable(row)
 

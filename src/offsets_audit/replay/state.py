@@ -64,11 +64,15 @@ def partitions_with_epochs(topic_partitions: list[dict] | None, default_epoch: i
 
 
 def partitions_plain(topic_partitions: list[dict] | None) -> dict[str, list[int]]:
-    """Topic id -> sorted partitions (target assignment records carry no epochs)."""
-    out: dict[str, set[int]] = {}
+    """Topic id -> partitions in record order, duplicates dropped (target assignment records carry no epochs).
+
+    The order is kept because Kafka rebuilds the map from the record (``Assignment.fromRecord``: a HashMap
+    filled in record order, ``new HashSet<>(partitions)``) and the assignors' tie-breaks follow that order.
+    """
+    out: dict[str, dict[int, None]] = {}
     for tp in topic_partitions or ():
-        out.setdefault(tp.get("topicId"), set()).update(tp.get("partitions") or ())
-    return {t: sorted(p) for t, p in out.items()}
+        out.setdefault(tp.get("topicId"), {}).update(dict.fromkeys(tp.get("partitions") or ()))
+    return {t: list(p) for t, p in out.items()}
 
 
 def tasks_plain(task_ids: list[dict] | None) -> dict[str, list[int]]:

@@ -1,0 +1,504 @@
+"""What the coordinator handed its assignor, rebuilt from one replayed target assignment.
+
+Every ``ConsumerGroupTargetAssignmentMetadata`` (and the share / streams equivalents) marks one run of the
+server-side assignor. ``GroupMetadataManager.maybeUpdateTargetAssignment`` builds that run's input from:
+
+* the group's members as of that moment (``TargetAssignmentBuilder.withMembers``), where a static member
+  that replaced another one under the same ``instance_id`` inherits its predecessor's target
+  (``UpdatedMembersAndTargetAssignmentView.addOrUpdateMember``);
+* each member's subscribed topic names, plus the topics its regular expression resolved to
+  (``ConsumerGroupRegularExpression`` records, type 16), resolved to topic ids against the metadata image
+  (``ConsumerTargetAssignmentBuilder.newMemberSubscriptionAndAssignment``);
+* the current assignment of each member = its target before this run (``targetAssignment``);
+* the subscription type (``ConsumerGroup.subscriptionType``, regex-aware; ``ModernGroup.subscriptionType``
+  for share groups);
+* share groups: the initialized share partitions (``ShareGroupStatePartitionMetadata.initializedTopics``,
+  empty when the group has none) as ``assignable_partitions``;
+* streams groups: the topology (``StreamsGroupTopology``), the assignment configs stored with the group epoch
+  (``lastAssignmentConfigs``), process ids, client tags and previous tasks. Task offsets come from heartbeats
+  and are not in the log, so they are empty here.
+
+``reconstruct_group(rows, snapshot)`` turns the ``target_assignments`` rows of one group (docs/replay.md) into
+``AssignorRun`` records whose ``case_input`` is in the golden assignor layout (golden README section 4), ready
+for ``offsets_audit.assignors.run``.
+
+Topic metadata is not in the log (KIP-1101); see ``topic_metadata`` for the sources and the ``confidence``
+levels: ``metadata_verified`` (the topics reproduce the group's recorded metadata hash),
+``metadata_provided`` (a snapshot was given but the hash does not match or is absent),
+``partition_metadata_record`` (deprecated type 4/9/18 record) and ``inferred`` (partition counts from the
+recorded assignments).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+from offsets_audit.assignors.common import HETEROGENEOUS, HOMOGENEOUS
+from offsets_audit.assignors.java_order import hashmap_order, java_string_hash
+from offsets_audit.assignors.topic_metadata import (
+    TopicMetadata,
+    repair_partition_counts,
+    topics_from_partition_metadata,
+    verify_metadata_hash,
+)
+
+#: Kafka's default ``group.consumer.assignors`` first entry (the assignor used without a client preference).
+DEFAULT_CONSUMER_ASSIGNOR = "uniform"
+SHARE_ASSIGNOR = "simple"
+STREAMS_ASSIGNOR = "sticky"
+
+METADATA_VERIFIED = "metadata_verified"
+METADATA_PROVIDED = "metadata_provided"
+PARTITION_METADATA_RECORD = "partition_metadata_record"
+INFERRED = "inferred"
+
+_JSON_FIELDS = ("members", "target", "previous_target", "topology", "resolved_regular_expressions",
+                "partition_metadata", "assignment_configs", "initialized_topics")
+
+
+@dataclass
+class AssignorRun:
+    """One recorded target assignment and the input rebuilt for re-running its assignor."""
+
+    group_id: str
+    group_type: str
+    assignment_epoch: int
+    assignment_timestamp: int | None
+    partition: int | None
+    offset: int | None
+    assignor: str
+    case_input: dict
+    recorded: dict
+    confidence: str
+    metadata_source: str
+    metadata_hash_match: bool | None
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_row(row: Mapping) -> dict:
+    """A ``target_assignments`` row with its JSON string columns parsed (pure rows pass through)."""
+    out = dict(row)
+    for name in _JSON_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            out[name] = json.loads(value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# subscriptions
+
+def _regex_topics(member: Mapping, resolved: Mapping | None) -> list[str] | None:
+    regex = member.get("subscribed_topic_regex")
+    if not regex:
+        return None
+    entry = (resolved or {}).get(regex)
+    return None if entry is None else list(entry.get("topics") or ())
+
+
+def member_subscription(member: Mapping, resolved: Mapping | None) -> list[str]:
+    """Names the member subscribes to: its topic names, united with its resolved regex (type 16)."""
+    names = list(member.get("subscribed_topic_names") or ())
+    by_regex = _regex_topics(member, resolved)
+    if by_regex:
+        seen = set(names)
+        names.extend(t for t in by_regex if t not in seen)
+    return names
+
+
+def consumer_subscription_type(members: list[Mapping], resolved: Mapping | None) -> str:
+    """``ConsumerGroup.subscriptionType``: by-name counts, and the one-regex-for-everyone special case."""
+    n = len(members)
+    regex_counts = Counter(m["subscribed_topic_regex"] for m in members if m.get("subscribed_topic_regex"))
+    by_name: Counter = Counter()
+    for m in members:
+        by_name.update(set(m.get("subscribed_topic_names") or ()))
+    by_regex: Counter = Counter()
+    for regex in regex_counts:
+        entry = (resolved or {}).get(regex)
+        if entry is not None:
+            by_regex.update(set(entry.get("topics") or ()))
+    topics = set(by_name) | set(by_regex)
+    if not regex_counts:
+        return HOMOGENEOUS if all(by_name[t] == n for t in topics) else HETEROGENEOUS
+    if next(iter(regex_counts.values())) == n:
+        ok = all(by_regex[t] == 1 and by_name[t] == 0 for t in topics)
+        return HOMOGENEOUS if ok else HETEROGENEOUS
+    return HETEROGENEOUS
+
+
+def share_subscription_type(members: list[Mapping]) -> str:
+    """``ModernGroup.subscriptionType``: homogeneous when every subscribed name has every member."""
+    n = len(members)
+    counts: Counter = Counter()
+    for m in members:
+        counts.update(set(m.get("subscribed_topic_names") or ()))
+    return HOMOGENEOUS if all(c == n for c in counts.values()) else HETEROGENEOUS
+
+
+def streams_required_topics(topology: Mapping | None) -> list[str]:
+    """``StreamsTopology.requiredTopics``: source, repartition source and changelog topics."""
+    names: set[str] = set()
+    for s in (topology or {}).get("subtopologies") or ():
+        names.update(s.get("sourceTopics") or ())
+        names.update(t.get("name") for t in s.get("repartitionSourceTopics") or ())
+        names.update(t.get("name") for t in s.get("stateChangelogTopics") or ())
+    names.discard(None)
+    return sorted(names)
+
+
+def hashed_topic_names(row: Mapping) -> list[str]:
+    """The topic names the group's ``metadataHash`` covers (``subscribedTopicNames`` of the group)."""
+    if row["group_type"] == "streams":
+        return streams_required_topics(row.get("topology"))
+    resolved = row.get("resolved_regular_expressions")
+    names: set[str] = set()
+    for m in row.get("members") or ():
+        names.update(member_subscription(m, resolved))
+    return sorted(names)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# inference of topics from the recorded assignments
+
+def _max_partitions(assignment: Mapping | None, into: dict[str, int]) -> None:
+    for topic_partitions in (assignment or {}).values():
+        for topic_id, partitions in (topic_partitions or {}).items():
+            if partitions:
+                into[topic_id] = max(into.get(topic_id, 0), max(int(p) for p in partitions) + 1)
+
+
+def infer_topic_names(rows: Iterable[Mapping]) -> dict[str, str]:
+    """Topic id -> name, from who was assigned what: an id can only be a topic its assignees all subscribe to.
+
+    Candidate names per id are intersected over every member assigned it (consumer and share rows), then
+    ids with a single candidate fix their name and drop it from the others, until nothing changes.
+    """
+    candidates: dict[str, set[str]] = {}
+    for row in rows:
+        if row.get("group_type") not in ("consumer", "share"):
+            continue
+        resolved = row.get("resolved_regular_expressions")
+        subscriptions = {m["member_id"]: set(member_subscription(m, resolved)) for m in row.get("members") or ()}
+        for member_id, assignment in (row.get("target") or {}).items():
+            names = subscriptions.get(member_id)
+            if not names:
+                continue
+            for topic_id, partitions in (assignment or {}).items():
+                if partitions:
+                    candidates[topic_id] = candidates[topic_id] & names if topic_id in candidates else set(names)
+    fixed: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        taken = set(fixed.values())
+        for topic_id, names in candidates.items():
+            if topic_id in fixed:
+                continue
+            left = names - taken
+            if len(left) == 1:
+                fixed[topic_id] = next(iter(left))
+                taken.add(fixed[topic_id])
+                changed = True
+    return fixed
+
+
+def inferred_topics(row: Mapping, names_by_id: Mapping[str, str]) -> dict[str, dict]:
+    """``{name: topic}`` with partition counts = highest partition in this recorded target + 1."""
+    counts: dict[str, int] = {}
+    _max_partitions(row.get("target"), counts)
+    out = {}
+    for topic_id, count in counts.items():
+        name = names_by_id.get(topic_id)
+        if name is not None:
+            out[name] = {"id": topic_id, "name": name, "partitions": count, "partition_racks": None}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# choosing the topics one run saw
+
+def choose_topics(row: Mapping, snapshot: TopicMetadata | None, names_by_id: Mapping[str, str]
+                  ) -> tuple[dict[str, dict], str, str, bool | None, list[str]]:
+    """Topics for one run: ``(topics_by_name, confidence, metadata_source, metadata_hash_match, notes)``.
+
+    Candidates, best first: the snapshot as of the assignment time; the snapshot with one topic's partition
+    count repaired by the recorded hash; the deprecated partition-metadata record; counts inferred from the
+    recorded target (also checked against the hash). The first candidate reproducing the hash wins.
+    """
+    names = hashed_topic_names(row)
+    recorded_hash = row.get("metadata_hash")
+    lower_bounds: dict[str, int] = {}
+    inferred = inferred_topics(row, names_by_id)
+    for name, t in inferred.items():
+        lower_bounds[name] = t["partitions"]
+    notes: list[str] = []
+    candidates: list[tuple[str, dict[str, dict]]] = []
+    if snapshot:
+        at = snapshot.as_of(row.get("assignment_timestamp") or None)
+        candidates.append(("snapshot", at))
+    record_topics = topics_from_partition_metadata(row.get("partition_metadata"))
+    if record_topics:
+        candidates.append(("partition_metadata_record", {t["name"]: t for t in record_topics}))
+    if inferred:
+        merged = dict(candidates[0][1]) if candidates else {}
+        merged.update(inferred)
+        candidates.append(("inferred", merged))
+
+    first_match = None
+    for source, topics in candidates:
+        match = verify_metadata_hash(recorded_hash, names, topics)
+        if match:
+            first_match = (source, topics, True)
+            break
+        if match is False and source == "snapshot":
+            repaired = repair_partition_counts(recorded_hash, names, topics, lower_bounds=lower_bounds)
+            if repaired is not None:
+                changed = sorted(n for n in set(repaired) | set(topics)
+                                 if (repaired.get(n) or {}).get("partitions") != (topics.get(n) or {}).get("partitions"))
+                notes.append("snapshot partition counts repaired by the metadata hash: "
+                             + ", ".join(f"{n}={(repaired.get(n) or {}).get('partitions', 'absent')}" for n in changed))
+                first_match = ("snapshot_repaired", repaired, True)
+                break
+    if first_match is not None:
+        source, topics, _ = first_match
+        return topics, METADATA_VERIFIED, source, True, notes
+    if snapshot:
+        topics = candidates[0][1]
+        return topics, METADATA_PROVIDED, "snapshot", verify_metadata_hash(recorded_hash, names, topics), notes
+    if record_topics:
+        topics = {t["name"]: t for t in record_topics}
+        return (topics, PARTITION_METADATA_RECORD, "partition_metadata_record",
+                verify_metadata_hash(recorded_hash, names, topics), notes)
+    if inferred:
+        notes.append("no topic metadata: partition counts are lower bounds from the recorded assignment")
+    return inferred, INFERRED, "inferred", verify_metadata_hash(recorded_hash, names, inferred), notes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# member order: Kafka's TimelineHashMap, then the OverlayMap of the heartbeat's changes
+
+_FIBONACCI_MULTIPLIER = -7046029254386353131
+_MASK64 = (1 << 64) - 1
+
+
+def timeline_slot(key: str, capacity: int) -> int:
+    """``BaseHashTable.findSlot``: Knuth multiplicative hash of ``String.hashCode``, top ``log2(capacity)`` bits."""
+    product = (java_string_hash(key) * _FIBONACCI_MULTIPLIER) & _MASK64
+    return product >> (65 - capacity.bit_length())
+
+
+def timeline_grow(capacity: int, size_before_insert: int) -> int:
+    """``BaseHashTable.baseAddOrReplace``: double while one more element would pass the 0.75 load factor."""
+    while (size_before_insert + 1) * 0.75 > capacity:
+        capacity *= 2
+    return capacity
+
+
+def timeline_order(keys_in_insertion_order: list[str], capacity: int) -> list[str]:
+    """Iteration order of a ``TimelineHashMap`` (the group's ``members``): slots ascending, and inside a slot
+    the *last* inserted first (``SnapshottableHashTable.CurrentIterator`` pops from the end of the slot)."""
+    indexed = list(enumerate(keys_in_insertion_order))
+    indexed.sort(key=lambda item: (timeline_slot(item[1], capacity), -item[0]))
+    return [key for _, key in indexed]
+
+
+class MemberOrder:
+    """Tracks one group's member table across its target assignments to list members the way
+    ``TargetAssignmentBuilder.build`` iterates them: the group's ``TimelineHashMap`` (insertion order and
+    capacity, which never shrinks), then the member the heartbeat adds (``OverlayMap`` additions).
+
+    A member with member epoch 0 that was not present at the previous assignment is taken as the one the
+    heartbeat adds (its records are replayed only after the assignor ran). Members that joined and left
+    between two assignments are invisible here; they can only have grown the table, so the capacity is a
+    lower bound and, in rare collisions, the order may differ from Kafka's.
+    """
+
+    def __init__(self) -> None:
+        self.capacity = 2
+        self.present: list[str] = []
+
+    def order(self, members: list[Mapping]) -> list[Mapping]:
+        ids = [m["member_id"] for m in members]
+        present = set(self.present)
+        additions = [m["member_id"] for m in members if m["member_id"] not in present and not m.get("member_epoch")]
+        added = set(additions)
+        base = [i for i in ids if i not in added]
+        base_set = set(base)
+        self.present = [i for i in self.present if i in base_set]
+        for member_id in base:
+            if member_id not in present:
+                self.capacity = timeline_grow(self.capacity, len(self.present))
+                self.present.append(member_id)
+        by_id = {m["member_id"]: m for m in members}
+        listing = timeline_order(self.present, self.capacity) + hashmap_order(additions)
+        for member_id in additions:
+            self.capacity = timeline_grow(self.capacity, len(self.present))
+            self.present.append(member_id)
+        return [by_id[i] for i in listing]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the case input
+
+def _current_targets(row: Mapping, previous_members: Mapping[str, Mapping]) -> dict[str, Any]:
+    """Target of each member before this run, with static replacements relabelled
+    (``UpdatedMembersAndTargetAssignmentView``: the new member id takes its predecessor's target)."""
+    previous = dict(row.get("previous_target") or {})
+    by_instance = {m.get("instance_id"): member_id for member_id, m in previous_members.items() if m.get("instance_id")}
+    current_ids = {m["member_id"] for m in row.get("members") or ()}
+    out: dict[str, Any] = {}
+    for m in row.get("members") or ():
+        member_id = m["member_id"]
+        if member_id in previous:
+            out[member_id] = previous[member_id]
+            continue
+        old_id = by_instance.get(m.get("instance_id")) if m.get("instance_id") else None
+        if old_id is not None and old_id != member_id and old_id not in current_ids and old_id in previous:
+            out[member_id] = previous[old_id]
+    return out
+
+
+def _clean_assignment(assignment: Mapping | None) -> dict[str, list[int]]:
+    return {t: sorted(int(p) for p in parts) for t, parts in (assignment or {}).items() if parts}
+
+
+def _record_order_assignment(assignment: Mapping | None) -> dict[str, list[int]]:
+    """A current assignment in record order (topics and partitions), which the assignors' tie-breaks follow."""
+    return {t: [int(p) for p in parts] for t, parts in (assignment or {}).items() if parts}
+
+
+def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current: Mapping[str, Any]) -> dict:
+    """Golden consumer/share layout for one run."""
+    resolved = row.get("resolved_regular_expressions")
+    members = row.get("members") or ()
+    is_share = row["group_type"] == "share"
+    names_in_use: set[str] = set()
+    case_members = []
+    for m in members:
+        names = member_subscription(m, resolved) if not is_share else list(m.get("subscribed_topic_names") or ())
+        names_in_use.update(names)
+        ids = []
+        for name in names:
+            t = topics_by_name.get(name)
+            if t is not None and t.get("id") and t["id"] not in ids:
+                ids.append(t["id"])
+        case_members.append({
+            "member_id": m["member_id"], "instance_id": m.get("instance_id"), "rack_id": m.get("rack_id"),
+            "subscribed_topic_names": names, "subscribed_topic_ids": ids,
+            "current_assignment": _record_order_assignment(current.get(m["member_id"])),
+        })
+    topics = [{"id": t["id"], "name": t["name"], "partitions": int(t["partitions"]),
+               "partition_racks": t.get("partition_racks")}
+              for name, t in sorted(topics_by_name.items()) if name in names_in_use and t.get("id")]
+    if is_share:
+        subscription_type = share_subscription_type(list(members))
+        assignable: dict | None = {}
+        for entry in row.get("initialized_topics") or ():
+            assignable.setdefault(entry.get("topicId"), []).extend(entry.get("partitions") or ())
+        assignable = {t: sorted(set(p)) for t, p in assignable.items()}
+    else:
+        subscription_type = consumer_subscription_type(list(members), resolved)
+        assignable = None
+    return {"subscription_type": subscription_type, "topics": topics, "members": case_members,
+            "assignable_partitions": assignable}
+
+
+def streams_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current: Mapping[str, Any],
+                       recorded_tasks: Mapping[str, int]) -> dict:
+    """Golden streams layout for one run; task counts from topic metadata, else from the recorded tasks."""
+    configs = row.get("assignment_configs") or {}
+    try:
+        standbys = int(configs.get("num.standby.replicas", 0))
+    except (TypeError, ValueError):
+        standbys = 0
+    subtopologies = []
+    for s in sorted((row.get("topology") or {}).get("subtopologies") or (), key=lambda s: s.get("subtopologyId")):
+        sources = list(s.get("sourceTopics") or ()) + [t.get("name") for t in s.get("repartitionSourceTopics") or ()]
+        counts = [topics_by_name[n]["partitions"] for n in sources if n in topics_by_name]
+        declared = [t.get("partitions") for t in s.get("repartitionSourceTopics") or () if t.get("partitions")]
+        tasks = max(counts + declared) if counts or declared else recorded_tasks.get(s.get("subtopologyId"), 0)
+        subtopologies.append({"subtopology_id": s.get("subtopologyId"), "max_num_input_partitions": int(tasks),
+                              "stateful": bool(s.get("stateChangelogTopics"))})
+    members = []
+    for m in row.get("members") or ():
+        tasks = current.get(m["member_id"]) or {}
+        members.append({
+            "member_id": m["member_id"], "instance_id": m.get("instance_id"), "rack_id": m.get("rack_id"),
+            "process_id": m.get("process_id"), "client_tags": m.get("client_tags") or {},
+            "active_tasks": _record_order_assignment(tasks.get("active")),
+            "standby_tasks": _record_order_assignment(tasks.get("standby")),
+            "warmup_tasks": _record_order_assignment(tasks.get("warmup")),
+            "task_offsets": {}, "task_end_offsets": {},
+        })
+    return {"configs": {"num_standby_replicas": standbys, "rack_aware_assignment_tags": []},
+            "subtopologies": subtopologies, "members": members}
+
+
+def recorded_result(row: Mapping) -> dict:
+    """The recorded target in the layout ``assignors.run`` returns (every current member, empty ones too)."""
+    target = row.get("target") or {}
+    members = {}
+    for m in row.get("members") or ():
+        assignment = target.get(m["member_id"]) or {}
+        if row["group_type"] == "streams":
+            members[m["member_id"]] = {"active_tasks": _clean_assignment(assignment.get("active")),
+                                       "standby_tasks": _clean_assignment(assignment.get("standby"))}
+        else:
+            members[m["member_id"]] = _clean_assignment(assignment)
+    return {"error": None, "members": members}
+
+
+def group_assignor(row: Mapping, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> str:
+    """``ConsumerGroup.computePreferredServerAssignor``: the most used ``serverAssignor`` of the members
+    (ties: the name first in ``String.compareTo`` order, one of Kafka's possible HashMap answers), else the
+    broker default; share groups use ``simple``, streams groups ``sticky``."""
+    if row["group_type"] == "share":
+        return SHARE_ASSIGNOR
+    if row["group_type"] == "streams":
+        return STREAMS_ASSIGNOR
+    counts = Counter(m.get("server_assignor") for m in row.get("members") or () if m.get("server_assignor"))
+    if not counts:
+        return default_consumer_assignor
+    best = max(counts.values())
+    return sorted(name for name, c in counts.items() if c == best)[0]
+
+
+def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *,
+                      names_by_id: Mapping[str, str] | None = None,
+                      default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> Iterator[AssignorRun]:
+    """Rebuild the assignor input of every recorded target assignment of one group (rows in log order).
+
+    ``names_by_id`` maps topic ids to names for inference without a snapshot (default: inferred from
+    these rows, ``infer_topic_names``).
+    """
+    parsed = sorted((parse_row(r) for r in rows), key=lambda r: (r.get("partition") or 0, r.get("offset") or 0))
+    if names_by_id is None:
+        names_by_id = infer_topic_names(parsed)
+    previous_members: dict[str, Mapping] = {}
+    member_order = MemberOrder()
+    for row in parsed:
+        if row["group_type"] not in ("consumer", "share", "streams"):
+            continue
+        row = dict(row, members=member_order.order(list(row.get("members") or ())))
+        topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
+        current = _current_targets(row, previous_members)
+        if row["group_type"] == "streams":
+            recorded_tasks: dict[str, int] = {}
+            for tasks in (row.get("target") or {}).values():
+                for sub, parts in ((tasks or {}).get("active") or {}).items():
+                    if parts:
+                        recorded_tasks[sub] = max(recorded_tasks.get(sub, 0), max(parts) + 1)
+            case_input = streams_case_input(row, topics_by_name, current, recorded_tasks)
+        else:
+            case_input = consumer_case_input(row, topics_by_name, current)
+        yield AssignorRun(
+            group_id=row["group_id"], group_type=row["group_type"], assignment_epoch=row["assignment_epoch"],
+            assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
+            offset=row.get("offset"), assignor=group_assignor(row, default_consumer_assignor),
+            case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
+            metadata_hash_match=hash_match, notes=notes)
+        previous_members = {m["member_id"]: m for m in row.get("members") or ()}
