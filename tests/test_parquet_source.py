@@ -106,3 +106,55 @@ def test_option_values_from_yaml_become_spark_option_text():
     assert option_text({"t": {"0": 5}}) == '{"t": {"0": 5}}'
     assert option_text(False) == "false"
     assert option_text(500) == "500"
+
+
+class FakeSpark:
+    """Records what ``read`` asks of ``spark.read``; ``load`` returns Spark Kafka-source rows or fails like
+    a session without the kafka jar. No ``_jvm``, like Spark Connect."""
+
+    def __init__(self, spark, has_kafka: bool):
+        self.spark, self.has_kafka, self.seen = spark, has_kafka, {}
+
+    @property
+    def _jvm(self):
+        raise AttributeError("Spark Connect has no JVM")
+
+    @property
+    def read(self):
+        return self
+
+    def format(self, name):
+        self.seen["format"] = name
+        return self
+
+    def options(self, **options):
+        self.seen["options"] = options
+        return self
+
+    def load(self):
+        if not self.has_kafka:
+            raise RuntimeError("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka.")
+        row = (b"k", b"v", "__consumer_offsets", 3, 7, dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 0)
+        return self.spark.createDataFrame([row], "key binary, value binary, topic string, partition int, "
+                                                 "offset long, timestamp timestamp, timestampType int")
+
+
+def test_spark_kafka_source_gets_the_audit_defaults_and_spark_option_names(spark):
+    fake = FakeSpark(spark, has_kafka=True)
+    df = read(fake, {"kind": "kafka", "kafka.bootstrap.servers": "b:1", "fetchRetries": 5, "rowsPerBatch": 10,
+                     "startingOffsets": {"__consumer_offsets": {"0": 5}}})
+    assert fake.seen["format"] == "kafka"
+    assert fake.seen["options"] == {
+        "kafka.bootstrap.servers": "b:1", "subscribe": "__consumer_offsets", "kafka.isolation.level": "read_committed",
+        "fetchOffset.numRetries": "5", "startingOffsets": '{"__consumer_offsets": {"0": 5}}'}
+    assert df.schema == SOURCE_SCHEMA
+    assert df.first()["offset"] == 7
+
+
+def test_without_the_kafka_jar_on_spark_connect_the_read_falls_back_to_kafka_python(spark, monkeypatch):
+    import offsets_audit.sources as sources
+
+    fake = FakeSpark(spark, has_kafka=False)
+    monkeypatch.setattr(sources, "_read_kafka_python", lambda session, options: ("kafka-python", options))
+    assert read(fake, {"kind": "kafka", "kafka.bootstrap.servers": "b:1"}) == (
+        "kafka-python", {"kafka.bootstrap.servers": "b:1"})
