@@ -53,6 +53,12 @@ class SegmentsDataSource(DataSource):
     def reader(self, schema) -> "SegmentsReader":
         return SegmentsReader(dict(self.options))
 
+    def streamReader(self, schema):
+        """``spark.readStream.format("kafka-segments")``: see ``offsets_audit.sources.segments_stream``."""
+        from offsets_audit.sources.segments_stream import SegmentsStreamReader
+
+        return SegmentsStreamReader(dict(self.options))
+
 
 class SegmentsReader(DataSourceReader):
     def __init__(self, options: dict):
