@@ -168,17 +168,27 @@ def read_segment(path: str | os.PathLike, partition: int | None = None, quaranti
             "is_transactional": batch.is_transactional, "is_control": batch.is_control,
             "control_type": None, "coordinator_epoch": None, "key": None, "value": None, "headers": None,
         }
-        controls = batch.controls
-        for index, (offset, timestamp, key, value, headers) in enumerate(batch.records):
-            row = base.copy()
-            row["offset"] = offset
-            row["timestamp"] = timestamp
-            row["key"] = key
-            row["value"] = value
-            row["headers"] = headers
-            if controls is not None:
-                row["control_type"], row["coordinator_epoch"] = controls[index]
-            yield row
+        copy = base.copy
+        if batch.controls is None:
+            for offset, timestamp, key, value, headers in batch.records:
+                row = copy()
+                row["offset"] = offset
+                row["timestamp"] = timestamp
+                row["key"] = key
+                row["value"] = value
+                row["headers"] = headers
+                yield row
+        else:
+            for (offset, timestamp, key, value, headers), (control_type, epoch) in zip(batch.records, batch.controls):
+                row = copy()
+                row["offset"] = offset
+                row["timestamp"] = timestamp
+                row["key"] = key
+                row["value"] = value
+                row["headers"] = headers
+                row["control_type"] = control_type
+                row["coordinator_epoch"] = epoch
+                yield row
 
 
 def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: int = 0,
