@@ -1,0 +1,387 @@
+"""The self-contained HTML report: one file, inline SVG, no script, nothing fetched from the network.
+
+``render_report(data)`` is pure (lists of dicts in, HTML out); ``write_report(spark, ...)`` reads the
+tables the job wrote for one run, keeps what the page shows (a few thousand rows at most) and writes
+``<output>/report/<run_id>.html``. Sections: findings by rule, latency distribution per group type,
+rebalance rate over time, the epoch timeline of the worst groups (group epoch, target assignment epoch
+at its AssignmentTimestamp, member epochs converging), and the findings themselves with their evidence.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+from pathlib import Path
+
+SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00", "info": "#1e88e5"}
+SERIES_COLORS = ["#1e88e5", "#e53935", "#43a047", "#8e24aa", "#fb8c00", "#00897b"]
+LATENCY_BINS = [(0, 1, "0"), (1, 100, "<100ms"), (100, 1000, "<1s"), (1000, 3000, "<3s"), (3000, 10_000, "<10s"),
+                (10_000, 60_000, "<1min"), (60_000, 600_000, "<10min"), (600_000, math.inf, ">=10min")]
+RATE_BUCKETS = [(1000, "second"), (10_000, "10 seconds"), (60_000, "minute"), (600_000, "10 minutes"),
+                (3_600_000, "hour"), (86_400_000, "day")]
+WORST_GROUPS = 4
+MAX_FINDINGS_LISTED = 300
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _fmt_ms(ms) -> str:
+    if ms is None:
+        return "-"
+    ms = float(ms)
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms / 60_000:.1f} min"
+
+
+def _fmt_time(ms) -> str:
+    if ms is None:
+        return "-"
+    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+# -- SVG primitives -------------------------------------------------------------------------------
+
+def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[float], str]], *, width=640,
+               height=260, horizontal=False, y_label="") -> str:
+    """Grouped bars; ``series`` = [(name, values per category, color)]."""
+    if not categories:
+        return _empty(title, width)
+    if horizontal:
+        return _hbar_chart(title, categories, series, width=width)
+    left, right, top, bottom = 50, 10, 28, 48
+    plot_w, plot_h = width - left - right, height - top - bottom
+    top_value = max([v for _, vs, _ in series for v in vs] + [1])
+    slot = plot_w / len(categories)
+    bar_w = max(slot * 0.8 / max(len(series), 1), 1)
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
+    for tick in range(5):
+        value = top_value * tick / 4
+        y = top + plot_h - plot_h * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+    for i, category in enumerate(categories):
+        x0 = left + i * slot + slot * 0.1
+        for j, (name, values, color) in enumerate(series):
+            v = values[i]
+            h = plot_h * v / top_value
+            parts.append(f'<rect x="{x0 + j * bar_w:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w:.1f}" '
+                         f'height="{h:.1f}" fill="{color}"><title>{_e(name)} {_e(category)}: {v:g}</title></rect>')
+        parts.append(f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" class="tick" '
+                     f'text-anchor="middle">{_e(category)}</text>')
+    parts.append(_legend([(n, c) for n, _, c in series], left, height - 14))
+    if y_label:
+        parts.append(f'<text x="12" y="{top + plot_h / 2}" class="tick" transform="rotate(-90 12 {top + plot_h / 2})" '
+                     f'text-anchor="middle">{_e(y_label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _hbar_chart(title, categories, series, width=640) -> str:
+    row_h = 20
+    left, top = 290, 28
+    height = top + row_h * len(categories) + 30
+    plot_w = width - left - 50
+    totals = [sum(vs[i] for _, vs, _ in series) for i in range(len(categories))]
+    top_value = max(totals + [1])
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="10" y="16" class="title">{_e(title)}</text>']
+    for i, category in enumerate(categories):
+        y = top + i * row_h
+        parts.append(f'<text x="{left - 6}" y="{y + 14}" class="tick" text-anchor="end">{_e(category)}</text>')
+        x = left
+        for name, values, color in series:
+            w = plot_w * values[i] / top_value
+            if w > 0:
+                parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{color}">'
+                             f'<title>{_e(category)} ({_e(name)}): {values[i]:g}</title></rect>')
+            x += w
+        parts.append(f'<text x="{x + 4:.1f}" y="{y + 14}" class="tick">{totals[i]:g}</text>')
+    parts.append(_legend([(n, c) for n, _, c in series], 10, height - 10))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(entries, x, y) -> str:
+    out = []
+    for name, color in entries:
+        out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{x + 14}" y="{y}" class="tick">{_e(name)}</text>')
+        x += 24 + 7 * len(str(name))
+    return "".join(out)
+
+
+def _empty(title, width=640) -> str:
+    return (f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="60" '
+            f'viewBox="0 0 {width} 60" xmlns="http://www.w3.org/2000/svg"><text x="10" y="16" class="title">'
+            f'{_e(title)}</text><text x="10" y="42" class="tick">no data</text></svg>')
+
+
+def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
+    """Group epoch (step), target assignment epoch at its AssignmentTimestamp (step + dots), member epochs."""
+    title = f"Epoch timeline: {group_id}"
+    bumps = [(e["timestamp"], e["details"].get("new")) for e in events if e["event"] == "group_epoch_bumped"]
+    targets = [((e["details"].get("assignment_timestamp") or e["timestamp"]), e["details"].get("assignment_epoch"),
+                e["timestamp"]) for e in events if e["event"] == "target_assignment_computed"]
+    members = [(e["timestamp"], e["details"].get("member_epoch"), e.get("member_id"))
+               for e in events if e["event"] == "member_epoch_advanced" and (e["details"].get("member_epoch") or 0) >= 0]
+    points = [t for t, _ in bumps] + [t for t, _, _ in targets] + [t for t, _, _ in members]
+    epochs = [v for _, v in bumps] + [v for _, v, _ in targets] + [v for _, v, _ in members]
+    points = [p for p in points if p is not None]
+    epochs = [v for v in epochs if v is not None]
+    if not points or not epochs:
+        return _empty(title, width)
+    left, right, top, bottom = 56, 16, 28, 44
+    t0, t1 = min(points), max(points)
+    span = max(t1 - t0, 1)
+    e_max = max(max(epochs), 1)
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(t):
+        return left + plot_w * (t - t0) / span
+
+    def y(v):
+        return top + plot_h - plot_h * v / e_max
+
+    def steps(series, color, name, dash=""):
+        if not series:
+            return ""
+        d = f"M{x(series[0][0]):.1f},{y(series[0][1]):.1f}"
+        for (t, v) in series[1:]:
+            d += f" H{x(t):.1f} V{y(v):.1f}"
+        d += f" H{x(t1):.1f}"
+        return (f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2" {dash}>'
+                f'<title>{_e(name)}</title></path>')
+
+    parts = [f'<svg class="chart timeline" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
+    for tick in range(5):
+        v = e_max * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
+                     f'<text x="{left - 4}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">{v:.0f}</text>')
+    for tick in range(5):
+        t = t0 + span * tick / 4
+        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">'
+                     f'+{_fmt_ms(t - t0)}</text>')
+    member_ids = sorted({m for _, _, m in members if m})
+    for t, v, m in members:
+        parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="#9e9e9e">'
+                     f'<title>member {_e(m)} epoch {v} at {_e(_fmt_time(t))}</title></circle>')
+    parts.append(steps(sorted(bumps), "#e53935", "group epoch"))
+    parts.append(steps(sorted((t, v) for t, v, _ in targets), "#1e88e5", "target assignment epoch",
+                       'stroke-dasharray="5 3"'))
+    for t, v, rec in targets:
+        parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="4" fill="#1e88e5">'
+                     f'<title>assignment epoch {v}: AssignmentTimestamp {_e(_fmt_time(t))}, '
+                     f'written {_e(_fmt_time(rec))}</title></circle>')
+    parts.append(_legend([("group epoch", "#e53935"), ("target assignment epoch", "#1e88e5"),
+                          (f"member epochs ({len(member_ids)} members)", "#9e9e9e")], left, height - 8))
+    parts.append(f'<text x="{width - right}" y="16" class="tick" text-anchor="end">from {_e(_fmt_time(t0))} UTC</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# -- sections --------------------------------------------------------------------------------------
+
+def _findings_by_rule(findings: list[dict]) -> str:
+    counts: dict[str, dict[str, int]] = {}
+    for f in findings:
+        counts.setdefault(f["rule"], {}).setdefault(f["severity"], 0)
+        counts[f["rule"]][f["severity"]] += 1
+    rules = sorted(counts, key=lambda r: (-sum(counts[r].values()), r))
+    series = [(sev, [counts[r].get(sev, 0) for r in rules], color) for sev, color in SEVERITY_COLORS.items()]
+    return _bar_chart("Findings by rule", rules, series, horizontal=True, width=900)
+
+
+def _latency_distribution(rebalances: list[dict]) -> str:
+    charts = []
+    for i, group_type in enumerate(sorted({r.get("group_type") or "?" for r in rebalances})):
+        rows = [r for r in rebalances if (r.get("group_type") or "?") == group_type]
+        series = []
+        for j, (metric, label) in enumerate((("time_to_assignment_ms", "time to target assignment"),
+                                             ("convergence_ms", "time to convergence"))):
+            values = [r[metric] for r in rows if r.get(metric) is not None]
+            series.append((label, [sum(1 for v in values if lo <= v < hi) for lo, hi, _ in LATENCY_BINS],
+                           SERIES_COLORS[j]))
+        charts.append(_bar_chart(f"Rebalance latency, {group_type} groups ({len(rows)} rebalances)",
+                                 [name for _, _, name in LATENCY_BINS], series, y_label="rebalances"))
+    return "".join(charts) or _empty("Rebalance latency")
+
+
+def _rebalance_rate(rebalances: list[dict]) -> str:
+    times = [r["bump_time"] for r in rebalances if r.get("bump_time") is not None]
+    if not times:
+        return _empty("Rebalances over time")
+    t0, t1 = min(times), max(times)
+    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < 120), RATE_BUCKETS[-1])
+    start = t0 - t0 % bucket
+    n = int((t1 - start) // bucket) + 1
+    if n > 120:
+        bucket *= math.ceil(n / 120)
+        unit = f"{bucket // 86_400_000} days"
+        n = int((t1 - start) // bucket) + 1
+    types = sorted({r.get("group_type") or "?" for r in rebalances})
+    series = []
+    for i, gt in enumerate(types):
+        counts = [0] * n
+        for r in rebalances:
+            if (r.get("group_type") or "?") == gt and r.get("bump_time") is not None:
+                counts[int((r["bump_time"] - start) // bucket)] += 1
+        series.append((gt, counts, SERIES_COLORS[i % len(SERIES_COLORS)]))
+    cut = (11, 19) if bucket < 60_000 else (11, 16) if bucket < 86_400_000 else (0, 10)
+    labels = [_fmt_time(start + k * bucket)[cut[0]:cut[1]] for k in range(n)]
+    step = max(1, n // 12)
+    labels = [label if k % step == 0 else "" for k, label in enumerate(labels)]
+    return _bar_chart(f"Rebalances (group epoch bumps) per {unit}", labels, series, width=900,
+                      y_label="rebalances")
+
+
+def _latency_table(summary: list[dict]) -> str:
+    rows = [s for s in summary if s.get("level") == "group_type"]
+    if not rows:
+        return ""
+    head = ("<tr><th>group type</th><th>rebalances</th><th>complete</th>"
+            "<th>to assignment p50 / p95 / p99 / max</th><th>convergence p50 / p95 / p99 / max</th></tr>")
+    body = []
+    for s in rows:
+        def q(metric):
+            return " / ".join(_fmt_ms(s.get(f"{metric}_{p}")) for p in ("p50", "p95", "p99", "max"))
+        body.append(f"<tr><td>{_e(s['group_type'])}</td><td>{_e(s.get('rebalances'))}</td>"
+                    f"<td>{_e(s.get('complete'))}</td><td>{q('time_to_assignment_ms')}</td>"
+                    f"<td>{q('convergence_ms')}</td></tr>")
+    return f'<table class="latency">{head}{"".join(body)}</table>'
+
+
+def _findings_table(findings: list[dict]) -> str:
+    if not findings:
+        return "<p>No findings.</p>"
+    rank = {"error": 0, "warning": 1, "info": 2}
+    ordered = sorted(findings, key=lambda f: (rank.get(f["severity"], 3), f["rule"], str(f.get("group_id")),
+                                              f.get("time") or 0))
+    rows = []
+    for f in ordered[:MAX_FINDINGS_LISTED]:
+        evidence = f.get("evidence") or []
+        rows.append(f'<tr class="{_e(f["severity"])}"><td>{_e(f["severity"])}</td><td><code>{_e(f["rule"])}</code></td>'
+                    f"<td>{_e(f.get('group_id'))}</td><td>{_e(_fmt_time(f.get('time')))}</td><td>{_e(f['message'])}</td>"
+                    f"<td><code>{_e(', '.join(list(evidence)[:8]))}{' ...' if len(evidence) > 8 else ''}</code></td></tr>")
+    more = (f"<p>{len(findings) - MAX_FINDINGS_LISTED} more in the findings table.</p>"
+            if len(findings) > MAX_FINDINGS_LISTED else "")
+    return ("<table class=\"findings\"><tr><th>severity</th><th>rule</th><th>group</th><th>time (UTC)</th>"
+            f"<th>message</th><th>evidence (partition:offset)</th></tr>{''.join(rows)}</table>{more}")
+
+
+def worst_groups(findings: list[dict], rebalances: list[dict], n: int = WORST_GROUPS) -> list[str]:
+    """Groups with the most serious findings, then the slowest convergence."""
+    weight = {"error": 1000, "warning": 10, "info": 1}
+    score: dict[str, float] = {}
+    for f in findings:
+        if f.get("group_id") is not None:
+            score[f["group_id"]] = score.get(f["group_id"], 0) + weight.get(f["severity"], 0) * 1e9
+    for r in rebalances:
+        if r.get("group_id") is not None:
+            score[r["group_id"]] = score.get(r["group_id"], 0) + (r.get("convergence_ms") or 0)
+    return [g for g, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121;max-width:1200px}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+.chart{display:block;margin:8px 0 16px 0;background:#fff}
+.title{font-size:13px;font-weight:600;fill:#212121}.tick{font-size:10px;fill:#555}.grid{stroke:#eee}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 6px;
+text-align:left;vertical-align:top}tr.error td:first-child{color:#c62828;font-weight:600}
+tr.warning td:first-child{color:#ef8f00;font-weight:600}.kpi{display:inline-block;margin-right:24px}
+.kpi b{font-size:20px;display:block}
+"""
+
+
+def render_report(data: dict) -> str:
+    """HTML of the report from ``run_id``, ``summary``, ``findings``, ``rebalances``, ``latency_summary``
+    and ``timelines`` ({group_id: events in log order, details as dicts})."""
+    findings = data.get("findings") or []
+    rebalances = data.get("rebalances") or []
+    summary = data.get("summary") or {}
+    records = summary.get("records") or {}
+    severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
+    kpis = [("records read", records.get("read")), ("quarantined", records.get("quarantined")),
+            ("groups", sum((summary.get("groups") or {}).values()) if summary.get("groups") else None),
+            ("rebalances", len(rebalances)), ("errors", severities["error"]), ("warnings", severities["warning"])]
+    timelines = "".join(_timeline(g, evs) for g, evs in (data.get("timelines") or {}).items())
+    return "".join([
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>__consumer_offsets audit {_e(data.get('run_id'))}</title><style>{STYLE}</style></head><body>",
+        f"<h1>__consumer_offsets audit, run {_e(data.get('run_id'))}</h1><div>",
+        "".join(f'<span class="kpi"><b>{_e("-" if v is None else v)}</b>{_e(k)}</span>' for k, v in kpis),
+        "</div><h2 id=\"findings-by-rule\">Findings by rule</h2>", _findings_by_rule(findings),
+        "<h2 id=\"latency\">Rebalance latency</h2>", _latency_table(data.get("latency_summary") or []),
+        _latency_distribution(rebalances),
+        "<h2 id=\"rate\">Rebalance rate</h2>", _rebalance_rate(rebalances),
+        "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
+        timelines or "<p>No modern groups.</p>",
+        "<h2 id=\"findings\">Findings</h2>", _findings_table(findings),
+        "</body></html>",
+    ])
+
+
+# -- Spark side ------------------------------------------------------------------------------------
+
+def _read_table(spark, output_path: str, table: str, run_id: str, fmt: str):
+    from pyspark.sql import functions as F
+
+    from offsets_audit.sinks import table_path
+
+    path = table_path(output_path, table)
+    try:
+        if fmt == "delta":
+            df = spark.read.format("delta").load(path)
+        else:
+            df = spark.read.parquet(path)
+    except Exception:  # the table was not written in this run (e.g. no replay output)
+        return None
+    return df.filter(F.col("run_id") == run_id).drop("run_id")
+
+
+def _rows(df) -> list[dict]:
+    return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
+
+
+def write_report(spark, output_path: str, run_id: str, fmt: str, summary: dict) -> str:
+    """Read this run's findings / rebalances / latency / events and write ``<output>/report/<run_id>.html``."""
+    from pyspark.sql import functions as F
+
+    findings_df = _read_table(spark, output_path, "findings", run_id, fmt)
+    rebalances_df = _read_table(spark, output_path, "rebalances", run_id, fmt)
+    findings = []
+    for row in _rows(findings_df):
+        t = row.get("time")
+        row["time"] = None if t is None else int(t.replace(tzinfo=t.tzinfo or _dt.timezone.utc).timestamp() * 1000)
+        findings.append(row)
+    rebalances = _rows(rebalances_df)
+    latency = _rows(_read_table(spark, output_path, "latency_summary", run_id, fmt))
+    timelines: dict[str, list[dict]] = {}
+    events_df = _read_table(spark, output_path, "group_events", run_id, fmt)
+    worst = worst_groups(findings, [r for r in rebalances if r.get("group_type") != "classic"])
+    if events_df is not None and worst:
+        wanted = events_df.filter(F.col("group_id").isin(worst) & F.col("event").isin(
+            "group_epoch_bumped", "target_assignment_computed", "member_epoch_advanced"))
+        for row in wanted.orderBy("partition", "offset").limit(20_000).collect():
+            event = row.asDict()
+            event["details"] = json.loads(event["details"] or "{}")
+            timelines.setdefault(event["group_id"], []).append(event)
+    html_text = render_report({"run_id": run_id, "summary": summary, "findings": findings, "rebalances": rebalances,
+                               "latency_summary": latency,
+                               "timelines": {g: timelines[g] for g in worst if g in timelines}})
+    local = output_path.replace("file://", "")
+    target = Path(local) / "report" / f"{run_id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html_text, encoding="utf-8")
+    return str(target)
