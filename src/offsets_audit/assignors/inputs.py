@@ -206,6 +206,37 @@ def infer_topic_names(rows: Iterable[Mapping]) -> dict[str, str]:
     return fixed
 
 
+def resolve_names_by_hash(rows: list[Mapping], names_by_id: Mapping[str, str], max_trials: int = 5040) -> dict[str, str]:
+    """Complete ``infer_topic_names`` with the metadata hash: when subscriptions cannot tell which id is which
+    topic (every member subscribes to all of them), try each pairing of the open ids with the open names and
+    keep the first one whose inferred topics reproduce a recorded ``metadataHash``."""
+    from itertools import permutations
+
+    fixed = dict(names_by_id)
+    for row in rows:
+        if row.get("group_type") not in ("consumer", "share") or not row.get("metadata_hash"):
+            continue
+        counts: dict[str, int] = {}
+        _max_partitions(row.get("target"), counts)
+        open_ids = sorted(t for t in counts if t not in fixed)
+        if not open_ids:
+            continue
+        open_names = sorted(set(hashed_topic_names(row)) - set(fixed.values()))
+        if len(open_names) < len(open_ids):
+            continue
+        trials = 0
+        for names in permutations(open_names, len(open_ids)):
+            trials += 1
+            if trials > max_trials:
+                break
+            trial = dict(fixed)
+            trial.update(zip(open_ids, names))
+            if verify_metadata_hash(row["metadata_hash"], hashed_topic_names(row), inferred_topics(row, trial)):
+                fixed = trial
+                break
+    return fixed
+
+
 def inferred_topics(row: Mapping, names_by_id: Mapping[str, str]) -> dict[str, dict]:
     """``{name: topic}`` with partition counts = highest partition in this recorded target + 1."""
     counts: dict[str, int] = {}
@@ -478,6 +509,8 @@ def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = 
     parsed = sorted((parse_row(r) for r in rows), key=lambda r: (r.get("partition") or 0, r.get("offset") or 0))
     if names_by_id is None:
         names_by_id = infer_topic_names(parsed)
+        if snapshot is None:
+            names_by_id = resolve_names_by_hash(parsed, names_by_id)
     previous_members: dict[str, Mapping] = {}
     member_order = MemberOrder()
     for row in parsed:

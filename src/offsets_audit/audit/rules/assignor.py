@@ -10,7 +10,9 @@ import json
 
 from ..model import Finding, finding_id
 
-CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2,
+                   # the assignor audit's own levels (offsets_audit.assignors.inputs)
+                   "inferred": 0, "partition_metadata_record": 1, "metadata_provided": 1, "metadata_verified": 2}
 
 
 def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:

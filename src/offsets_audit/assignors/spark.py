@@ -1,0 +1,120 @@
+"""Spark edge of the assignor audit: ``audit(target_assignments_df, topic_metadata_df, what_if, offsets)``.
+
+The ``target_assignments`` table of the replay (docs/replay.md) is grouped by ``group_id`` and each group's
+recorded assignments are re-run in log order by ``rerun.audit_group`` inside ``applyInPandas`` (or
+``cogroup`` with the committed offsets, for lag metrics and the ``lag_aware`` what-if). The topic-metadata
+snapshot is one row per topic; it is collected on the driver and shipped with the function.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import pandas as pd
+
+from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, audit_group
+from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
+
+_ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
+                "group_epoch", "metadata_hash", "members", "target", "previous_target", "topology",
+                "resolved_regular_expressions", "partition_metadata", "assignment_configs", "initialized_topics")
+
+
+def _plain(value):
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return value
+
+
+def _offsets_by_topic(pdf: pd.DataFrame | None) -> dict:
+    """``{topic: {partition: {"committed", "end", "begin"}}}`` from a group's offsets rows (``end_offset`` /
+    ``begin_offset`` columns are optional: the log has committed offsets only)."""
+    if pdf is None or pdf.empty:
+        return {}
+    out: dict = {}
+    has_end = "end_offset" in pdf.columns
+    has_begin = "begin_offset" in pdf.columns
+    if "status" in pdf.columns:
+        pdf = pdf[pdf["status"].isna() | (pdf["status"] == "committed")]
+    for r in pdf.to_dict("records"):
+        topic = _plain(r.get("topic"))
+        partition = _plain(r.get("partition"))
+        if topic is None or partition is None:
+            continue
+        out.setdefault(topic, {})[int(partition)] = {
+            "committed": _plain(r.get("committed_offset")),
+            "end": _plain(r.get("end_offset")) if has_end else None,
+            "begin": _plain(r.get("begin_offset")) if has_begin else None,
+        }
+    return out
+
+
+def _result_frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=list(ASSIGNOR_AUDIT_COLUMNS))
+    for column in ("assignment_epoch", "partition", "moved_partitions", "recorded_spread", "result_spread",
+                   "num_members"):
+        frame[column] = frame[column].astype("Int32")
+    for column in ("assignment_timestamp", "offset", "recorded_lag_spread", "result_lag_spread"):
+        frame[column] = frame[column].astype("Int64")
+    for column in ("metadata_hash_match", "match", "same_as_recorded"):
+        frame[column] = frame[column].astype("boolean")
+    return frame
+
+
+def _group_rows(pdf: pd.DataFrame) -> list[dict]:
+    rows = []
+    for r in pdf.to_dict("records"):
+        rows.append({c: _plain(r.get(c)) for c in _ROW_COLUMNS})
+    return rows
+
+
+def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
+          *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform"):
+    """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``)."""
+    topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
+    what_if = tuple(what_if or ())
+    options = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
+               "default_consumer_assignor": default_consumer_assignor}
+    columns = [c for c in _ROW_COLUMNS if c in target_assignments_df.columns]
+    targets = target_assignments_df.select(*columns)
+
+    def one_group(pdf: pd.DataFrame, offsets_pdf: pd.DataFrame | None = None) -> pd.DataFrame:
+        snapshot = TopicMetadata(topics) if topics else None
+        rows = audit_group(_group_rows(pdf), snapshot, offsets=_offsets_by_topic(offsets_pdf), **options)
+        return _result_frame(rows)
+
+    if offsets is None:
+        return targets.groupBy("group_id").applyInPandas(one_group, ASSIGNOR_AUDIT_DDL)
+    offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
+                                  "begin_offset") if c in offsets.columns]
+    return (targets.groupBy("group_id")
+            .cogroup(offsets.select(*offset_columns).groupBy("group_id"))
+            .applyInPandas(lambda left, right: one_group(left, right) if not left.empty
+                           else _result_frame([]), ASSIGNOR_AUDIT_DDL))
+
+
+def metadata_check(assignor_audit_df):
+    """Per group: how many re-runs verified the topic metadata against the recorded hash, and how many did not."""
+    from pyspark.sql import functions as F
+
+    reruns = assignor_audit_df.filter(F.col("kind") == "rerun")
+    return reruns.groupBy("group_id", "group_type").agg(
+        F.count("*").alias("assignments"),
+        F.sum(F.when(F.col("metadata_hash_match"), 1).otherwise(0)).alias("hash_verified"),
+        F.sum(F.when(F.col("metadata_hash_match") == F.lit(False), 1).otherwise(0)).alias("hash_mismatched"),
+        F.sum(F.when(F.col("metadata_hash_match").isNull(), 1).otherwise(0)).alias("hash_absent"),
+        F.sum(F.when(F.col("match"), 1).otherwise(0)).alias("matched"),
+    ).withColumn("snapshot_matches", F.col("hash_mismatched") == 0)
+
+
+def to_json_rows(df) -> list[dict]:
+    """Collected rows as plain dicts (tests and the HTML report)."""
+    return [json.loads(json.dumps(r.asDict(), default=str)) for r in df.collect()]
