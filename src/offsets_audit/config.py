@@ -30,16 +30,9 @@ CHOICES = {
 }
 
 
-def _defaults_path() -> Path:
-    repo_conf = Path(__file__).resolve().parents[2] / "conf" / "defaults.yaml"
-    if repo_conf.is_file():
-        return repo_conf
-    return Path(str(resources.files("offsets_audit") / "defaults.yaml"))
-
-
 def load_defaults() -> dict:
-    with open(_defaults_path(), encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    """``conf/defaults.yaml``, packaged as ``offsets_audit/defaults.yaml`` (readable from a wheel or a zip)."""
+    return yaml.safe_load((resources.files("offsets_audit") / "defaults.yaml").read_text(encoding="utf-8"))
 
 
 def _merge(base: dict, override: dict, where: str, origin: str) -> dict:

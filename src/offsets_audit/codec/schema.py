@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import resources
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -18,11 +19,16 @@ VARIABLE_TYPES = ("string", "bytes", "records")
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
-def schemas_dir() -> Path:
-    """``$OFFSETS_AUDIT_SCHEMAS`` or the repository's ``schemas/`` folder."""
+def schemas_dir():
+    """``$OFFSETS_AUDIT_SCHEMAS``, else the copy packaged as ``offsets_audit/schemas`` (in a wheel or a
+    ``--py-files`` zip on a cluster's executors, read through importlib.resources), else the repository's
+    ``schemas/`` folder."""
     env = os.environ.get("OFFSETS_AUDIT_SCHEMAS")
     if env:
         return Path(env)
+    packaged = resources.files("offsets_audit") / "schemas"
+    if (packaged / "record_types.json").is_file():
+        return packaged
     here = Path(__file__).resolve()
     for parent in here.parents:
         candidate = parent / "schemas" / "record_types.json"
