@@ -76,6 +76,8 @@ class AssignorRun:
     metadata_source: str
     metadata_hash_match: bool | None
     notes: list[str] = field(default_factory=list)
+    #: whether the user's snapshot itself (as of the assignment time, unrepaired) reproduces the hash
+    snapshot_hash_match: bool | None = None
 
 
 def parse_row(row: Mapping) -> dict:
@@ -518,6 +520,9 @@ def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = 
             continue
         row = dict(row, members=member_order.order(list(row.get("members") or ())))
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
+        snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
+                                               snapshot.as_of(row.get("assignment_timestamp") or None))
+                          if snapshot else None)
         current = _current_targets(row, previous_members)
         if row["group_type"] == "streams":
             recorded_tasks: dict[str, int] = {}
@@ -533,5 +538,5 @@ def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = 
             assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
             offset=row.get("offset"), assignor=group_assignor(row, default_consumer_assignor),
             case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
-            metadata_hash_match=hash_match, notes=notes)
+            metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match)
         previous_members = {m["member_id"]: m for m in row.get("members") or ()}

@@ -21,14 +21,14 @@ from offsets_audit.assignors.topic_metadata import TopicMetadata
 
 ASSIGNOR_AUDIT_COLUMNS = (
     "group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset", "kind",
-    "assignor", "confidence", "metadata_source", "metadata_hash_match", "match", "same_as_recorded",
+    "assignor", "confidence", "metadata_source", "metadata_hash_match", "snapshot_hash_match", "match", "same_as_recorded",
     "moved_partitions", "member_count_diff", "recorded_spread", "result_spread", "recorded_lag_spread",
     "result_lag_spread", "num_members", "error", "notes",
 )
 ASSIGNOR_AUDIT_DDL = (
     "group_id string, group_type string, assignment_epoch int, assignment_timestamp long, partition int, "
     "offset long, kind string, assignor string, confidence string, metadata_source string, "
-    "metadata_hash_match boolean, match boolean, same_as_recorded boolean, moved_partitions int, "
+    "metadata_hash_match boolean, snapshot_hash_match boolean, match boolean, same_as_recorded boolean, moved_partitions int, "
     "member_count_diff string, recorded_spread int, result_spread int, recorded_lag_spread long, "
     "result_lag_spread long, num_members int, error string, notes string"
 )
@@ -128,7 +128,7 @@ def _base_row(run: AssignorRun) -> dict:
     return {"group_id": run.group_id, "group_type": run.group_type, "assignment_epoch": run.assignment_epoch,
             "assignment_timestamp": run.assignment_timestamp, "partition": run.partition, "offset": run.offset,
             "confidence": run.confidence, "metadata_source": run.metadata_source,
-            "metadata_hash_match": run.metadata_hash_match,
+            "metadata_hash_match": run.metadata_hash_match, "snapshot_hash_match": run.snapshot_hash_match,
             "num_members": len(run.case_input.get("members") or ())}
 
 

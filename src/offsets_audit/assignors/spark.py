@@ -64,7 +64,7 @@ def _result_frame(rows: list[dict]) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int32")
     for column in ("assignment_timestamp", "offset", "recorded_lag_spread", "result_lag_spread"):
         frame[column] = frame[column].astype("Int64")
-    for column in ("metadata_hash_match", "match", "same_as_recorded"):
+    for column in ("metadata_hash_match", "snapshot_hash_match", "match", "same_as_recorded"):
         frame[column] = frame[column].astype("boolean")
     return frame
 
@@ -111,8 +111,11 @@ def metadata_check(assignor_audit_df):
         F.sum(F.when(F.col("metadata_hash_match"), 1).otherwise(0)).alias("hash_verified"),
         F.sum(F.when(F.col("metadata_hash_match") == F.lit(False), 1).otherwise(0)).alias("hash_mismatched"),
         F.sum(F.when(F.col("metadata_hash_match").isNull(), 1).otherwise(0)).alias("hash_absent"),
+        F.sum(F.when(F.col("snapshot_hash_match"), 1).otherwise(0)).alias("snapshot_verified"),
+        F.sum(F.when(F.col("snapshot_hash_match") == F.lit(False), 1).otherwise(0)).alias("snapshot_mismatched"),
         F.sum(F.when(F.col("match"), 1).otherwise(0)).alias("matched"),
-    ).withColumn("snapshot_matches", F.col("hash_mismatched") == 0)
+    ).withColumn("snapshot_matches", F.when(F.col("snapshot_verified") + F.col("snapshot_mismatched") > 0,
+                                            F.col("snapshot_mismatched") == 0))
 
 
 def to_json_rows(df) -> list[dict]:
