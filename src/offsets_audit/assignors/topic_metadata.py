@@ -80,6 +80,8 @@ def normalize_topic(entry: Mapping, where: str = "topic metadata") -> dict:
 
 def parse_topics(obj: Any, where: str = "topic metadata") -> list[dict]:
     """Topics from parsed JSON: a list of topics, or an object with ``topics`` (as ``*.state.json`` has)."""
+    if isinstance(obj, Mapping) and "topics" not in obj and _first(obj, _NAME_KEYS) is not None:
+        obj = [obj]
     if isinstance(obj, Mapping):
         if "topics" not in obj:
             raise UserError(f"{where}: a JSON object needs a 'topics' list",
@@ -277,7 +279,7 @@ def capture_topics(bootstrap_server: str, topics: Sequence[str] | None = None, *
         racks_by_broker = {}
         try:
             cluster = admin.describe_cluster()
-            racks_by_broker = {b.get("node_id"): b.get("rack") for b in cluster.get("brokers") or ()}
+            racks_by_broker = {b.get("broker_id", b.get("node_id")): b.get("rack") for b in cluster.get("brokers") or ()}
         except Exception:  # not every broker implements DescribeCluster; racks are then unknown
             racks_by_broker = {}
         described = admin.describe_topics(list(topics) if topics else None)
@@ -285,16 +287,21 @@ def capture_topics(bootstrap_server: str, topics: Sequence[str] | None = None, *
         if admin_client is None:
             admin.close()
     out = []
-    for t in described:
-        name = t.get("topic")
+    for t in described:  # kafka-python 3 names fields as the protocol does (name, partition_index, replica_nodes)
+        name = t.get("name", t.get("topic"))
         if t.get("error_code", 0) not in (0, None) or name is None:
             continue
         if t.get("is_internal") and not include_internal:
             continue
-        parts = sorted(t.get("partitions") or (), key=lambda p: p.get("partition", 0))
-        racks = [[racks_by_broker[r] for r in p.get("replicas") or () if racks_by_broker.get(r)] for p in parts]
+        parts = sorted(t.get("partitions") or (), key=lambda p: p.get("partition_index", p.get("partition", 0)))
+        racks = [[racks_by_broker[r] for r in p.get("replica_nodes", p.get("replicas")) or () if racks_by_broker.get(r)]
+                 for p in parts]
         topic_id = t.get("topic_id")
-        if topic_id is not None and not isinstance(topic_id, str):
+        if isinstance(topic_id, str) and len(topic_id) == 36:
+            import uuid
+
+            topic_id = _uuid_to_kafka_string(uuid.UUID(topic_id))
+        elif topic_id is not None and not isinstance(topic_id, str):
             topic_id = _uuid_to_kafka_string(topic_id)
         out.append(normalize_topic({"name": name, "id": topic_id, "partitions": len(parts),
                                     "partition_racks": racks if any(racks) else None}))
