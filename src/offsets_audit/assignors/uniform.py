@@ -28,6 +28,8 @@ returns those maps' Java iteration order (modelled with ``java_hashmap``: deep c
 
 from __future__ import annotations
 
+import gc
+from itertools import chain
 from typing import Mapping
 
 import numpy as np
@@ -516,7 +518,23 @@ def _heterogeneous_output_maps(group: GroupSpec, old_maps: dict, journal: list) 
 def run(case_input: Mapping) -> dict:
     """``assignors.run("uniform", case_input)``: the golden ``expected`` layout, computed on numpy arrays of
     partition owners. Inputs the arrays cannot represent exactly (a partition claimed twice or out of range,
-    a subscription to a missing topic) take the reference path :func:`assign`, which mirrors Kafka's maps."""
+    a subscription to a missing topic) take the reference path :func:`assign`, which mirrors Kafka's maps.
+
+    The cyclic garbage collector is paused for the call (it creates no cycles): on a large group the tens of
+    thousands of result lists otherwise trigger full collections over the whole input, which cost more than the
+    assignment itself.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _run(case_input)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _run(case_input: Mapping) -> dict:
     group = parse_group_spec(case_input)
     if not group.members:
         return {"error": None, "members": {}}
@@ -549,13 +567,20 @@ class _Partitions:
         partitions: list = []
         held: list = []
         for member_index, member in enumerate(members):
-            member_subscribed = subscribed(member_index)
+            current = member.current_assignment
             before = len(partitions)
-            for topic_id, topic_partitions in member.current_assignment.items():
-                if topic_id in member_subscribed:
-                    topics.append(index[topic_id])
-                    lengths.append(len(topic_partitions))
-                    partitions.extend(topic_partitions)
+            if current:
+                member_subscribed = subscribed(member_index)
+                if current.keys() <= member_subscribed:
+                    topics.extend(map(index.__getitem__, current))
+                    lengths.extend(map(len, current.values()))
+                    partitions.extend(chain.from_iterable(current.values()))
+                else:
+                    for topic_id, topic_partitions in current.items():
+                        if topic_id in member_subscribed:
+                            topics.append(index[topic_id])
+                            lengths.append(len(topic_partitions))
+                            partitions.extend(topic_partitions)
             held.append(len(partitions) - before)
         sizes = np.array(held, dtype=np.int64)
         if partitions:
@@ -585,7 +610,7 @@ class _Partitions:
         starts = np.concatenate(([0], breaks)).tolist()
         ends = np.concatenate((breaks, [len(held)])).tolist()
         partition_list = partition.tolist()
-        lists = [partition_list[start:end] for start, end in zip(starts, ends)]
+        lists = list(map(partition_list.__getitem__, map(slice, starts, ends)))
         names = np.asarray(self.topic_ids, dtype=object)[topic[starts]].tolist()
         segment_owner = owner[starts]
         member_breaks = (np.flatnonzero(segment_owner[1:] != segment_owner[:-1]) + 1).tolist()
@@ -608,7 +633,8 @@ def _fast_homogeneous(group: GroupSpec) -> dict | None:
         return None
     layout = _Partitions(topic_ids, counts)
     subscribed = layout.index
-    if layout.claim_current(members, lambda _: subscribed) is None:
+    subscribed_keys = subscribed.keys()
+    if layout.claim_current(members, lambda _: subscribed_keys) is None:
         return None
     owners = layout.owners
     offsets = layout.offsets
@@ -723,9 +749,9 @@ def _fast_heterogeneous(group: GroupSpec) -> dict | None:
             by_pattern[pattern] = subs
         subscribers.append(subs)
 
-    def topic_order_key(t):
-        subscriber_count = len(subscribers[t])
-        return (-(counts[t] / subscriber_count), subscriber_count, uuid_sort_key(topic_ids[t]))
+    order_keys = [(-(count / len(subs)), len(subs), uuid_sort_key(topic_id))
+                  for topic_id, count, subs in zip(topic_ids, counts, subscribers)]
+    topic_order_key = order_keys.__getitem__
 
     owners = layout.owners
     offsets = layout.offsets
@@ -754,17 +780,26 @@ def _fast_heterogeneous(group: GroupSpec) -> dict | None:
         last_rebalanced = -1
         done = False
         balancer = _Balancer(sizes_view)
+        # Subscriber sets (shared by topics with the same subscribing classes) known to be within one partition
+        # of balance; any move invalidates them.
+        balanced: set = set()
         for _ in range(MAX_ITERATION_COUNT):
             for topic_index, t in enumerate(movable):
                 if topic_index == last_rebalanced:
                     done = True
                     break
                 subs = subscribers[t]
-                loads = sizes[subs]
                 moved = 0
-                if int(loads.max()) - int(loads.min()) > 1:
-                    topic_owners = owners[offsets[t]:offsets[t + 1]].tolist()
-                    moved = _balance_topic(t, counts[t], topic_owners, subs.tolist(), balancer, assign_partition)
+                if id(subs) not in balanced:
+                    loads = sizes[subs]
+                    if int(loads.max()) - int(loads.min()) > 1:
+                        topic_owners = owners[offsets[t]:offsets[t + 1]].tolist()
+                        moved = _balance_topic(t, counts[t], topic_owners, subs.tolist(), balancer,
+                                               assign_partition)
+                        if moved:
+                            balanced.clear()
+                    else:
+                        balanced.add(id(subs))
                 if moved > 0 or last_rebalanced == -1:
                     last_rebalanced = topic_index
             if done:
