@@ -92,7 +92,10 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
         return _result_frame(rows)
 
     if offsets is None:
-        return targets.groupBy("group_id").applyInPandas(one_group, ASSIGNOR_AUDIT_DDL)
+        def without_offsets(pdf: pd.DataFrame) -> pd.DataFrame:  # one argument: Spark passes no grouping key
+            return one_group(pdf)
+
+        return targets.groupBy("group_id").applyInPandas(without_offsets, ASSIGNOR_AUDIT_DDL)
     offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
                                   "begin_offset") if c in offsets.columns]
     return (targets.groupBy("group_id")
