@@ -779,7 +779,7 @@ def _fast_heterogeneous(group: GroupSpec) -> dict | None:
 
         last_rebalanced = -1
         done = False
-        balancer = _Balancer(sizes_view)
+        balancer = _ArrayBalancer(sizes_view)
         # Subscriber sets (shared by topics with the same subscribing classes) known to be within one partition
         # of balance; any move invalidates them.
         balanced: set = set()
@@ -794,8 +794,7 @@ def _fast_heterogeneous(group: GroupSpec) -> dict | None:
                     loads = sizes[subs]
                     if int(loads.max()) - int(loads.min()) > 1:
                         topic_owners = owners[offsets[t]:offsets[t + 1]].tolist()
-                        moved = _balance_topic(t, counts[t], topic_owners, subs.tolist(), balancer,
-                                               assign_partition)
+                        moved = _balance_topic(t, counts[t], topic_owners, subs, balancer, assign_partition)
                         if moved:
                             balanced.clear()
                     else:
@@ -817,6 +816,29 @@ class _SizesView:
 
     def __getitem__(self, index: int) -> int:
         return int(self.sizes[index])
+
+
+class _ArrayBalancer(_Balancer):
+    """``_Balancer`` whose ``initialize`` takes a numpy subscriber array (ascending member indexes) and sorts it
+    by size with numpy; a stable sort keeps the member index as the tie-break, as ``memberComparator`` does."""
+
+    __slots__ = ()
+
+    def initialize(self, members) -> int:
+        loads = self.sizes.sizes[members]
+        order = np.argsort(loads, kind="stable")
+        ordered = members[order].tolist()
+        low = int(loads[order[0]])
+        high = int(loads[order[-1]])
+        self.sorted_members = ordered
+        self.least_end = 0
+        self.least_count = low - 1
+        self.next_least = 0
+        self.most_start = len(ordered)
+        self.most_end = len(ordered)
+        self.most_count = high + 1
+        self.next_most = len(ordered) - 1
+        return high - low
 
 
 def _least_loaded_sequence(subscribers: np.ndarray, sizes: np.ndarray, count: int) -> np.ndarray:
