@@ -176,6 +176,7 @@ def test_streams_task_held_twice_in_process():
 
 def test_assignment_outside_subscription():
     cfg = config()
+    cfg["rules"] = {"assignment_outside_subscription": {"enabled": True}}
     cfg["_topic_ids"] = {"t": "T1", "other": "T2"}
     h = stable_group(History())
     h.after(10).owns("a", {"T1": {"0": 2, "1": 2}, "T2": {"0": 2}})
@@ -201,8 +202,12 @@ def test_warmup_task_not_promoted():
 def test_assignor_mismatch():
     settings = rule_settings(BASE)
     rows = [{"group_id": "g", "group_type": "consumer", "assignment_epoch": 5, "assignor": "uniform",
-             "confidence": "high", "match": False, "moved_partitions": 3, "partition": 0, "offset": 42,
-             "timestamp": 1_754_000_000_000},
+             "confidence": "metadata_verified", "match": False, "moved_partitions": 3, "partition": 0, "offset": 42,
+             "timestamp": 1_754_000_000_000, "kind": "rerun"},
+            {"group_id": "g", "assignment_epoch": 5, "assignor": "range", "confidence": "high", "match": None,
+             "kind": "what_if", "same_as_recorded": False},
+            {"group_id": "g", "assignment_epoch": 8, "assignor": "uniform", "confidence": "high", "match": False,
+             "error": "IllegalStateException"},
             {"group_id": "g", "assignment_epoch": 6, "assignor": "uniform", "confidence": "low", "match": False},
             {"group_id": "g", "assignment_epoch": 7, "assignor": "uniform", "confidence": "high", "match": True}]
     found = assignor_findings(rows, settings)
@@ -363,7 +368,7 @@ def test_conf_defaults_list_every_rule_with_its_defaults():
     conf = load_defaults()["rules"]
     assert set(conf) == set(RULES)
     for rule_id, spec in RULES.items():
-        assert conf[rule_id] == {"enabled": True, "severity": spec.severity, **spec.thresholds}, rule_id
+        assert conf[rule_id] == {"enabled": spec.enabled, "severity": spec.severity, **spec.thresholds}, rule_id
 
 
 def test_docs_describe_every_rule():

@@ -2,7 +2,8 @@
 
 Input is the ``assignor_audit`` table (one row per recorded target assignment re-run with the group's
 assignor); a row with ``match`` false becomes a finding when its confidence reaches ``min_confidence``
-(the re-run may lack topic metadata, racks or HashMap order, so the assignor audit grades itself).
+(the re-run may lack topic metadata, racks or HashMap order, so the assignor audit grades itself). What-if
+rows and re-runs that raised are never mismatches.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
     floor = CONFIDENCE_RANK.get(str(rule.get("min_confidence", "medium")).lower(), 1)
     out = []
     for row in rows:
-        if row.get("match") in (True, None):
+        if row.get("match") in (True, None) or row.get("kind", "rerun") not in ("rerun", None) or row.get("error"):
             continue
         confidence = str(row.get("confidence") or "low").lower()
         if CONFIDENCE_RANK.get(confidence, 0) < floor:

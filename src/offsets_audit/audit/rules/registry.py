@@ -20,13 +20,14 @@ class RuleSpec:
     severity: str
     summary: str
     thresholds: dict = field(default_factory=dict)
+    enabled: bool = True
 
 
 RULES: dict[str, RuleSpec] = {}
 
 
-def _rule(id: str, family: str, severity: str, summary: str, **thresholds) -> None:
-    RULES[id] = RuleSpec(id, family, severity, summary, thresholds)
+def _rule(id: str, family: str, severity: str, summary: str, enabled: bool = True, **thresholds) -> None:
+    RULES[id] = RuleSpec(id, family, severity, summary, thresholds, enabled)
 
 
 # -- epochs (KIP-848 / KIP-1263) ---------------------------------------------------------------------
@@ -57,7 +58,7 @@ _rule("partition_owned_twice", "ownership", "error",
 _rule("streams_task_held_twice_in_process", "ownership", "error",
       "a streams task is held twice by members of one process, or active by two members")
 _rule("assignment_outside_subscription", "ownership", "warning",
-      "a reconciled member owns a partition of a topic it does not subscribe to")
+      "a reconciled member owns a partition of a topic it does not subscribe to", enabled=False)
 _rule("warmup_task_not_promoted", "ownership", "warning",
       "a warm-up task that caught up stays a warm-up across a new target assignment",
       acceptable_recovery_lag=10000)
@@ -104,7 +105,7 @@ def rule_settings(config: dict | None) -> dict[str, dict]:
             raise UserError(f"config: unknown rule 'rules.{rule_id}'",
                             fix=f"did you mean '{hint[0]}'?" if hint else "see docs/rules.md for the rule ids")
     for rule_id, spec in RULES.items():
-        settings = {"enabled": True, "severity": spec.severity, **spec.thresholds}
+        settings = {"enabled": spec.enabled, "severity": spec.severity, **spec.thresholds}
         given = user.get(rule_id) or {}
         if not isinstance(given, dict):
             raise UserError(f"config: 'rules.{rule_id}' must be a mapping",
