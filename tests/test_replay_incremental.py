@@ -1,0 +1,191 @@
+"""The incremental replay (Structured Streaming, state in a checkpoint) gives the batch replay's tables, also when
+a run is killed mid-way and started again; the segments stream reader only ever reads complete batches."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TABLES = ("group_state", "members", "group_events", "target_assignments", "offsets")
+#: About a third of the simulated log per micro-batch, so transactions straddle micro-batches.
+MAX_BYTES_PER_TRIGGER = 250_000
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    from offsets_audit.simulate import simulate
+
+    out = tmp_path_factory.mktemp("incremental-sim")
+    # seed 7: consumer, classic, simple, transactional and streams groups; several segments per partition.
+    simulate(out, groups=6, hours=0.2, seed=7, partitions=3, segment_bytes=64 * 1024, formats=("segments",))
+    return out
+
+
+# -- the stream reader (no Spark) -------------------------------------------------------------------------------
+
+def _all_rows(reader, start, end):
+    return [row for part in reader.partitions(start, end) for batch in reader.read(part) for row in batch.to_pylist()]
+
+
+def _whole_file_rows(path):
+    from offsets_audit.sources.segments import partition_of
+    from offsets_audit.sources.segments_spark import read_arrow
+
+    return [row for batch in read_arrow(path, partition_of(path)) for row in batch.to_pylist()]
+
+
+def test_active_segment_is_read_up_to_its_last_complete_batch(simulated, tmp_path):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from offsets_audit.sources.segments_stream import SegmentsStreamReader, batch_ends
+
+    source = sorted((simulated / "segments" / "__consumer_offsets-1").glob("*.log"))[0]
+    folder = tmp_path / "__consumer_offsets-1"
+    folder.mkdir()
+    active = folder / source.name
+    data = source.read_bytes()
+    ends = list(batch_ends(str(source), 0, len(data)))
+    cut = ends[len(ends) // 2] + 20  # mid-way through a batch being appended
+    active.write_bytes(data[:cut])
+    reader = SegmentsStreamReader({"path": str(tmp_path)})
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert first["files"][str(active)] == ends[len(ends) // 2]
+    active.write_bytes(data)  # the broker finished the batch and appended more
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert second["files"][str(active)] == len(data)
+    rows = _all_rows(reader, reader.initialOffset(), first) + _all_rows(reader, first, second)
+    assert rows == _whole_file_rows(str(active))
+
+
+def test_rolled_segment_is_read_to_its_end_including_a_damaged_tail(simulated, tmp_path):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from offsets_audit.sources.segments_stream import SegmentsStreamReader
+
+    segments = sorted((simulated / "segments" / "__consumer_offsets-1").glob("*.log"))[:2]
+    folder = tmp_path / "__consumer_offsets-1"
+    folder.mkdir()
+    rolled = folder / segments[0].name
+    rolled.write_bytes(segments[0].read_bytes()[:-7])
+    shutil.copy(segments[1], folder / segments[1].name)
+    reader = SegmentsStreamReader({"path": str(tmp_path)})
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert end["files"][str(rolled)] == rolled.stat().st_size
+    rows = [r for r in _all_rows(reader, reader.initialOffset(), end) if r["source_file"] == str(rolled)]
+    assert rows == _whole_file_rows(str(rolled)) and rows[-1]["read_error_code"] == "truncated_batch"
+
+
+def test_read_limits_split_the_log_into_micro_batches_that_cover_it_once(simulated):
+    from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxFiles
+
+    from offsets_audit.sources.segments import list_segments
+    from offsets_audit.sources.segments_stream import SegmentsStreamReader
+
+    expected = sorted((r["partition"], r["offset"]) for path, _ in list_segments(simulated / "segments")
+                      for r in _whole_file_rows(path))
+    for limit in (ReadMaxFiles(2), ReadMaxBytes(MAX_BYTES_PER_TRIGGER)):
+        reader = SegmentsStreamReader({"path": str(simulated / "segments")})
+        reader.prepareForTriggerAvailableNow()
+        start, seen, batches = reader.initialOffset(), [], 0
+        while (end := reader.latestOffset(start, limit)) != start:
+            seen += [(r["partition"], r["offset"]) for r in _all_rows(reader, start, end)]
+            start, batches = end, batches + 1
+        assert sorted(seen) == expected and batches >= 2
+
+
+# -- the Spark job ------------------------------------------------------------------------------------------------
+
+def _config(simulated: Path, output: Path) -> dict:
+    from offsets_audit.config import load_config
+
+    return load_config(None, {
+        "run_id": "incremental-test",
+        "source": {"kind": "segments", "path": str(simulated / "segments"),
+                   "options": {"maxBytesPerTrigger": MAX_BYTES_PER_TRIGGER}},
+        "output": {"path": str(output)},
+    })
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(spark, simulated, tmp_path_factory):
+    from offsets_audit.replay.incremental import read_tables, run_incremental
+
+    root = tmp_path_factory.mktemp("incremental-run")
+    summary = run_incremental(spark, _config(simulated, root / "out"), str(root / "checkpoint"), progress=False)
+    return summary, read_tables(spark, str(root / "out"))
+
+
+@pytest.fixture(scope="module")
+def batch_tables(spark, simulated):
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay.spark import replay
+    from offsets_audit.sources import read
+
+    decoded, _ = split(decode(read(spark, {"kind": "segments", "path": str(simulated / "segments")})))
+    return replay(decoded)
+
+
+def _assert_same_tables(got: dict, expected: dict) -> None:
+    from chispa import assert_df_equality
+
+    for name in TABLES:
+        assert_df_equality(got[name], expected[name].select(*got[name].columns), ignore_row_order=True,
+                           ignore_nullable=True)
+
+
+@pytest.mark.spark
+def test_incremental_run_reads_the_log_in_several_micro_batches(uninterrupted):
+    summary, _ = uninterrupted
+    assert len(summary["batches"]["fold"]) >= 2 and len(summary["batches"]["records"]) >= 2
+    assert summary["records"]["read"] == summary["records"]["decoded"] > 0
+
+
+@pytest.mark.spark
+def test_incremental_tables_equal_the_batch_replay(uninterrupted, batch_tables):
+    _, tables = uninterrupted
+    _assert_same_tables(tables, batch_tables)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spark, simulated, tmp_path, uninterrupted,
+                                                                              batch_tables):
+    import yaml
+
+    from offsets_audit.replay.incremental import read_tables, run_incremental
+
+    config = _config(simulated, tmp_path / "out")
+    config_file = tmp_path / "incremental.yaml"
+    config_file.write_text(yaml.safe_dump({k: config[k] for k in ("run_id", "source", "output")}))
+    checkpoint = tmp_path / "checkpoint"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "offsets_audit.cli", "run", "--config", str(config_file), "--incremental",
+         "--checkpoint", str(checkpoint)],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    first_commit = checkpoint / "fold" / "commits" / "0"
+    try:
+        deadline = time.monotonic() + 240
+        while not first_commit.exists() and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first_commit.exists(), "the incremental job committed no micro-batch in time"
+        assert job.poll() is None, "the job finished before it could be killed"
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)  # the driver and the JVM it started, at once
+        job.wait()
+    assert not (checkpoint / "materialized.json").exists()
+
+    summary = run_incremental(spark, config, str(checkpoint), progress=False)
+    assert summary["batches"]["fold"][0] >= 1  # the killed run's first micro-batch was not redone
+    tables = read_tables(spark, str(tmp_path / "out"))
+    _assert_same_tables(tables, uninterrupted[1])
+    _assert_same_tables(tables, batch_tables)
