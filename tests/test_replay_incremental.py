@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TABLES = ("group_state", "members", "group_events", "target_assignments", "offsets")
-#: About a third of the simulated log per micro-batch, so transactions straddle micro-batches.
-MAX_BYTES_PER_TRIGGER = 250_000
+#: About half of the simulated log per micro-batch, so transactions straddle micro-batches.
+MAX_BYTES_PER_TRIGGER = 320_000
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def simulated(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("incremental-sim")
     # seed 7: consumer, classic, simple, transactional and streams groups; several segments per partition.
-    simulate(out, groups=6, hours=0.2, seed=7, partitions=3, segment_bytes=64 * 1024, formats=("segments",))
+    simulate(out, groups=6, hours=0.2, seed=7, partitions=3, segment_bytes=64 * 1024, formats=("segments", "parquet"))
     return out
 
 
@@ -102,13 +102,13 @@ def test_read_limits_split_the_log_into_micro_batches_that_cover_it_once(simulat
 
 # -- the Spark job ------------------------------------------------------------------------------------------------
 
-def _config(simulated: Path, output: Path) -> dict:
+def _config(simulated: Path, output: Path, kind: str = "segments") -> dict:
     from offsets_audit.config import load_config
 
+    options = {"maxBytesPerTrigger": MAX_BYTES_PER_TRIGGER} if kind == "segments" else {"maxFilesPerTrigger": 1}
     return load_config(None, {
         "run_id": "incremental-test",
-        "source": {"kind": "segments", "path": str(simulated / "segments"),
-                   "options": {"maxBytesPerTrigger": MAX_BYTES_PER_TRIGGER}},
+        "source": {"kind": kind, "path": str(simulated / kind), "options": options},
         "output": {"path": str(output)},
     })
 
@@ -151,6 +151,17 @@ def test_incremental_run_reads_the_log_in_several_micro_batches(uninterrupted):
 def test_incremental_tables_equal_the_batch_replay(uninterrupted, batch_tables):
     _, tables = uninterrupted
     _assert_same_tables(tables, batch_tables)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_parquet_dump_streamed_file_by_file_equals_the_batch_replay(spark, simulated, tmp_path, batch_tables):
+    from offsets_audit.replay.incremental import read_tables, run_incremental
+
+    summary = run_incremental(spark, _config(simulated, tmp_path / "out", "parquet"), str(tmp_path / "checkpoint"),
+                              progress=False)
+    assert len(summary["batches"]["fold"]) >= 2
+    _assert_same_tables(read_tables(spark, str(tmp_path / "out")), batch_tables)
 
 
 @pytest.mark.spark
