@@ -200,3 +200,50 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
     tables = read_tables(spark, str(tmp_path / "out"))
     _assert_same_tables(tables, uninterrupted[1])
     _assert_same_tables(tables, batch_tables)
+
+
+# -- offsets: transaction markers in a later micro-batch -----------------------------------------------------------
+
+_DECODED_DDL = ("partition int, offset long, record_type int, is_control boolean, control_type string, "
+                "producer_id long, group_id string, topic_name string, topic_partition int, value binary, "
+                "value_json string, error_code string")
+
+
+def _commit(offset, topic_partition, committed, producer_id=-1):
+    value_json = None if committed is None else (
+        f'{{"offset":{committed},"leaderEpoch":3,"metadata":"","commitTimestamp":{1000 + offset}}}')
+    return (0, offset, 1, False, None, producer_id, "g", "t", topic_partition,
+            None if committed is None else b"v", value_json, None)
+
+
+def _marker(offset, producer_id, control_type):
+    return (0, offset, None, True, control_type, producer_id, None, None, None, None, None, None)
+
+
+#: A log where markers come after their commits, a tombstone lands between a commit and its marker, a
+#: transaction aborts and one is still open at the end.
+TXN_LOG = [
+    _commit(0, 0, 100, producer_id=7), _commit(1, 1, 5),
+    _marker(2, 7, "COMMIT"), _commit(3, 1, 50, producer_id=8),
+    _commit(4, 1, None), _marker(5, 8, "COMMIT"), _commit(6, 2, 9, producer_id=9),
+    _commit(7, 3, 70, producer_id=10), _marker(8, 10, "ABORT"), _commit(9, 0, 120, producer_id=11),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("cuts", [(2, 5), (1, 4, 8)], ids=["markers-in-next-batch", "tombstone-then-marker"])
+def test_offsets_merged_batch_by_batch_equal_the_whole_log_replay(spark, cuts):
+    from chispa import assert_df_equality
+
+    from offsets_audit.replay.incremental import _OFFSETS_STATE_DDL, merge_offsets, offsets_table
+    from offsets_audit.replay.spark import _offsets
+
+    snapshot = spark.createDataFrame([], _OFFSETS_STATE_DDL)
+    bounds = [0, *cuts, len(TXN_LOG)]
+    for start, end in zip(bounds, bounds[1:]):
+        batch = spark.createDataFrame(TXN_LOG[start:end], _DECODED_DDL)
+        snapshot = spark.createDataFrame(merge_offsets(snapshot, batch).collect(), _OFFSETS_STATE_DDL)
+    expected = _offsets(spark.createDataFrame(TXN_LOG, _DECODED_DDL))
+    got = offsets_table(snapshot)
+    assert_df_equality(got, expected.select(*got.columns), ignore_row_order=True, ignore_nullable=True)
+    assert {r["status"] for r in got.collect()} == {"committed", "pending"}
