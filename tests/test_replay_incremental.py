@@ -202,6 +202,47 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
     _assert_same_tables(tables, batch_tables)
 
 
+@pytest.mark.spark
+@pytest.mark.slow
+def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, batch_tables):
+    from offsets_audit.replay.incremental import read_tables, run_incremental
+
+    log_dir = tmp_path / "logs"
+    pending = []
+    for folder in sorted((simulated / "segments").iterdir()):
+        files = sorted(folder.glob("*.log"))
+        (log_dir / folder.name).mkdir(parents=True)
+        half = len(files) // 2
+        for index, segment in enumerate(files):
+            target = log_dir / folder.name / segment.name
+            if index < half:
+                shutil.copy(segment, target)
+            elif index == half:  # the active segment, cut mid-batch
+                data = segment.read_bytes()
+                target.write_bytes(data[:len(data) // 2])
+                pending.append((target, data[len(data) // 2:]))
+            else:
+                pending.append((target, segment.read_bytes()))
+    config = _config(simulated, tmp_path / "out")
+    config["source"]["path"] = str(log_dir)
+    config["source"]["options"] = {}
+    first = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
+    for target, data in pending:
+        with open(target, "ab") as handle:
+            handle.write(data)
+    second = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
+    assert first["records"]["read"] + second["records"]["read"] == sum(
+        1 for _ in _rows_of_log(simulated / "segments"))
+    _assert_same_tables(read_tables(spark, str(tmp_path / "out")), batch_tables)
+
+
+def _rows_of_log(root):
+    from offsets_audit.sources.segments import list_segments
+
+    for path, _ in list_segments(root):
+        yield from _whole_file_rows(path)
+
+
 # -- offsets: transaction markers in a later micro-batch -----------------------------------------------------------
 
 _DECODED_DDL = ("partition int, offset long, record_type int, is_control boolean, control_type string, "
