@@ -100,6 +100,49 @@ def test_read_limits_split_the_log_into_micro_batches_that_cover_it_once(simulat
         assert sorted(seen) == expected and batches >= 2
 
 
+# -- the fold, micro-batch by micro-batch (no Spark) ---------------------------------------------------------------
+
+def _group_frames(root):
+    """Each group's fold input rows (as ``fold_input`` selects them) of the log under ``root``, in pandas."""
+    import pandas as pd
+
+    from offsets_audit.codec.spark import decode_batch
+    from offsets_audit.sources.segments import list_segments
+    from offsets_audit.sources.segments_spark import read_arrow
+
+    frames = [decode_batch(b).to_pandas() for path, part in list_segments(root) for b in read_arrow(path, part)]
+    rows = pd.concat(frames, ignore_index=True)
+    rows = rows[~rows["is_control"].fillna(False).astype(bool) & rows["error_code"].isna() & rows["group_id"].notna()]
+    rows = rows[~rows["record_type"].isin([0, 1]) | rows["value"].notna()].copy()
+    rows["timestamp_ms"] = rows["timestamp"].astype("int64") // 1_000_000
+    return {group_id: frame for group_id, frame in rows.groupby("group_id")}
+
+
+def test_fold_carried_through_the_state_store_equals_one_pass(simulated):
+    """Cutting a group's records into micro-batches, with ``GroupFold`` stored as bytes between them, gives the
+    batch replay's rows (the processor's logic without Spark)."""
+    from offsets_audit.replay.fold import GroupFold
+    from offsets_audit.replay.incremental import fold_frame, ordered_group_rows, state_rows
+    from offsets_audit.replay.spark import _fold_groups
+
+    for group_id, frame in _group_frames(simulated / "segments").items():
+        expected = _fold_groups(frame.drop(columns=["record_type"]))
+        stored, got, step = None, [], max(1, len(frame) // 3)
+        for start in range(0, len(frame), step):
+            fold = GroupFold.from_bytes(stored) if stored else GroupFold(group_id)
+            got += fold_frame(fold, ordered_group_rows(frame.iloc[start:start + step]))
+            final = state_rows(fold)
+            stored = fold.to_bytes()
+        got += final
+        assert _canonical(got) == _canonical(expected.itertuples(index=False, name=None)), group_id
+
+
+def _canonical(rows):
+    import json
+
+    return sorted((kind, repr(json.loads(payload))) for kind, _, payload in rows)
+
+
 # -- the Spark job ------------------------------------------------------------------------------------------------
 
 def _config(simulated: Path, output: Path, kind: str = "segments") -> dict:
