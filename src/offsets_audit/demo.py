@@ -16,8 +16,8 @@ from offsets_audit.config import load_config
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-out", help="folder for the sample history and the output tables")
-    parser.add_argument("--groups", type=int, default=40, help="groups in the sample history")
-    parser.add_argument("--hours", type=float, default=2.0, help="hours of history")
+    parser.add_argument("--groups", type=int, default=30, help="groups in the sample history")
+    parser.add_argument("--hours", type=float, default=1.0, help="hours of history")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--output-format", choices=["parquet", "delta"], default="parquet")
 

@@ -102,9 +102,11 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     tables: dict = {}
     with stage("replay"):
         tables.update(replay_spark.replay(decoded))
+        tables["offsets"] = tables["offsets"].persist()  # read by the sink, the assignor audit and the audit
 
     with stage("assignor-audit"):
-        tables["assignor_audit"] = _assignor_audit(spark, config, tables)
+        assignor_audit = _assignor_audit(spark, config, tables)
+        tables["assignor_audit"] = None if assignor_audit is None else assignor_audit.persist()
 
     with stage("audit"):
         from offsets_audit.audit import spark as audit_spark
@@ -115,7 +117,9 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         for name, df in tables.items():
             if df is None:
                 continue
+            started = time.perf_counter()
             paths[name] = sinks.write_table(df, out["path"], name, run_id, out["format"])
+            timings[f"write:{name}"] = round(time.perf_counter() - started, 3)
         paths["quarantine"] = sinks.write_table(quarantined, out["path"], "quarantine", run_id, out["format"])
         if out.get("write_decoded"):
             paths["decoded"] = sinks.write_table(decoded, out["path"], "decoded", run_id, out["format"])
@@ -173,8 +177,9 @@ def _summary(config, counts, tables, timings, paths) -> dict:
         summary["findings"] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
                                tables["findings"].groupBy("rule", "severity").agg(F.count("*").alias("n"))
                                .orderBy("rule").collect()}
-    if tables.get("latency_summary") is not None:
-        summary["latency"] = [r.asDict() for r in tables["latency_summary"].limit(50).collect()]
+    if tables.get("latency_summary") is not None and "level" in tables["latency_summary"].columns:
+        summary["latency"] = [r.asDict() for r in
+                              tables["latency_summary"].filter("level = 'group_type'").orderBy("group_type").collect()]
     return summary
 
 
@@ -198,8 +203,14 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
     print(f"findings: {sum(findings.values())}" + ("" if not findings else ""), file=file)
     for rule, n in findings.items():
         print(f"  {rule}: {n}", file=file)
+    if summary.get("latency"):
+        print("rebalance latency (ms)        rebalances   to-assignment p50/p95/p99/max       convergence p50/p95/p99/max", file=file)
     for row in summary.get("latency") or []:
-        print("latency " + ", ".join(f"{k}={v}" for k, v in row.items()), file=file)
+        def quartet(prefix):
+            return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
+                            for q in ("p50", "p95", "p99", "max"))
+        print(f"  {row.get('group_type') or '?':<27}{row.get('rebalances', 0):>11}   "
+              f"{quartet('time_to_assignment_ms'):<35}{quartet('convergence_ms')}", file=file)
     print("timings: " + ", ".join(f"{k} {v}s" for k, v in summary["timings_s"].items()), file=file)
     if summary.get("report"):
         print(f"report: {summary['report']}", file=file)

@@ -94,6 +94,7 @@ def _group_inputs(decoded_df):
 def _offsets(decoded_df):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     ok = decoded_df.filter(F.col("error_code").isNull())
     commits = ok.filter(F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
@@ -114,12 +115,22 @@ def _offsets(decoded_df):
         F.col("offset").alias("marker_offset"), "control_type")
 
     txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1))
+    # The marker that ends a pending transactional commit is the first marker of the same
+    # (partition, producer id) after it. One ordered pass per producer finds it (a window looking
+    # forward), where a join of every commit with every marker of its producer would grow with the
+    # product of the producer's transactions and commits.
+    typed = T.StructType([T.StructField("marker_offset", T.LongType()), T.StructField("control_type", T.StringType())])
+    stream = txn.withColumn("_marker", F.lit(None).cast(typed)).unionByName(
+        markers.select("record_partition", "producer_id", F.col("marker_offset").alias("record_offset"),
+                       F.struct("marker_offset", "control_type").alias("_marker")),
+        allowMissingColumns=True)
+    ahead = Window.partitionBy("record_partition", "producer_id").orderBy("record_offset") \
+        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
     first_marker = (
-        txn.join(markers, ["record_partition", "producer_id"], "left")
-        .filter(F.col("marker_offset").isNull() | (F.col("marker_offset") > F.col("record_offset")))
-        .withColumn("_rank", F.row_number().over(
-            Window.partitionBy(*key_cols, "record_partition", "record_offset").orderBy(F.col("marker_offset").asc_nulls_last())))
-        .filter("_rank = 1").drop("_rank")
+        stream.withColumn("_next", F.first("_marker", ignorenulls=True).over(ahead))
+        .filter(F.col("_marker").isNull())
+        .select(*txn.columns, F.col("_next.marker_offset").alias("marker_offset"),
+                F.col("_next.control_type").alias("control_type"))
     )
     cleared = (
         first_marker.alias("c").join(
