@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,delta,streaming]'
+	$(BIN)/python -m pip install --quiet -e '.[test,delta,streaming,notebooks]'
 	touch $(STAMP)
 
 install: $(STAMP)
