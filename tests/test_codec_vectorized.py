@@ -1,0 +1,289 @@
+"""The vectorised Spark path (``codec.vectorized``) equals the generic per-record path, row for row.
+
+``decode_batch`` (flat records column-wise, the rest through ``decode_columns``) must give the same table as
+``decode_batch_generic``: every column of every row, errors and error messages included, on the golden
+records, real coordinator segments, a generated mix and corrupted offset commits.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import lzma
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from offsets_audit.codec import encode_record
+from offsets_audit.codec.spark import DECODED_COLUMNS, decode_batch, decode_batch_generic
+from offsets_audit.codec.vectorized import decode_batch_columns, flat_layout, flat_record_types
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+TOPIC_ID = "g_8BiAjWJZGXGxeb02GS2A"
+
+
+def _b64(text):
+    return None if text is None else base64.b64decode(text)
+
+
+def _batch(pairs, *, partition=7, first_offset=0, is_control=None, read_errors=None) -> pa.RecordBatch:
+    columns = {
+        "key": pa.array([k for k, _ in pairs], pa.binary()),
+        "value": pa.array([v for _, v in pairs], pa.binary()),
+        "topic": pa.array(["__consumer_offsets"] * len(pairs)),
+        "partition": pa.array([partition] * len(pairs), pa.int32()),
+        "offset": pa.array(range(first_offset, first_offset + len(pairs)), pa.int64()),
+    }
+    if is_control is not None:
+        columns["is_control"] = pa.array(is_control, pa.bool_())
+    if read_errors is not None:
+        columns["read_error_code"] = pa.array([e and e[0] for e in read_errors], pa.string())
+        columns["read_error_message"] = pa.array([e and e[1] for e in read_errors], pa.string())
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def assert_same_as_generic(batch: pa.RecordBatch) -> None:
+    fast, generic = decode_batch(batch), decode_batch_generic(batch)
+    assert fast.schema == generic.schema
+    for name in generic.schema.names:
+        if not fast.column(name).equals(generic.column(name)):
+            a, b = fast.column(name).to_pylist(), generic.column(name).to_pylist()
+            diff = [(i, a[i], b[i]) for i in range(len(a)) if a[i] != b[i]][:5]
+            raise AssertionError(f"column {name} differs at (row, fast, generic): {diff}")
+
+
+def _fast_rows(batch: pa.RecordBatch) -> int:
+    """How many rows the vectorised path decoded itself (the rest went to the generic path)."""
+    from offsets_audit.codec.spark import _decode_lists
+
+    seen = []
+
+    def generic(sub):
+        seen.append(sub.num_rows)
+        return _decode_lists(sub)
+
+    decode_batch_columns(batch, {n: t for n, (t, _) in DECODED_COLUMNS.items()}, generic)
+    return batch.num_rows - sum(seen)
+
+
+def _golden_pairs(golden):
+    pairs = []
+    for name in ("records.jsonl", "records_removed_types.jsonl"):
+        with open(golden / "records" / name, encoding="utf-8") as f:
+            pairs += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in map(json.loads, f)]
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def golden_pairs(golden):
+    return _golden_pairs(golden)
+
+
+# ------------------------------------------------------------------ layouts from schemas/
+
+
+def test_offset_commit_layouts_are_flat_for_every_version():
+    layouts = flat_record_types()
+    assert set(layouts[1].values) == {0, 1, 2, 3, 4}
+    assert set(layouts[0].values) == {0}
+    v4 = layouts[1].values[4]
+    assert v4.flexible and [f.name for f in v4.tagged] == ["topicId"]
+
+
+def test_messages_with_arrays_or_structs_are_not_flat():
+    from offsets_audit.codec.schema import load_schemas
+
+    group_metadata = load_schemas().record_types[2].value
+    assert flat_layout(group_metadata, 3) is None
+
+
+# ------------------------------------------------------------------ equality with the generic path
+
+
+def test_golden_records_equal_generic(golden_pairs):
+    assert_same_as_generic(_batch(golden_pairs))
+
+
+def test_golden_segments_and_histories_equal_generic(golden):
+    files = sorted(golden.glob("segments/*.expected.jsonl")) + sorted(golden.glob("histories/*.expected.jsonl")) \
+        + sorted(golden.glob("histories/history-many-groups/*.expected.jsonl.xz"))
+    total = fast = 0
+    for path in files:
+        opener = lzma.open if path.suffix == ".xz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = [json.loads(raw) for raw in f]
+        batch = _batch([(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in lines],
+                       is_control=[g["is_control"] for g in lines])
+        assert_same_as_generic(batch)
+        total += batch.num_rows
+        fast += _fast_rows(batch)
+    assert total > 5000 and fast > total // 2
+
+
+def test_well_formed_offset_commits_take_the_fast_path_only():
+    pairs = [encode_record(1, {"group": f"g{i}", "topic": "orders", "partition": i}, None if i % 7 == 0 else
+                           {"offset": i, "leaderEpoch": 3, "metadata": "", "commitTimestamp": 1000 + i,
+                            "expireTimestamp": -1, "topicId": TOPIC_ID if i % 2 else ZERO_UUID}, i % 5)
+             for i in range(200)]
+    batch = _batch(pairs)
+    assert _fast_rows(batch) == len(pairs)
+    assert_same_as_generic(batch)
+
+
+def _commit(rng: random.Random, version: int, text=None, tombstone=False, record_type=1):
+    def s():
+        if text is not None:
+            return text
+        return rng.choice(["", "orders", "é-ü", "tab\there", 'quote"', "back\\slash", "x" * rng.choice([126, 127, 300]),
+                           "\x7f", "\U0001f600", "ctl\x01"])
+    key = {"group": s(), "topic": s(), "partition": rng.randrange(-5, 1 << 31)}
+    value = {"offset": rng.randrange(-(1 << 63), 1 << 63), "leaderEpoch": rng.randrange(-(1 << 31), 1 << 31),
+             "metadata": s(), "commitTimestamp": rng.randrange(-(1 << 63), 1 << 63),
+             "expireTimestamp": rng.randrange(-(1 << 63), 1 << 63),
+             "topicId": rng.choice([ZERO_UUID, TOPIC_ID, "_____________________w"])}
+    if record_type == 0:
+        version = 0
+    return encode_record(record_type, key, None if tombstone else value, None if tombstone else version)
+
+
+def _generated_mix(golden_pairs, seed=3, n=3000):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            rows.append(rng.choice(golden_pairs))
+        else:
+            rows.append(_commit(rng, rng.randrange(5), text=None if rng.random() < 0.3 else "plain-ascii",
+                                tombstone=rng.random() < 0.05, record_type=rng.choice([0, 1, 1, 1])))
+    return rows
+
+
+def test_generated_mix_equals_generic(golden_pairs):
+    assert_same_as_generic(_batch(_generated_mix(golden_pairs)))
+
+
+def test_sliced_batches_equal_generic(golden_pairs):
+    batch = _batch(_generated_mix(golden_pairs, seed=5, n=800))
+    for start, length in ((1, 100), (137, 500), (799, 1), (0, 0)):
+        assert_same_as_generic(batch.slice(start, length))
+
+
+def test_control_records_and_read_errors_equal_generic(golden_pairs):
+    pairs = _generated_mix(golden_pairs, seed=9, n=300)
+    rng = random.Random(1)
+    control = [rng.random() < 0.1 for _ in pairs]
+    errors = [("crc_mismatch", f"bad crc at byte {i}") if rng.random() < 0.1 else None for i in range(len(pairs))]
+    pairs[3] = (None, None)
+    assert_same_as_generic(_batch(pairs, is_control=control, read_errors=errors))
+
+
+def _corruptions(key: bytes, value: bytes | None):
+    """Every truncation, a byte flip at every position, trailing bytes and tag-section variants."""
+    for cut in range(len(key)):
+        yield key[:cut], value
+    for at in range(len(key)):
+        for b in (0x00, 0x7F, 0x80, 0xFF):
+            yield key[:at] + bytes([b]) + key[at + 1:], value
+    yield key + b"\x00", value
+    if value is None:
+        return
+    for cut in range(len(value)):
+        yield key, value[:cut]
+    for at in range(len(value)):
+        for b in (0x00, 0x01, 0x7F, 0x80, 0xFF):
+            yield key, value[:at] + bytes([b]) + value[at + 1:]
+    yield key, value + b"\x00"
+    for version in (-1, 5, 0x7FFF):
+        yield key, struct.pack(">h", version) + value[2:]
+
+
+def test_corrupted_offset_commits_equal_generic():
+    rng = random.Random(11)
+    rows = []
+    for version in range(5):
+        for tombstone in (False, True):
+            key, value = _commit(rng, version, text="grp", tombstone=tombstone)
+            rows += list(_corruptions(key, value))
+    key, value = _commit(rng, 0, text="grp", record_type=0)
+    rows += list(_corruptions(key, value))
+    assert_same_as_generic(_batch(rows))
+
+
+def test_v4_tag_sections_equal_generic():
+    key, plain = encode_record(1, {"group": "g", "topic": "t", "partition": 1},
+                               {"offset": 5, "leaderEpoch": 1, "metadata": "m", "commitTimestamp": 9}, 4)
+    assert plain[-1:] == b"\x00"
+    body = plain[:-1]
+    uuid = base64.urlsafe_b64decode(TOPIC_ID + "==")
+    variants = [
+        body + b"\x01\x00\x10" + uuid,              # topicId
+        body + b"\x01\x00\x10" + bytes(16),         # topicId equal to its default: not printed
+        body + b"\x01\x00\x11" + uuid + b"\x00",    # wrong size
+        body + b"\x01\x07\x02ab",                   # unknown tag
+        body + b"\x02\x00\x10" + uuid + b"\x07\x00",  # two tags
+        body + b"\x01\x00\x10" + uuid[:5],          # truncated
+        body + b"\x01\x80\x01\x10" + uuid,          # tag as a two-byte varint
+        body + b"\x80\x00",                         # count as a two-byte varint
+        body[:14] + b"\x00" + body[16:] + b"\x00",  # null metadata
+    ]
+    assert_same_as_generic(_batch([(key, v) for v in variants]))
+
+
+_FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_FUZZ
+@given(data=st.data())
+def test_mutated_offset_commits_equal_generic(data):
+    rng = random.Random(data.draw(st.integers(0, 1 << 30)))
+    rows = []
+    for _ in range(data.draw(st.integers(1, 20))):
+        key, value = _commit(rng, data.draw(st.integers(0, 4)), tombstone=data.draw(st.booleans()),
+                             record_type=data.draw(st.sampled_from([0, 1])))
+        target = data.draw(st.sampled_from(["none", "key", "value"]))
+        if target != "none" and (target == "key" or value):
+            raw = bytearray(key if target == "key" else value)
+            for _ in range(data.draw(st.integers(1, 3))):
+                raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+            cut = data.draw(st.integers(0, len(raw) + 2))
+            raw = bytes(raw[:cut]) + data.draw(st.binary(max_size=2))
+            key, value = (raw, value) if target == "key" else (key, raw)
+        rows.append((key, value))
+    assert_same_as_generic(_batch(rows))
+
+
+@_FUZZ
+@given(rows=st.lists(st.tuples(
+    st.one_of(st.none(), st.binary(max_size=40).map(lambda b: b"\x00\x01" + b), st.binary(max_size=40)),
+    st.one_of(st.none(), st.binary(max_size=60).map(lambda b: b"\x00" + bytes([len(b) % 6]) + b))), max_size=30))
+def test_random_bytes_equal_generic(rows):
+    assert_same_as_generic(_batch(rows))
+
+
+# ------------------------------------------------------------------ Spark
+
+
+@pytest.mark.spark
+def test_spark_decode_equals_generic_on_a_corrupted_mix(spark, golden_pairs):
+    from datetime import datetime, timezone
+
+    from offsets_audit.codec.spark import decode
+    from offsets_audit.sources.schema import KAFKA_SCHEMA
+
+    rng = random.Random(2)
+    pairs = _generated_mix(golden_pairs, seed=4, n=400)
+    key, value = _commit(rng, 4, text="grp")
+    pairs += list(_corruptions(key, value))[::7]
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    df = spark.createDataFrame([(k, v, "__consumer_offsets", 7, i, when, 0) for i, (k, v) in enumerate(pairs)],
+                               KAFKA_SCHEMA)
+    got = {row["offset"]: row.asDict() for row in decode(df).collect()}
+    expected = decode_batch_generic(_batch(pairs)).to_pylist()
+    assert len(got) == len(expected)
+    for want in expected:
+        row = got[want["offset"]]
+        assert {c: row[c] for c in DECODED_COLUMNS} == {c: want[c] for c in DECODED_COLUMNS}
