@@ -6,7 +6,12 @@
   coordinator append, groups placed on partitions by Kafka's ``abs(groupId.hashCode()) % partitions``;
 * ``parquet/partition=N/part-00000.parquet``: the same records with ``SOURCE_SCHEMA`` columns;
 * ``faults.json``: the injected faults (group, kind, partition, offset, details);
-* ``model_state.json``: the simulator's own final view per group, to check a replay against.
+* ``model_state.json``: the simulator's own final view per group, to check a replay against;
+* ``group_configs.json``: ``{group_id: {"assignment_interval_ms": N}}`` for the groups whose KIP-1263
+  assignment interval differs from the broker default (group configs are not records; the audit takes
+  this mapping as ``broker.group_overrides``, and the summary returns it as ``group_overrides``);
+* ``topics.json``: the cluster's topics (ids, partition counts, streams changelogs), a topic-metadata
+  snapshot in the ``capture-topics`` layout for the assignor audit (``topic_metadata.path``).
 
 Same seed and options give identical bytes, whatever the number of worker processes.
 """
@@ -17,7 +22,9 @@ import json
 import time
 from pathlib import Path
 
-from offsets_audit.simulate.scenarios import FAULT_KINDS, SimConfig, plan_groups, simulate_partition, topic_catalog
+from offsets_audit.simulate.scenarios import (
+    BROKER_ASSIGNMENT_INTERVAL_MS, FAULT_KINDS, SimConfig, plan_groups, simulate_partition, topic_catalog,
+)
 
 __all__ = ["simulate", "FAULT_KINDS", "SimConfig"]
 
@@ -69,11 +76,27 @@ def simulate(out, groups: int = 20, hours: float = 1.0, seed: int = 7, partition
     kinds = {p.group_id: (p.kind, p.partition) for p in plans}
     for gid, state in states.items():
         state["kind"], state["partition"] = kinds[gid]
+    topics = [{"topic_id": t.topic_id, "name": t.name, "partitions": t.partitions}
+              for t in topic_catalog(cfg).values()]
+    for _, state in sorted(states.items()):
+        topics.extend(state.get("changelog_topics") or ())
+    overrides = group_overrides(states)
     (out / "faults.json").write_text(json.dumps({"faults": fault_list}, indent=1, sort_keys=True))
     (out / "model_state.json").write_text(json.dumps(
-        {"seed": seed, "groups": dict(sorted(states.items())),
-         "topics": [{"topic_id": t.topic_id, "name": t.name, "partitions": t.partitions}
-                    for t in topic_catalog(cfg).values()]}, indent=1, sort_keys=True))
+        {"seed": seed, "groups": dict(sorted(states.items())), "topics": topics}, indent=1, sort_keys=True))
+    (out / "group_configs.json").write_text(json.dumps(overrides, indent=1, sort_keys=True))
+    (out / "topics.json").write_text(json.dumps({"topics": topics}, indent=1, sort_keys=True))
     return {"records": sum(r["records"] for r in results), "batches": sum(r["batches"] for r in results),
             "partitions": len(used), "groups": groups, "faults": len(fault_list),
-            "seconds": round(time.perf_counter() - started, 2), "out": str(out)}
+            "seconds": round(time.perf_counter() - started, 2), "out": str(out),
+            "group_overrides": overrides, "topics_path": str(out / "topics.json")}
+
+
+def group_overrides(states: dict) -> dict:
+    """``{group_id: {"assignment_interval_ms": N}}`` for the modern groups whose interval is not the broker's."""
+    out = {}
+    for group_id, state in sorted(states.items()):
+        interval = state.get("assignment_interval_ms")
+        if interval is not None and interval != BROKER_ASSIGNMENT_INTERVAL_MS:
+            out[group_id] = {"assignment_interval_ms": interval}
+    return out

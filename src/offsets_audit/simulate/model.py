@@ -6,7 +6,13 @@
   immediate); then ``CurrentAssignmentBuilder`` reconciles the heartbeating member (STABLE /
   UNREVOKED_PARTITIONS / UNRELEASED_PARTITIONS, per-partition assignment epochs).
 * ``ShareGroup`` (KIP-932): same epochs, members get their target at once.
-* ``StreamsGroup`` (KIP-1071): topology record, active tasks reconciled like partitions, standby tasks.
+* ``StreamsGroup`` (KIP-1071): topology record (stateful subtopologies with changelog topics), the streams
+  ``CurrentAssignmentBuilder`` rules for active and standby tasks (one task never twice on one process).
+
+Target assignments come from Kafka's own assignors (``offsets_audit.assignors.run``: ``uniform`` or ``range`` for
+consumer groups as the members' ``serverAssignor`` says, ``simple`` for share groups, ``sticky`` for streams
+groups), fed what ``TargetAssignmentBuilder`` feeds them: the members in the iteration order of the group's
+``TimelineHashMap`` followed by the member the heartbeat adds, each member's current target in record order.
 * ``ClassicGroup``: JoinGroup/SyncGroup generations stored as ``GroupMetadataValue`` with the embedded consumer
   protocol subscription/assignment, client-side range/roundrobin assignment.
 
@@ -17,6 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collections import Counter
+
+from offsets_audit.assignors.inputs import timeline_grow, timeline_order
 from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.metadata_hash import compute_metadata_hash
 from offsets_audit.simulate import records as R
@@ -54,12 +63,15 @@ class Member:
     assigned: dict = field(default_factory=dict)            # topic id / subtopology -> {partition: epoch}
     pending_revocation: dict = field(default_factory=dict)  # same shape
     standby: dict = field(default_factory=dict)             # streams: subtopology -> set
+    standby_pending: dict = field(default_factory=dict)     # streams: standby tasks pending revocation
+    server_assignor: str | None = None                      # consumer groups: ConsumerGroupHeartbeat serverAssignor
 
     def snapshot(self) -> tuple:
         return (self.member_epoch, self.previous_member_epoch, self.state,
                 tuple(sorted((t, tuple(sorted(p.items()))) for t, p in self.assigned.items() if p)),
                 tuple(sorted((t, tuple(sorted(p.items()))) for t, p in self.pending_revocation.items() if p)),
-                tuple(sorted((t, tuple(sorted(p))) for t, p in self.standby.items() if p)))
+                tuple(sorted((t, tuple(sorted(p))) for t, p in self.standby.items() if p)),
+                tuple(sorted((t, tuple(sorted(p))) for t, p in self.standby_pending.items() if p)))
 
     def owned(self):
         """(topic, partition) pairs the member still holds: assigned plus pending revocation."""
@@ -116,63 +128,109 @@ def reconcile(member: Member, target_epoch: int, target: dict, held_by_others: s
     member.state = unreleased if missing else stable
 
 
-def balanced_assignment(member_ids: list, subscriptions: dict, topics: dict, current: dict) -> dict:
-    """A sticky, balanced server-side assignment (fallback when Kafka's ``uniform`` assignor is unavailable).
+def reconcile_streams(member: Member, target_epoch: int, target_active: dict, target_standby: dict,
+                      active_process: dict, standby_processes: dict, acked: bool) -> None:
+    """Streams ``CurrentAssignmentBuilder``: move ``member`` one step towards its target tasks.
 
-    Every subscribed partition goes to one subscribed member; members keep what they had while they are under
-    their fair share.
+    ``active_process`` maps a task to the process of the *other* member holding it active (assigned or pending
+    revocation), ``standby_processes`` a task to the processes of the other members holding it as a standby.
+    An active task is granted once nobody else runs it and no other member of this process holds it as a
+    standby; a standby task once no other member of this process holds it in any role. The member's own task
+    changes role in place: a demoted active task becomes a standby at once (the active part still waits for
+    the revocation ack), a promoted standby stays a standby until the active task is granted.
     """
-    result = {m: {} for m in member_ids}
-    partitions = []
-    for tid in sorted(topics):
-        subscribers = [m for m in member_ids if topics[tid].name in subscriptions[m]]
-        for p in range(topics[tid].partitions):
-            partitions.append((tid, p, subscribers))
-    if not member_ids:
-        return result
-    quota = -(-len(partitions) // len(member_ids))
-    counts = {m: 0 for m in member_ids}
-    unassigned = []
-    for tid, p, subscribers in partitions:
-        owner = next((m for m in subscribers if p in current.get(m, {}).get(tid, ())), None)
-        if owner is not None and counts[owner] < quota:
-            result[owner].setdefault(tid, set()).add(p)
-            counts[owner] += 1
-        elif subscribers:
-            unassigned.append((tid, p, subscribers))
-    for tid, p, subscribers in unassigned:
-        owner = min(subscribers, key=lambda m: (counts[m], member_ids.index(m)))
-        result[owner].setdefault(tid, set()).add(p)
-        counts[owner] += 1
-    return result
+    if member.state == UNREVOKED_TASKS:
+        if not acked:
+            return
+        member.pending_revocation = {}
+        member.standby_pending = {}
+    elif member.member_epoch == target_epoch and member.state == STREAMS_STABLE:
+        return
+    process = member.process_id
+    cur_active, cur_standby = member.assigned, member.standby
+    kept_a: dict = {}
+    revoke_a: dict = {}
+    grant_a: dict = {}
+    unreleased = False
+    for sub, parts in cur_active.items():
+        wanted = target_active.get(sub, ())
+        for p, epoch in parts.items():
+            (kept_a if p in wanted else revoke_a).setdefault(sub, {})[p] = epoch
+    for sub, parts in target_active.items():
+        for p in parts:
+            if p in kept_a.get(sub, ()):
+                continue
+            if (sub, p) in active_process or process in standby_processes.get((sub, p), ()):
+                unreleased = True
+            else:
+                grant_a.setdefault(sub, {})[p] = target_epoch
+    kept_s: dict = {}
+    revoke_s: dict = {}
+    grant_s: dict = {}
+    for sub, parts in cur_standby.items():
+        wanted = target_standby.get(sub, ())
+        for p in parts:
+            (kept_s if p in wanted else revoke_s).setdefault(sub, set()).add(p)
+    for sub, parts in target_standby.items():
+        for p in parts:
+            if p in kept_s.get(sub, ()):
+                continue
+            own_active = p in cur_active.get(sub, ())
+            if (active_process.get((sub, p)) == process and not own_active) \
+                    or process in standby_processes.get((sub, p), ()):
+                unreleased = True
+            elif own_active:   # demotion: the standby is granted in the same step
+                kept_s.setdefault(sub, set()).add(p)
+            else:
+                grant_s.setdefault(sub, set()).add(p)
+    promoted = [(sub, p) for sub, parts in cur_standby.items() for p in parts if p in target_active.get(sub, ())]
+    for sub, p in promoted:
+        if p in revoke_s.get(sub, ()):
+            revoke_s[sub].discard(p)
+    revoke_s = {sub: parts for sub, parts in revoke_s.items() if parts}
+    to_revoke = bool(revoke_a) or bool(revoke_s)
+    for sub, p in promoted:
+        if to_revoke or p not in grant_a.get(sub, ()):
+            kept_s.setdefault(sub, set()).add(p)
+    member.previous_member_epoch = member.member_epoch
+    if to_revoke:
+        member.state = UNREVOKED_TASKS
+        member.assigned = {sub: parts for sub, parts in kept_a.items() if parts}
+        member.standby = {sub: parts for sub, parts in kept_s.items() if parts}
+        member.pending_revocation = revoke_a
+        member.standby_pending = revoke_s
+        return
+    for sub, parts in grant_a.items():
+        kept_a.setdefault(sub, {}).update(parts)
+    for sub, parts in grant_s.items():
+        kept_s.setdefault(sub, set()).update(parts)
+    member.member_epoch = target_epoch
+    member.assigned = {sub: parts for sub, parts in kept_a.items() if parts}
+    member.standby = {sub: parts for sub, parts in kept_s.items() if parts}
+    member.pending_revocation = {}
+    member.standby_pending = {}
+    member.state = UNRELEASED_TASKS if unreleased else STREAMS_STABLE
 
 
-def run_assignor(name: str, member_ids: list, members: dict, topics: dict, current: dict) -> dict:
-    """Kafka's server-side assignor ``name`` via ``offsets_audit.assignors.run`` when present, else the fallback."""
-    subscriptions = {m: set(members[m].subscribed_topics) for m in member_ids}
-    try:
-        from offsets_audit.assignors import run
-        names = [set(s) for s in subscriptions.values()]
-        homogeneous = all(n == names[0] for n in names)
-        by_name = {t.name: t for t in topics.values()}
-        case = {
-            "subscription_type": "HOMOGENEOUS" if homogeneous else "HETEROGENEOUS",
-            "topics": [{"id": t.topic_id, "name": t.name, "partitions": t.partitions, "partition_racks": None}
-                       for t in topics.values()],
-            "members": [{"member_id": m, "instance_id": members[m].instance_id, "rack_id": members[m].rack_id,
-                         "subscribed_topic_names": sorted(subscriptions[m]),
-                         "subscribed_topic_ids": [by_name[n].topic_id for n in sorted(subscriptions[m]) if n in by_name],
-                         "current_assignment": {t: sorted(p) for t, p in current.get(m, {}).items() if p}}
-                        for m in member_ids],
-            "assignable_partitions": None,
-        }
-        out = run(name, case)
-        if out.get("error") is None:
-            assigned = out["members"]
-            return {m: {t: set(p) for t, p in assigned.get(m, {}).items()} for m in member_ids}
-    except Exception:  # noqa: BLE001 - an unavailable or failing assignor falls back to the simulator's own
-        pass
-    return balanced_assignment(member_ids, subscriptions, topics, current)
+def in_record_order(assignment: dict) -> dict:
+    """A target as its records list it (topic or subtopology ids sorted, partitions ascending): the order in
+    which the coordinator's in-memory assignment is handed to the assignor as the current assignment."""
+    return {t: sorted(p) for t, p in sorted(assignment.items()) if p}
+
+
+class AssignorFailed(RuntimeError):
+    """Kafka's assignor rejected what the simulator fed it: a simulator bug, never silently worked around."""
+
+
+def run_assignor(group_id: str, name: str, case_input: dict) -> dict:
+    """``offsets_audit.assignors.run(name, case_input)``'s ``members``; an error result raises."""
+    from offsets_audit.assignors import run
+
+    out = run(name, case_input)
+    if out.get("error") is not None:
+        raise AssignorFailed(f"group {group_id}: assignor {name!r} failed on the simulated input: "
+                             f"{out['error']}: {out.get('message')}")
+    return out["members"]
 
 
 class ModernGroup:
@@ -195,6 +253,9 @@ class ModernGroup:
         self.deleted = False
         self.force_early_assignment = False
         self.pending_faults: set = set()
+        # the group's ``members`` TimelineHashMap: keys in insertion order and a capacity that never shrinks
+        self.table: list = []
+        self.table_capacity = 2
 
     def wrong_assignment(self, new_target: dict) -> dict | None:
         """Fault: move one partition from the fullest member to the emptiest one, unbalancing the target."""
@@ -212,6 +273,44 @@ class ModernGroup:
                 return {"kind": "wrong_assignment", "member_id": receiver, "topic": self.topics[topic].name,
                         "topic_partition": p, "detail": f"partition moved from {donor} to {receiver}"}
         return None
+
+    # -- the member table ---------------------------------------------------------------------------------------
+    def table_add(self, member_id: str) -> None:
+        """A member record replayed: the key enters the ``TimelineHashMap`` (which doubles past 0.75 load)."""
+        if member_id not in self.table:
+            self.table_capacity = timeline_grow(self.table_capacity, len(self.table))
+            self.table.append(member_id)
+
+    def table_remove(self, member_id: str) -> None:
+        if member_id in self.table:
+            self.table.remove(member_id)
+
+    def assignor_member_order(self) -> list:
+        """``TargetAssignmentBuilder``'s member iteration: the ``TimelineHashMap`` of the members already replayed,
+        then the member this heartbeat adds (its records are replayed after the assignor ran)."""
+        present = set(self.table)
+        return timeline_order(self.table, self.table_capacity) + hashmap_order(
+            [m for m in self.members if m not in present])
+
+    def partition_case(self, order: list, assignable: dict | None = None) -> dict:
+        """The consumer / share assignor input (golden README section 4) as the coordinator builds it."""
+        by_name = {t.name: t for t in self.topics.values()}
+        subscriptions = [tuple(self.members[m].subscribed_topics) for m in order]
+        names = set().union(*map(set, subscriptions)) if subscriptions else set()
+        homogeneous = all(set(s) == names for s in subscriptions)
+        members = []
+        for member_id, subscribed in zip(order, subscriptions):
+            m = self.members[member_id]
+            members.append({
+                "member_id": member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "subscribed_topic_names": list(subscribed),
+                "subscribed_topic_ids": [by_name[n].topic_id for n in subscribed if n in by_name],
+                "current_assignment": in_record_order(self.target.get(member_id, {})),
+            })
+        topics = [{"id": by_name[n].topic_id, "name": n, "partitions": by_name[n].partitions, "partition_racks": None}
+                  for n in sorted(names) if n in by_name]
+        return {"subscription_type": "HOMOGENEOUS" if homogeneous else "HETEROGENEOUS", "topics": topics,
+                "members": members, "assignable_partitions": assignable}
 
     # -- helpers ----------------------------------------------------------------------------------------------
     def subscribed_names(self) -> set:
@@ -263,10 +362,19 @@ class ModernGroup:
                            R.CONSUMER_GROUP_MEMBER_METADATA)
     group_record_types = (R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, R.CONSUMER_GROUP_METADATA)
 
+    def preferred_assignor(self) -> str:
+        """``ConsumerGroup.computePreferredServerAssignor``: the ``serverAssignor`` most members name, else the
+        broker's first ``group.consumer.assignors`` entry (``uniform``)."""
+        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        if not counts:
+            return self.assignor
+        best = max(counts.values())
+        return sorted(name for name, c in counts.items() if c == best)[0]
+
     def compute_target(self) -> dict:
-        ids = list(self.members)
-        current = {m: self.target.get(m, {}) for m in ids}
-        return run_assignor(self.assignor, ids, self.members, self.topics, current)
+        order = self.assignor_member_order()
+        members = run_assignor(self.group_id, self.preferred_assignor(), self.partition_case(order))
+        return {m: {t: set(p) for t, p in members.get(m, {}).items() if p} for m in order}
 
     def reconcile_member(self, member: Member, acked: bool) -> None:
         reconcile(member, self.assignment_epoch, self.target.get(member.member_id, {}),
@@ -301,6 +409,8 @@ class ModernGroup:
         self.reconcile_member(member, acked)
         if member.snapshot() != before or join is not None:
             out.append(self.current_record(member))
+        if join is not None:
+            self.table_add(join.member_id)
         return out
 
     def maybe_assign(self, now: int) -> list:
@@ -339,6 +449,7 @@ class ModernGroup:
         """Leave (epoch -1) or session timeout: member tombstones, then the group epoch bump."""
         self.members.pop(member_id)
         self.target.pop(member_id, None)
+        self.table_remove(member_id)
         out = R.member_tombstones(self.group_id, member_id, self.member_record_types)
         self.metadata_hash = self.compute_hash()
         self.group_epoch += 1
@@ -351,13 +462,20 @@ class ModernGroup:
         return R.group_tombstones(self.group_id, self.group_record_types)
 
     def state(self) -> dict:
+        members = {}
+        for m in self.members.values():
+            entry = {"member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
+                     "state": m.state, "instance_id": m.instance_id,
+                     "assigned": {t: sorted(p) for t, p in sorted(m.assigned.items()) if p},
+                     "pending_revocation": {t: sorted(p) for t, p in sorted(m.pending_revocation.items()) if p}}
+            if self.kind == "streams":
+                entry["standby"] = {t: sorted(p) for t, p in sorted(m.standby.items()) if p}
+                entry["standby_pending_revocation"] = {t: sorted(p) for t, p in sorted(m.standby_pending.items()) if p}
+            members[m.member_id] = entry
         return {
             "type": self.kind, "exists": not self.deleted, "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch, "assignment_timestamp": self.assignment_ms,
-            "members": {m.member_id: {"member_epoch": m.member_epoch, "state": m.state,
-                                      "instance_id": m.instance_id,
-                                      "assigned": {t: sorted(p) for t, p in sorted(m.assigned.items()) if p}}
-                        for m in self.members.values()},
+            "members": members,
         }
 
 
@@ -379,9 +497,11 @@ class ConsumerGroup(ModernGroup):
         assignment without a group epoch bump."""
         old = self.members.pop(old_member_id)
         target = self.target.pop(old_member_id, {})
+        self.table_remove(old_member_id)
         out = R.member_tombstones(self.group_id, old_member_id, self.member_record_types)
         new.assigned = {t: dict(p) for t, p in old.assigned.items()}
         self.members[new.member_id] = new
+        self.table_add(new.member_id)
         self.target[new.member_id] = target
         out.append(self.member_record(new))
         out.append(self.target_member_record(new.member_id))
@@ -423,10 +543,11 @@ class ShareGroup(ModernGroup):
         return R.share_current_assignment(self.group_id, member)
 
     def compute_target(self) -> dict:
-        ids = list(self.members)
-        ready = {tid: t for tid, t in self.topics.items() if tid in self.initialized}
-        current = {m: self.target.get(m, {}) for m in ids}
-        return run_assignor(self.assignor, ids, self.members, ready, current)
+        """``simple`` over every subscribed topic; only initialized share partitions are assignable."""
+        order = self.assignor_member_order()
+        assignable = {tid: sorted(parts) for tid, parts in sorted(self.initialized.items())}
+        members = run_assignor(self.group_id, self.assignor, self.partition_case(order, assignable))
+        return {m: {t: set(p) for t, p in members.get(m, {}).items() if p} for m in order}
 
     def reconcile_member(self, member, acked):
         target = self.target.get(member.member_id, {})
@@ -455,7 +576,11 @@ class ShareGroup(ModernGroup):
 
 
 class StreamsGroup(ModernGroup):
-    """KIP-1071 streams group: a topology of subtopologies, tasks = partitions of their source topics."""
+    """KIP-1071 streams group: a topology of subtopologies, tasks = partitions of their source topics.
+
+    A stateful subtopology has a changelog topic (``<group>-store-<subtopology>-changelog``, created with the
+    source's partition count); its tasks get ``num_standby_replicas`` standby tasks from the ``sticky`` assignor.
+    """
 
     kind = "streams"
     assignor = "sticky"
@@ -463,11 +588,17 @@ class StreamsGroup(ModernGroup):
                            R.STREAMS_GROUP_MEMBER_METADATA)
     group_record_types = (R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, R.STREAMS_GROUP_METADATA,
                           R.STREAMS_GROUP_TOPOLOGY)
-    standby_replicas = 1
 
-    def __init__(self, group_id, topics, interval_ms, subtopologies: dict):
-        super().__init__(group_id, topics, interval_ms)
-        self.subtopologies = subtopologies   # subtopology id -> source topic name
+    def __init__(self, group_id, topics, interval_ms, subtopologies: dict, changelogs: dict | None = None,
+                 standby_replicas: int = 1):
+        """``subtopologies``: subtopology id -> source topic name; ``changelogs``: subtopology id -> the
+        changelog ``Topic`` of a stateful one (added to the metadata image the group sees)."""
+        super().__init__(group_id, dict(topics), interval_ms)
+        self.subtopologies = subtopologies
+        self.changelogs = dict(changelogs or {})
+        for topic in self.changelogs.values():
+            self.topics[topic.topic_id] = topic
+        self.standby_replicas = standby_replicas
         self.topology_epoch = 0
         self.standby_target: dict = {}
         self.created_ms = 0
@@ -477,7 +608,10 @@ class StreamsGroup(ModernGroup):
         return {sid: by_name[name].partitions for sid, name in self.subtopologies.items()}
 
     def subscribed_names(self) -> set:
-        return set(self.subtopologies.values()) if self.members else set()
+        """``StreamsTopology.requiredTopics``: sources and changelogs (what the metadata hash covers)."""
+        if not self.members:
+            return set()
+        return set(self.subtopologies.values()) | {t.name for t in self.changelogs.values()}
 
     def member_record(self, member):
         return R.streams_member_metadata(self.group_id, member, self.topology_epoch)
@@ -500,41 +634,42 @@ class StreamsGroup(ModernGroup):
         return R.streams_current_assignment(self.group_id, member)
 
     def topology_record(self):
-        subs = [{"subtopologyId": sid, "sourceTopics": [name], "sourceTopicRegex": [], "stateChangelogTopics": [],
-                 "repartitionSinkTopics": [], "repartitionSourceTopics": [], "copartitionGroups": []}
-                for sid, name in sorted(self.subtopologies.items())]
+        subs = []
+        for sid, name in sorted(self.subtopologies.items()):
+            changelog = self.changelogs.get(sid)
+            subs.append({"subtopologyId": sid, "sourceTopics": [name], "sourceTopicRegex": [],
+                         "stateChangelogTopics": [] if changelog is None else [
+                             {"name": changelog.name, "partitions": 0, "replicationFactor": -1, "topicConfigs": []}],
+                         "repartitionSinkTopics": [], "repartitionSourceTopics": [], "copartitionGroups": []})
         return R.streams_topology(self.group_id, self.topology_epoch, subs)
 
+    def assignor_case(self, order: list) -> dict:
+        """The ``sticky`` input (golden README section 4, streams layout); task offsets come from heartbeats
+        and the simulated clients report none."""
+        members = []
+        for member_id in order:
+            m = self.members[member_id]
+            members.append({
+                "member_id": member_id, "instance_id": m.instance_id, "rack_id": None, "process_id": m.process_id,
+                "client_tags": {}, "active_tasks": in_record_order(self.target.get(member_id, {})),
+                "standby_tasks": in_record_order(self.standby_target.get(member_id, {})), "warmup_tasks": {},
+                "task_offsets": {}, "task_end_offsets": {},
+            })
+        subtopologies = [{"subtopology_id": sid, "max_num_input_partitions": n, "stateful": sid in self.changelogs}
+                         for sid, n in sorted(self.tasks().items())]
+        return {"configs": {"num_standby_replicas": self.standby_replicas, "rack_aware_assignment_tags": []},
+                "subtopologies": subtopologies, "members": members}
+
     def compute_target(self) -> dict:
-        """Sticky-by-process round robin of active tasks, one standby per task on another process."""
-        ids = sorted(self.members)
-        active = {m: {} for m in ids}
-        standby = {m: {} for m in ids}
-        tasks = [(sid, p) for sid, n in sorted(self.tasks().items()) for p in range(n)]
-        counts = {m: 0 for m in ids}
-        quota = -(-len(tasks) // max(len(ids), 1))
-        leftover = []
-        for sid, p in tasks:
-            owner = next((m for m in ids if p in self.target.get(m, {}).get(sid, ())), None)
-            if owner is not None and counts[owner] < quota:
-                active[owner].setdefault(sid, set()).add(p)
-                counts[owner] += 1
-            else:
-                leftover.append((sid, p))
-        for sid, p in leftover:
-            owner = min(ids, key=lambda m: (counts[m], ids.index(m)))
-            active[owner].setdefault(sid, set()).add(p)
-            counts[owner] += 1
-        processes = {self.members[m].process_id for m in ids}
-        if self.standby_replicas and len(processes) > 1:
-            load = {m: 0 for m in ids}
-            for sid, p in tasks:
-                owner = next(m for m in ids if p in active[m].get(sid, ()))
-                others = [m for m in ids if self.members[m].process_id != self.members[owner].process_id]
-                pick = min(others, key=lambda m: (load[m], ids.index(m)))
-                standby[pick].setdefault(sid, set()).add(p)
-                load[pick] += 1
-        return {m: (active[m], standby[m]) for m in ids}
+        """Kafka's streams ``StickyTaskAssignor``: member id -> (active tasks, standby tasks)."""
+        order = self.assignor_member_order()
+        result = run_assignor(self.group_id, self.assignor, self.assignor_case(order))
+        out = {}
+        for member_id in order:
+            tasks = result.get(member_id) or {}
+            out[member_id] = ({s: set(p) for s, p in (tasks.get("active_tasks") or {}).items() if p},
+                              {s: set(p) for s, p in (tasks.get("standby_tasks") or {}).items() if p})
+        return out
 
     def maybe_assign(self, now):
         if not self.assignment_due(now):
@@ -569,17 +704,28 @@ class StreamsGroup(ModernGroup):
             out += [self.member_record(join), self.topology_record(), self.metadata_record()]
             join.member_epoch, join.state = self.assignment_epoch, STREAMS_STABLE
             out.append(self.current_record(join))
+            self.table_add(join.member_id)
             return out
         if join is not None:
             join.state = STREAMS_STABLE
         return super().heartbeat(now, member_id, join, subscription, acked)
 
     def reconcile_member(self, member, acked):
-        reconcile(member, self.assignment_epoch, self.target.get(member.member_id, {}),
-                  self.held_by_others(member.member_id), acked,
-                  states=(STREAMS_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS))
-        if member.member_epoch == self.assignment_epoch:
-            member.standby = {s: set(p) for s, p in self.standby_target.get(member.member_id, {}).items() if p}
+        active_process: dict = {}
+        standby_processes: dict = {}
+        for other in self.members.values():
+            if other.member_id == member.member_id:
+                continue
+            for tasks in (other.assigned, other.pending_revocation):
+                for sub, parts in tasks.items():
+                    for p in parts:
+                        active_process[(sub, p)] = other.process_id
+            for tasks in (other.standby, other.standby_pending):
+                for sub, parts in tasks.items():
+                    for p in parts:
+                        standby_processes.setdefault((sub, p), set()).add(other.process_id)
+        reconcile_streams(member, self.assignment_epoch, self.target.get(member.member_id, {}),
+                          self.standby_target.get(member.member_id, {}), active_process, standby_processes, acked)
 
     def held_by_others(self, member_id):
         held = set()

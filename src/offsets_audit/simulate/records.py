@@ -117,7 +117,7 @@ def consumer_member_metadata(group_id, member) -> LogicalRecord:
     return LogicalRecord(CONSUMER_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
         "instanceId": member.instance_id, "rackId": member.rack_id, "clientId": member.client_id,
         "clientHost": "localhost/127.0.0.1", "subscribedTopicNames": list(member.subscribed_topics),
-        "subscribedTopicRegex": "", "rebalanceTimeoutMs": 30000, "serverAssignor": "uniform",
+        "subscribedTopicRegex": "", "rebalanceTimeoutMs": 30000, "serverAssignor": member.server_assignor,
         "classicMemberMetadata": None})
 
 
@@ -228,4 +228,4 @@ def streams_current_assignment(group_id, member) -> LogicalRecord:
         "state": member.state, "activeTasks": _tasks(member.assigned, True),
         "standbyTasks": _tasks(member.standby, False), "warmupTasks": [],
         "activeTasksPendingRevocation": _tasks(member.pending_revocation, True),
-        "standbyTasksPendingRevocation": [], "warmupTasksPendingRevocation": []})
+        "standbyTasksPendingRevocation": _tasks(member.standby_pending, False), "warmupTasksPendingRevocation": []})

@@ -21,6 +21,8 @@ from offsets_audit.simulate.model import (
 )
 
 START_MS = 1754000000000
+#: group.consumer/share/streams.assignment.interval.ms of the simulated brokers (KIP-1263 default)
+BROKER_ASSIGNMENT_INTERVAL_MS = 1000
 SESSION_TIMEOUT_MS = 45000
 CLASSIC_INITIAL_REBALANCE_DELAY_MS = 3000
 KINDS = ("consumer", "classic", "simple", "txn", "share", "streams")
@@ -50,6 +52,8 @@ class SimConfig:
     commit_interval_ms: int = 5000
     churn_mean_ms: int = 15 * 60 * 1000
     topics: int = 8
+    #: the broker's ``group.streams.num.standby.replicas`` (stored with each streams group epoch)
+    num_standby_replicas: int = 1
 
     @property
     def end_ms(self) -> int:
@@ -198,6 +202,8 @@ class ModernActor(Actor):
         self.hb_pending: set = set()
         self.static_counter = 0
         self.faults = list(plan.faults)
+        #: what the clients put in ConsumerGroupHeartbeat.serverAssignor (consumer groups only)
+        self.server_assignor = group.assignor if group.kind == "consumer" else None
         group.pending_faults = {f for f in self.faults if f == "wrong_assignment"}
         if "early_assignment" in self.faults:
             group.interval_ms = max(group.interval_ms, 1000)
@@ -217,7 +223,7 @@ class ModernActor(Actor):
             self.static_counter += 1
         return Member(kafka_uuid(self.rng), f"client-{self.group.kind}", self.subscription,
                       instance_id=instance_id, rack_id=f"rack-{self.rng.randrange(3)}",
-                      process_id=kafka_uuid(self.rng))
+                      process_id=kafka_uuid(self.rng), server_assignor=self.server_assignor)
 
     def join(self, static: bool = False, force_early: bool = False) -> None:
         member = self.new_member(static)
@@ -371,7 +377,11 @@ class ModernActor(Actor):
 
     def state(self) -> dict:
         out = self.group.state()
+        out["assignment_interval_ms"] = self.group.interval_ms
         out.update(super().state())
+        if isinstance(self.group, StreamsGroup):
+            out["changelog_topics"] = [{"topic_id": t.topic_id, "name": t.name, "partitions": t.partitions}
+                                       for _, t in sorted(self.group.changelogs.items())]
         return out
 
 
@@ -568,13 +578,22 @@ def make_actor(shard: Shard, plan: GroupPlan, topics: dict) -> Actor:
     rng = random.Random(f"{shard.cfg.seed}:{plan.group_id}:config")
     interval = rng.choice([1000, 1000, 1000, 0, 3000])
     if plan.kind == "consumer":
-        return ModernActor(shard, plan, topics, ConsumerGroup(plan.group_id, topics, interval))
+        group = ConsumerGroup(plan.group_id, topics, interval)
+        group.assignor = rng.choice(["uniform", "uniform", "uniform", "range"])
+        return ModernActor(shard, plan, topics, group)
     if plan.kind == "share":
         return ShareActor(shard, plan, topics, ShareGroup(plan.group_id, topics, interval))
     if plan.kind == "streams":
         names = sorted(t.name for t in topics.values())
         sources = rng.sample(names, rng.choice([1, 2, 3]))
-        group = StreamsGroup(plan.group_id, topics, interval, {str(i): n for i, n in enumerate(sources)})
+        by_name = {t.name: t for t in topics.values()}
+        changelogs = {}
+        for i, name in enumerate(sources):
+            if rng.random() < 0.7:
+                changelog = f"{plan.group_id}-store-{i}-changelog"
+                changelogs[str(i)] = Topic(kafka_uuid(rng), changelog, by_name[name].partitions)
+        group = StreamsGroup(plan.group_id, topics, interval, {str(i): n for i, n in enumerate(sources)},
+                             changelogs, standby_replicas=shard.cfg.num_standby_replicas)
         actor = StreamsActor(shard, plan, topics, group)
         actor.processes = [kafka_uuid(rng) for _ in range(rng.choice([1, 2, 3]))]
         return actor
