@@ -102,3 +102,23 @@ def test_an_assignor_error_stops_the_simulation(tmp_path, monkeypatch):
                             lambda case: {"error": "IllegalStateException", "message": "boom"})
     with pytest.raises(AssignorFailed, match="IllegalStateException: boom"):
         simulate(tmp_path, groups=1, hours=0.05, seed=1, partitions=1, formats=("segments",))
+
+
+def test_demo_hands_group_overrides_and_the_topic_snapshot_to_the_job(tmp_path, monkeypatch):
+    import argparse
+
+    import offsets_audit.job as job
+    import offsets_audit.spark_session as spark_session
+    from offsets_audit import demo
+
+    seen = {}
+    monkeypatch.setattr(spark_session, "get_spark", lambda *a, **k: None)
+    monkeypatch.setattr(job, "run_job", lambda spark, config: seen.setdefault("config", config) and {})
+    monkeypatch.setattr(job, "print_summary", lambda summary: None)
+    args = argparse.Namespace(out=str(tmp_path), groups=8, hours=0.05, seed=7, output_format="parquet")
+    assert demo.run(args) == 0
+    config = seen["config"]
+    history = tmp_path / "history"
+    assert config["broker"]["group_overrides"] == json.loads((history / "group_configs.json").read_text())
+    assert config["topic_metadata"] == {"source": "file", "path": str(history / "topics.json")}
+    assert {t["name"] for t in load_topics(config["topic_metadata"]["path"])} >= {"orders", "payments"}

@@ -33,10 +33,14 @@ def run(args) -> int:
     sim = simulate(str(history), groups=args.groups, hours=args.hours, seed=args.seed,
                    faults=("wrong_assignment", "epoch_regression", "early_assignment"))
     print(f"simulated {sim.get('records', '?'):,} records for {args.groups} groups into {history}")
+    # group configs are not records: the simulated groups' assignment intervals reach the audit as
+    # broker.group_overrides, and the simulated cluster's topics as the topic-metadata snapshot
     config = load_config(overrides={
         "run_id": "demo",
         "source": {"kind": "segments", "path": str(history / "segments")},
         "output": {"path": str(out / "tables"), "format": args.output_format},
+        "broker": {"group_overrides": sim["group_overrides"]},
+        "topic_metadata": {"source": "file", "path": sim["topics_path"]},
     })
     spark = get_spark("offsets-audit-demo", master=config["spark"]["master"])
     summary = run_job(spark, config)

@@ -22,6 +22,7 @@ import json
 import time
 from pathlib import Path
 
+from offsets_audit.assignors.topic_metadata import write_topics
 from offsets_audit.simulate.scenarios import (
     BROKER_ASSIGNMENT_INTERVAL_MS, FAULT_KINDS, SimConfig, plan_groups, simulate_partition, topic_catalog,
 )
@@ -85,7 +86,7 @@ def simulate(out, groups: int = 20, hours: float = 1.0, seed: int = 7, partition
     (out / "model_state.json").write_text(json.dumps(
         {"seed": seed, "groups": dict(sorted(states.items())), "topics": topics}, indent=1, sort_keys=True))
     (out / "group_configs.json").write_text(json.dumps(overrides, indent=1, sort_keys=True))
-    (out / "topics.json").write_text(json.dumps({"topics": topics}, indent=1, sort_keys=True))
+    write_topics(topics, out / "topics.json")
     return {"records": sum(r["records"] for r in results), "batches": sum(r["batches"] for r in results),
             "partitions": len(used), "groups": groups, "faults": len(fault_list),
             "seconds": round(time.perf_counter() - started, 2), "out": str(out),
