@@ -1,7 +1,7 @@
 """The workload simulator writes real, decodable ``__consumer_offsets`` histories that follow Kafka's rules.
 
-A replay round-trip test (replay the segments, compare with model_state.json) belongs here once the replay
-stage exposes a pure-Python entry point.
+The replay round trip (segments and Parquet replayed back to model_state.json) is in test_simulate_roundtrip.py;
+an unfaulted history audited clean is in test_simulate_clean_audit.py.
 """
 
 from __future__ import annotations
