@@ -1,11 +1,17 @@
-"""Decode throughput: pure core (one thread) and Spark path (local[2]) vs Kafka's Java decoder.
+"""Decode throughput: pure core, vectorised core (one thread) and Spark path (local[2]) vs Kafka's Java decoder.
 
 Generates N rows (default 1,000,000): ~90% OffsetCommit records (value versions 0-4, mostly 3 and 4 as
 modern brokers write them) and ~10% group records of every family (10% of them tombstones), built with ``encode_record`` from
 schema-driven samples of realistic size (the golden vectors are fuzzing-sized, ~2.5 KB). Prints
-records/s and the ratio to /work/shared/bench/java_decode.json.
+records/s and the ratio to /work/shared/bench/java_decode.json:
 
-    .venv/bin/python bench/decode.py [--rows 1000000] [--skip-spark]
+* pure core: ``decode_record`` and ``decode_columns`` over Python lists;
+* Arrow batch, generic and vectorised: ``decode_batch_generic`` / ``decode_batch`` (what each mapInArrow call
+  runs) over Arrow batches of ``--batch-rows`` rows, no Spark;
+* Spark: parquet -> ``codec.spark.decode`` -> noop sink, wall time, vectorised (and generic with
+  ``--spark-generic``). The machine's load average is printed: other work shares the cores.
+
+    .venv/bin/python bench/decode.py [--rows 1000000] [--skip-spark] [--spark-generic]
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from offsets_audit.codec import decode_record, encode_record  # noqa: E402
-from offsets_audit.codec.spark import decode_columns  # noqa: E402
+from offsets_audit.codec.spark import decode_batch, decode_batch_generic, decode_columns  # noqa: E402
 
 JAVA_REFERENCE = Path(os.environ.get("OFFSETS_AUDIT_SHARED", REPO.parent / "shared")) / "bench" / "java_decode.json"
 OFFSET_COMMIT_PREFIX = (1).to_bytes(2, "big")
@@ -125,13 +131,72 @@ def bench_pure(rows) -> tuple[float, float]:
     return decode_only, with_json
 
 
-def bench_spark(rows, master: str) -> float:
+def arrow_batches(rows, batch_rows: int) -> list:
+    import pyarrow as pa
+
+    batches = []
+    for start in range(0, len(rows), batch_rows):
+        chunk = rows[start:start + batch_rows]
+        batches.append(pa.RecordBatch.from_pydict({
+            "key": pa.array([k for k, _ in chunk], pa.binary()),
+            "value": pa.array([v for _, v in chunk], pa.binary()),
+            "topic": pa.array(["__consumer_offsets"] * len(chunk)),
+            "partition": pa.array([i % 50 for i in range(start, start + len(chunk))], pa.int32()),
+            "offset": pa.array(range(start, start + len(chunk)), pa.int64()),
+        }))
+    return batches
+
+
+def bench_batches(batches, decode) -> float:
+    """Records/s of one decode function over Arrow batches (process CPU time, one thread)."""
+    start = time.process_time()
+    rows = 0
+    for batch in batches:
+        rows += decode(batch).num_rows
+    return rows / (time.process_time() - start)
+
+
+def process_tree_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) of this process and its descendants (the JVM, the Python workers)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{entry}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / ticks, name)
+    tree, grown = {os.getpid()}, True
+    while grown:
+        grown = False
+        for pid, (parent, _, _) in stats.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grown = True
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid in tree:
+        if pid in stats:
+            _, cpu, name = stats[pid]
+            out["jvm" if "java" in name else "python"] += cpu
+    return out
+
+
+def bench_spark(rows, master: str, generic: bool = False, batch_rows: int = 10_000) -> tuple[float, dict]:
+    """(records/s wall time, CPU seconds per side) of parquet -> decode -> noop."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from offsets_audit.codec.spark import decode
+    from offsets_audit.codec.spark import decode, output_schema
     from offsets_audit.spark_session import get_spark
 
+    def decode_generic(df):
+        return df.mapInArrow(lambda batches: map(decode_batch_generic, batches), output_schema(df.schema))
+
+    run = decode_generic if generic else decode
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rows.parquet")
         table = pa.table({
@@ -143,40 +208,63 @@ def bench_spark(rows, master: str) -> float:
         })
         pq.write_table(table, path, row_group_size=100_000)
         spark = get_spark("offsets-audit-bench", master=master,
-                          extra_conf={"spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                          extra_conf={"spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
                                       "spark.sql.files.maxPartitionBytes": str(16 << 20)})
         df = spark.read.parquet(path)
-        decode(df.limit(1000)).write.format("noop").mode("overwrite").save()  # warm the Python workers
-        start = time.perf_counter()
-        decode(df).write.format("noop").mode("overwrite").save()
+        run(df.limit(1000)).write.format("noop").mode("overwrite").save()  # warm the Python workers
+        cpu_before, start = process_tree_cpu(), time.perf_counter()
+        run(df).write.format("noop").mode("overwrite").save()
         elapsed = time.perf_counter() - start
+        cpu = {side: seconds - cpu_before[side] for side, seconds in process_tree_cpu().items()}
         spark.stop()
-    return len(rows) / elapsed
+    return len(rows) / elapsed, cpu
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--batch-rows", type=int, default=10_000, help="Arrow batch size (maxRecordsPerBatch)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--spark-generic", action="store_true", help="also time Spark with the generic path")
     args = parser.parse_args()
 
     java = json.loads(JAVA_REFERENCE.read_text())["records_per_second_one_thread"]["to_dev_null"]
     java_mid = sum(java) / len(java)
+
+    def line(label: str, rate: float, what: str = "Java one thread") -> None:
+        print(f"{label:<48} {rate:>10,.0f} rec/s  ({rate / java_mid:.2f}x {what})")
+
     start = time.perf_counter()
     rows = build_rows(args.rows)
     share = sum(1 for key, _ in rows if key[:2] == OFFSET_COMMIT_PREFIX) / len(rows)
-    print(f"generated {len(rows):,} rows in {time.perf_counter() - start:.1f}s ({share:.0%} offset commits)")
+    print(f"generated {len(rows):,} rows in {time.perf_counter() - start:.1f}s ({share:.0%} offset commits); "
+          f"{_load()}")
+    print(f"Java reference {java[0]:,}-{java[1]:,} rec/s on one thread; pure figures use process CPU time, "
+          "Spark wall time")
     decode_only, with_json = bench_pure(rows)
-    print("pure core figures use process CPU time (the machine is shared); Spark is wall time")
-    print(f"pure core, one thread, decode only:          {decode_only:>10,.0f} rec/s  "
-          f"({decode_only / java_mid:.2f}x Java {java[0]:,}-{java[1]:,})")
-    print(f"pure core, one thread, decode + JSON text:   {with_json:>10,.0f} rec/s  "
-          f"({with_json / java_mid:.2f}x Java)")
+    line("pure core, decode_record only", decode_only)
+    line("pure core, decode_columns (decode + JSON text)", with_json)
+    batches = arrow_batches(rows, args.batch_rows)
+    generic = bench_batches(batches, decode_batch_generic)
+    fast = bench_batches(batches, decode_batch)
+    line(f"Arrow batches of {args.batch_rows:,}, generic path", generic)
+    line(f"Arrow batches of {args.batch_rows:,}, vectorised path", fast)
+    print(f"  vectorised / generic: {fast / generic:.2f}x; {_load()}")
     if not args.skip_spark:
-        spark_rate = bench_spark(rows, args.master)
-        print(f"Spark {args.master}, parquet -> decode -> noop: {spark_rate:>10,.0f} rec/s  "
-              f"({spark_rate / java_mid:.2f}x Java one thread)")
+        cores = int(args.master[args.master.index("[") + 1:-1]) if args.master.startswith("local[") else 1
+        modes = [("vectorised", False)] + ([("generic", True)] if args.spark_generic else [])
+        for label, generic_mode in modes:
+            rate, cpu = bench_spark(rows, args.master, generic=generic_mode, batch_rows=args.batch_rows)
+            line(f"Spark {args.master} {label}, wall clock", rate)
+            line(f"  wall clock / {cores} cores", rate / cores)
+            line("  per CPU second (JVM + Python workers)", len(rows) / sum(cpu.values()))
+            print(f"  CPU seconds: JVM {cpu['jvm']:.2f}, Python {cpu['python']:.2f}; {_load()}")
 
 
 if __name__ == "__main__":

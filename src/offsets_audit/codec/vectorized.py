@@ -37,6 +37,9 @@ _WIDTHS = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 
 _KEY_COLUMNS = {"group": "group_id", "groupId": "group_id", "memberId": "member_id", "topic": "topic_name",
                 "partition": "topic_partition"}
 _PAD = 16
+#: the input columns the generic path reads (the rest of the batch passes through untouched)
+_GENERIC_INPUTS = ("key", "value", "is_control", "read_error_code", "read_error_message", "topic", "partition",
+                   "offset")
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 
 
@@ -406,7 +409,9 @@ def decode_batch_columns(batch: pa.RecordBatch, columns: dict[str, pa.DataType],
         done[rows] = True
     rest = np.flatnonzero(~done)
     if len(rest) or not n:
-        sub = batch.take(pa.array(rest)) if len(rest) < n else batch
+        needed = [name for name in _GENERIC_INPUTS if batch.schema.get_field_index(name) >= 0]
+        sub = batch.select(needed)
+        sub = sub.take(pa.array(rest)) if len(rest) < n else sub
         lists = generic(sub)
         groups.append((rest, {name: pa.array(lists[name], type=t) for name, t in columns.items()}))
     if len(groups) == 1:
