@@ -189,12 +189,25 @@ def test_model_state_matches_the_last_records(history, decoded):
             assert committed[g] == want, g
 
 
-def test_history_mixes_every_group_kind_and_offset_commits_dominate(decoded):
+def test_history_mixes_every_group_kind(decoded):
     types = defaultdict(int)
     for _, rec in decoded:
         types[rec.record_type] += 1
-    assert {1, 2, 3, 5, 6, 7, 8}.issubset(types)
-    assert types[1] / sum(types.values()) > 0.8
+    assert {1, 2, 3, 5, 6, 7, 8, 11, 15}.issubset(types)   # streams: test_simulate_roundtrip.py
+
+
+@pytest.mark.parametrize("seed", [7, 2])
+def test_default_history_is_about_nine_tenths_offset_commits(tmp_path, seed):
+    """The demo's default (30 groups, 1 h): offset commits ~90% of the data records, group records the rest,
+    as on a busy cluster (the key's first int16 is the record type)."""
+    simulate(tmp_path, groups=30, hours=1.0, seed=seed, formats=("segments",))
+    types = defaultdict(int)
+    for path, partition in list_segments(tmp_path / "segments"):
+        for row in read_segment(path, partition):
+            if not row["is_control"]:
+                types[int.from_bytes(row["key"][:2], "big")] += 1
+    share = types[1] / sum(types.values())
+    assert 0.85 <= share <= 0.95, share
 
 
 def test_compaction_drops_superseded_records(tmp_path):

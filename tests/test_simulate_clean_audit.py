@@ -22,7 +22,7 @@ from offsets_audit.simulate import simulate
 from offsets_audit.simulate.model import AssignorFailed
 from offsets_audit.sources.segments import list_segments, read_segment
 
-SIZE = dict(groups=40, hours=0.5, seed=6, partitions=12)   # seed 6: every group kind, 4 streams groups
+SIZE = dict(groups=40, hours=0.25, seed=6, partitions=12)   # seed 6: every group kind, 4 streams groups
 
 
 @pytest.fixture(scope="module")

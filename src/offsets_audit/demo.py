@@ -31,7 +31,7 @@ def run(args) -> int:
     out = Path(args.out).resolve()
     history = out / "history"
     sim = simulate(str(history), groups=args.groups, hours=args.hours, seed=args.seed,
-                   faults=("wrong_assignment", "epoch_regression", "early_assignment"))
+                   faults=("wrong_assignment", "epoch_regression", "early_assignment"), formats=("segments",))
     print(f"simulated {sim.get('records', '?'):,} records for {args.groups} groups into {history}")
     # group configs are not records: the simulated groups' assignment intervals reach the audit as
     # broker.group_overrides, and the simulated cluster's topics as the topic-metadata snapshot

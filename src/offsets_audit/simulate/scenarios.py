@@ -49,8 +49,17 @@ class SimConfig:
     partitions: int = 50
     faults: tuple = ()
     start_ms: int = START_MS
+    #: consumers' auto.commit.interval.ms (consumer, classic and transactional groups)
     commit_interval_ms: int = 5000
-    churn_mean_ms: int = 15 * 60 * 1000
+    #: Kafka Streams' commit.interval.ms (at-least-once default)
+    streams_commit_interval_ms: int = 30000
+    #: Kafka Connect's offset.flush.interval.ms (sink connectors' commit-only groups)
+    connect_flush_interval_ms: int = 60000
+    #: mean time between membership changes of a modern group (joins, leaves, crashes, rolling bounces,
+    #: subscription changes); classic groups change half as often. With 3 to 10 members per group this makes
+    #: group records about a tenth of the log, as on a busy cluster, while staying under the audit's
+    #: rebalance_storm threshold (60 group epochs an hour)
+    churn_mean_ms: int = 90 * 1000
     topics: int = 8
     #: the broker's ``group.streams.num.standby.replicas`` (stored with each streams group epoch)
     num_standby_replicas: int = 1
@@ -175,12 +184,18 @@ class Actor:
         for r in recs:
             self.committed[(r.key["topic"], r.key["partition"])] = r.value["offset"]
 
+    def commit_interval_ms(self) -> int:
+        return self.shard.cfg.commit_interval_ms
+
     def next_commit(self) -> int:
-        interval = self.shard.cfg.commit_interval_ms
+        interval = self.commit_interval_ms()
         return self.shard.now + interval + self.rng.randrange(-interval // 10, interval // 10 + 1)
 
+    churn_factor = 1
+
     def churn_time(self) -> int:
-        return self.shard.now + int(self.rng.expovariate(1.0 / self.shard.cfg.churn_mean_ms)) + 1000
+        mean = self.shard.cfg.churn_mean_ms * self.churn_factor
+        return self.shard.now + int(self.rng.expovariate(1.0 / mean)) + 1000
 
     def state(self) -> dict:
         offsets: dict = {}
@@ -210,7 +225,7 @@ class ModernActor(Actor):
 
     def start(self) -> None:
         t0 = self.shard.now + self.rng.randrange(0, 60000)
-        for i in range(self.rng.randint(1, 4)):
+        for i in range(self.rng.randint(4, 14)):
             t0 += self.rng.randrange(50, 3000)
             self.shard.at(t0, self.join, self.rng.random() < 0.3)
         self.shard.at(self.churn_time() + 120000, self.churn)
@@ -415,6 +430,9 @@ class ShareActor(ModernActor):
 
 
 class StreamsActor(ModernActor):
+    def commit_interval_ms(self) -> int:
+        return self.shard.cfg.streams_commit_interval_ms
+
     def commit(self, mid):
         if mid not in self.live:
             return
@@ -444,6 +462,8 @@ class StreamsActor(ModernActor):
 
 class ClassicActor(Actor):
     """A classic consumer group: eager rebalances, generations, commits only while Stable."""
+
+    churn_factor = 2
 
     def __init__(self, shard, plan, topics):
         super().__init__(shard, plan, topics)
@@ -537,6 +557,10 @@ class SimpleActor(Actor):
         if self.delete:
             cfg = self.shard.cfg
             self.shard.at(cfg.end_ms - self.rng.randrange(60000, 300000), self.delete_group)
+
+    def commit_interval_ms(self) -> int:
+        cfg = self.shard.cfg
+        return cfg.commit_interval_ms if self.transactional else cfg.connect_flush_interval_ms
 
     def commit(self):
         if self.deleted:
