@@ -13,7 +13,6 @@ from .state import (
     Anomaly,
     ModernGroup,
     jsonable,
-    partitions_plain,
     partitions_with_epochs,
 )
 
@@ -83,18 +82,6 @@ class ConsumerGroup(ModernGroup):
                 "classic_protocol": member["classic_member_metadata"] is not None,
             })]
         return []
-
-    def _target_member(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            self.target_assignment.pop(member_id, None)
-        else:
-            self.target_assignment[member_id] = partitions_plain(value.get("topicPartitions"))
-        return [("_target_member", member_id, {})]
-
-    def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        self.set_target_metadata(value)
-        return [("_target_metadata", None, {})]
 
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]

@@ -51,6 +51,7 @@ from pathlib import Path
 import pandas as pd
 
 from offsets_audit.errors import UserError
+from offsets_audit.replay.spark import fold_frame, state_rows
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
@@ -65,36 +66,6 @@ _OFFSETS_STATE_DDL = (
 
 
 # -- the fold, one group's micro-batch at a time -----------------------------------------------------------
-
-def fold_frame(fold, pdf: pd.DataFrame) -> list[tuple]:
-    """Apply one group's rows (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``) to ``fold`` in
-    (partition, offset) order; returns ``(kind, group_id, payload)`` rows of its events and target assignments,
-    formatted as ``replay.spark`` formats them."""
-    from offsets_audit.replay.spark import _JSON_COLUMNS_OF_TARGETS
-
-    group_id = fold.group_id
-    out: list[tuple] = []
-    for key, value, partition, offset, ts in zip(pdf["key"], pdf["value"], pdf["partition"], pdf["offset"],
-                                                 pdf["timestamp_ms"]):
-        record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
-                  "partition": int(partition), "offset": int(offset), "timestamp": None if pd.isna(ts) else int(ts)}
-        for event in fold.apply(record):
-            out.append(("event", group_id,
-                        json.dumps(dict(event, details=json.dumps(event["details"], sort_keys=True)))))
-    for row in fold.pop_target_assignment_rows():
-        for column in _JSON_COLUMNS_OF_TARGETS:
-            if column in row:
-                row[column] = json.dumps(row[column], sort_keys=True)
-        out.append(("target", group_id, json.dumps(row)))
-    return out
-
-
-def state_rows(fold) -> list[tuple]:
-    """The ``group_state`` row and ``members`` rows of ``fold`` as ``(kind, group_id, payload)``."""
-    out = [("state", fold.group_id, json.dumps(fold.state_row()))]
-    out.extend(("member", fold.group_id, json.dumps(m)) for m in fold.member_rows())
-    return out
-
 
 def ordered_group_rows(pdf: pd.DataFrame) -> pd.DataFrame:
     """Sort by (partition, offset) and drop an offset commit that follows another commit: the fold only needs a

@@ -67,18 +67,6 @@ class ShareGroup(ModernGroup):
             })]
         return []
 
-    def _target_member(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            self.target_assignment.pop(member_id, None)
-        else:
-            self.target_assignment[member_id] = partitions_plain(value.get("topicPartitions"))
-        return [("_target_member", member_id, {})]
-
-    def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        self.set_target_metadata(value)
-        return [("_target_metadata", None, {})]
-
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]
         member = self.members.get(member_id)

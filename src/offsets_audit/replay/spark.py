@@ -48,27 +48,41 @@ _JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", 
                             "partition_metadata", "assignment_configs", "initialized_topics")
 
 
+def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
+    """Apply one group's rows (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``, already in
+    log order) to ``fold``; returns ``(kind, group_id, payload)`` rows of its events and of the target
+    assignments computed meanwhile. The batch edge and the streaming fold (``replay.incremental``) share it."""
+    group_id = fold.group_id
+    out: list[tuple] = []
+    for key, value, partition, offset, ts in zip(pdf["key"], pdf["value"], pdf["partition"], pdf["offset"],
+                                                 pdf["timestamp_ms"]):
+        record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
+                  "partition": int(partition), "offset": int(offset), "timestamp": None if pd.isna(ts) else int(ts)}
+        for event in fold.apply(record):
+            out.append(("event", group_id, json.dumps(dict(event, details=json.dumps(event["details"], sort_keys=True)))))
+    for row in fold.pop_target_assignment_rows():
+        for column in _JSON_COLUMNS_OF_TARGETS:
+            if column in row:
+                row[column] = json.dumps(row[column], sort_keys=True)
+        out.append(("target", group_id, json.dumps(row)))
+    return out
+
+
+def state_rows(fold: GroupFold) -> list[tuple]:
+    """The ``group_state`` row and ``members`` rows of ``fold`` as ``(kind, group_id, payload)``."""
+    out = [("state", fold.group_id, json.dumps(fold.state_row()))]
+    out.extend(("member", fold.group_id, json.dumps(m)) for m in fold.member_rows())
+    return out
+
+
 def _fold_groups(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas body: fold one group's records (already one group id) in log order."""
+    """applyInPandas body: fold one group's records (already one group id) in log order, in chunks."""
     pdf = pdf.sort_values(["partition", "offset"], kind="stable")
-    group_id = pdf["group_id"].iloc[0]
-    fold = GroupFold(group_id)
+    fold = GroupFold(pdf["group_id"].iloc[0])
     out: list[tuple] = []
     for start in range(0, len(pdf), CHUNK_ROWS):
-        chunk = pdf.iloc[start:start + CHUNK_ROWS]
-        for key, value, partition, offset, ts in zip(chunk["key"], chunk["value"], chunk["partition"],
-                                                     chunk["offset"], chunk["timestamp_ms"]):
-            record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
-                      "partition": int(partition), "offset": int(offset),
-                      "timestamp": None if pd.isna(ts) else int(ts)}
-            for event in fold.apply(record):
-                out.append(("event", group_id, json.dumps(dict(event, details=json.dumps(event["details"], sort_keys=True)))))
-        for row in fold.pop_target_assignment_rows():
-            for column in _JSON_COLUMNS_OF_TARGETS:
-                row[column] = json.dumps(row[column], sort_keys=True)
-            out.append(("target", group_id, json.dumps(row)))
-    out.append(("state", group_id, json.dumps(fold.state_row())))
-    out.extend(("member", group_id, json.dumps(m)) for m in fold.member_rows())
+        out.extend(fold_frame(fold, pdf.iloc[start:start + CHUNK_ROWS]))
+    out.extend(state_rows(fold))
     return pd.DataFrame(out, columns=["kind", "group_id", "payload"])
 
 

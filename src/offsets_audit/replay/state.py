@@ -203,6 +203,23 @@ class ModernGroup:
         events.append(("group_deleted", None, {}))
         return events
 
+    def target_of(self, value: dict):
+        """A member's target as its target-assignment member record (types 7/13) holds it; streams (21)
+        overrides this with its tasks."""
+        return partitions_plain(value.get("topicPartitions"))
+
+    def _target_member(self, key: dict, value: dict | None) -> list[tuple]:
+        member_id = key["memberId"]
+        if value is None:
+            self.target_assignment.pop(member_id, None)
+        else:
+            self.target_assignment[member_id] = self.target_of(value)
+        return [("_target_member", member_id, {})]
+
+    def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        self.set_target_metadata(value)
+        return [("_target_metadata", None, {})]
+
     def set_target_metadata(self, value: dict | None) -> None:
         if value is None:
             self.assignment_epoch, self.assignment_timestamp = -1, 0

@@ -123,17 +123,8 @@ class StreamsGroup(ModernGroup):
             })]
         return []
 
-    def _target_member(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            self.target_assignment.pop(member_id, None)
-        else:
-            self.target_assignment[member_id] = {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}
-        return [("_target_member", member_id, {})]
-
-    def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        self.set_target_metadata(value)
-        return [("_target_metadata", None, {})]
+    def target_of(self, value: dict) -> dict:
+        return {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}
 
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]
