@@ -145,8 +145,28 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     return _with_decoded(batch, decode_batch_columns(batch, types, _decode_lists))
 
 
-def _decode_iterator(batches):
+#: Spark hands mapInArrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
+#: default); the vectorised path pays a fixed cost per batch, so batches are joined up to these limits.
+COALESCE_ROWS = 65_536
+COALESCE_BYTES = 64 << 20
+
+
+def _coalesce(batches, max_rows: int = COALESCE_ROWS, max_bytes: int = COALESCE_BYTES):
+    """Join consecutive batches into batches of at most ``max_rows`` rows / ``max_bytes`` bytes (row order kept)."""
+    pending, rows, size = [], 0, 0
     for batch in batches:
+        if pending and (rows + batch.num_rows > max_rows or size + batch.nbytes > max_bytes):
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+            pending, rows, size = [], 0, 0
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+
+
+def _decode_iterator(batches):
+    for batch in _coalesce(batches):
         try:
             yield decode_batch(batch)
         except Exception as exc:  # noqa: BLE001 - last resort: quarantine the whole batch, never fail the job
