@@ -122,3 +122,32 @@ def test_demo_hands_group_overrides_and_the_topic_snapshot_to_the_job(tmp_path, 
     assert config["broker"]["group_overrides"] == json.loads((history / "group_configs.json").read_text())
     assert config["topic_metadata"] == {"source": "file", "path": str(history / "topics.json")}
     assert {t["name"] for t in load_topics(config["topic_metadata"]["path"])} >= {"orders", "payments"}
+
+
+#: the rule that must find each injected fault, with the fault's record among its evidence
+FAULT_RULES = {"double_ownership": "partition_owned_twice", "early_assignment": "assignment_interval_violated",
+               "epoch_regression": "previous_member_epoch_inconsistent"}
+
+
+def test_each_injected_fault_is_found_by_its_rule_with_the_written_group_configs(tmp_path):
+    from offsets_audit.audit import assignor_findings, rule_settings
+    from offsets_audit.simulate import FAULT_KINDS
+
+    summary = simulate(tmp_path, groups=30, hours=0.5, seed=7, faults=FAULT_KINDS, formats=("segments",))
+    faults = json.loads((tmp_path / "faults.json").read_text())["faults"]
+    assert sorted(f["kind"] for f in faults) == sorted(FAULT_KINDS)
+    result = replay_records(r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part))
+    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    findings, _ = audit_events(result.events, config)
+    snapshot = TopicMetadata(load_topics(tmp_path / "topics.json"))
+    for fault in faults:
+        where = f"{fault['partition']}:{fault['offset']}"
+        if fault["kind"] == "wrong_assignment":
+            rows = rerun_group(result.groups[fault["group"]].target_assignment_rows(), snapshot)
+            found = assignor_findings(rows, rule_settings(config))
+            assert [f.evidence for f in found] == [[f"{fault['partition']}:{fault['offset'] + 1}"]], fault
+        else:
+            assert [f for f in findings if f.rule == FAULT_RULES[fault["kind"]] and f.group_id == fault["group"]
+                    and where in f.evidence], fault
+    faulty = {f["group"] for f in faults}
+    assert [(f.rule, f.group_id) for f in findings if f.severity == "error" and f.group_id not in faulty] == []
