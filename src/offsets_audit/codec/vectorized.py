@@ -164,9 +164,12 @@ def _plain_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     """Strings as an Arrow array and a per-row flag: True when JSON prints the bytes unescaped as ASCII."""
     offsets, chars = _gather(data, starts, lengths)
     bad = (chars < 0x20) | (chars >= 0x80) | (chars == 0x22) | (chars == 0x5C)
-    counts = np.zeros(len(chars) + 1, dtype=np.int64)
-    np.cumsum(bad, out=counts[1:])
-    plain = counts[offsets[1:]] == counts[offsets[:-1]]
+    if bad.any():
+        counts = np.zeros(len(chars) + 1, dtype=np.int64)
+        np.cumsum(bad, out=counts[1:])
+        plain = counts[offsets[1:]] == counts[offsets[:-1]]
+    else:
+        plain = np.ones(len(starts), dtype=bool)
     array = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(chars))
     return array, plain
 
