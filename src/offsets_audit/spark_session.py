@@ -22,6 +22,9 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.memory": "4g",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # Output tables are partitioned by run_id; keep it a string when reading them back
+        # (Spark would otherwise turn a date-like run id into a DATE column).
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.python.worker.reuse": "true",
@@ -36,6 +39,14 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
     if active is not None:
         register_data_sources(active)
         return active
+    if launched_by_spark():
+        # spark-submit already started the JVM with its --master, --name and --conf: add only spark.conf.
+        builder = SparkSession.builder
+        for key, value in (extra_conf or {}).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        register_data_sources(spark)
+        return spark
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -47,6 +58,12 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
     spark.sparkContext.setLogLevel("ERROR")
     register_data_sources(spark)
     return spark
+
+
+def launched_by_spark() -> bool:
+    """True when this Python process was started by a Spark JVM (spark-submit, the pyspark shell), whose
+    settings (master, deploy mode, memory) must not be replaced by the local defaults."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def register_data_sources(spark) -> None:
