@@ -97,6 +97,8 @@ def compare(recorded: Mapping, result: Mapping, group_type: str) -> dict[str, An
 
 
 def _normalized(members: Mapping, group_type: str) -> dict:
+    """Members with their non-empty assignments. A member the assignor leaves out of its result gets an
+    empty assignment from the coordinator (``TargetAssignmentBuilder``), so absent and empty compare equal."""
     out = {}
     for member_id, assignment in (members or {}).items():
         if group_type == "streams":
@@ -104,7 +106,8 @@ def _normalized(members: Mapping, group_type: str) -> dict:
                     for kind in ("active_tasks", "standby_tasks")}
         else:
             norm = {t: sorted(p) for t, p in (assignment or {}).items() if p}
-        out[member_id] = norm
+        if any(norm.values()) if group_type == "streams" else norm:
+            out[member_id] = norm
     return out
 
 
