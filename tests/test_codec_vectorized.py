@@ -94,11 +94,31 @@ def test_offset_commit_layouts_are_flat_for_every_version():
     assert v4.flexible and [f.name for f in v4.tagged] == ["topicId"]
 
 
-def test_messages_with_arrays_or_structs_are_not_flat():
+def test_messages_with_bytes_are_not_flat():
     from offsets_audit.codec.schema import load_schemas
 
     group_metadata = load_schemas().record_types[2].value
     assert flat_layout(group_metadata, 3) is None
+
+
+def test_arrays_of_structs_are_flat():
+    layouts = flat_record_types()
+    assignment = layouts[7].values[0]
+    [topic_partitions] = assignment.fields
+    assert topic_partitions.array and [f.name for f in topic_partitions.element.fields] == ["topicId", "partitions"]
+
+
+def test_assignment_records_of_real_histories_take_the_fast_path(golden):
+    assignments = []
+    for path in sorted(golden.glob("histories/*.expected.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            lines = [json.loads(raw) for raw in f]
+        assignments += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in lines if not g["is_control"]
+                        and g["value_b64"] and _b64(g["key_b64"])[:2] in (b"\x00\x07", b"\x00\x08")]
+    batch = _batch(assignments)
+    assert len(assignments) > 50
+    assert _fast_rows(batch) > len(assignments) // 2
+    assert_same_as_generic(batch)
 
 
 # ------------------------------------------------------------------ equality with the generic path
@@ -252,6 +272,21 @@ def test_mutated_offset_commits_equal_generic(data):
             cut = data.draw(st.integers(0, len(raw) + 2))
             raw = bytes(raw[:cut]) + data.draw(st.binary(max_size=2))
             key, value = (raw, value) if target == "key" else (key, raw)
+        rows.append((key, value))
+    assert_same_as_generic(_batch(rows))
+
+
+@_FUZZ
+@given(data=st.data())
+def test_mutated_golden_records_equal_generic(golden_pairs, data):
+    rows = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        key, value = data.draw(st.sampled_from(golden_pairs))
+        if value and data.draw(st.booleans()):
+            raw = bytearray(value)
+            for _ in range(data.draw(st.integers(1, 3))):
+                raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+            value = bytes(raw[:data.draw(st.integers(0, len(raw) + 1))])
         rows.append((key, value))
     assert_same_as_generic(_batch(rows))
 

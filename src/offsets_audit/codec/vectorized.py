@@ -1,20 +1,25 @@
-"""Vectorised decode of flat coordinator records straight from Arrow buffers (numpy), for the Spark path.
+"""Vectorised decode of coordinator records straight from Arrow buffers (numpy + Arrow compute), for Spark.
 
 About nine records in ten of ``__consumer_offsets`` are offset commits (``OffsetCommitKey`` /
 ``OffsetCommitValue`` v0-v4, and the legacy type 0): a few strings and fixed-width integers, the same
 shape as Kafka's generated ``OffsetCommitValue.read``. Decoding them one Python call at a time costs more
-than Kafka's whole Java decoder, so this module reads them column-wise instead:
+than Kafka's whole Java decoder, so this module reads whole columns instead:
 
-* the layouts come from ``schemas/`` (nothing here names a record): a message version is *flat* when every
-  field is an integer, bool, uuid or string, with at most fixed-width tagged fields when the version is
-  flexible. Record types whose key and value (or tombstone) are flat are decoded over the Arrow
-  ``BinaryArray`` offsets and data buffers with numpy;
+* the layouts come from ``schemas/`` (nothing here names a record): a message version is *flat* when its
+  fields are integers, bools, uuids, strings (nullable allowed), arrays of integers or strings, and
+  non-nullable structs / arrays of structs built the same way; flexible versions may carry fixed-width
+  tagged fields at the top level. Records whose key and value (or tombstone) are flat are read over the
+  Arrow ``BinaryArray`` offsets and data buffers with numpy, one field at a time for all rows (arrays of
+  strings or structs one element index at a time), and their JSON text is assembled with Arrow's
+  ``binary_join_element_wise``;
 * every row that is not provably simple goes back to the generic per-record decoder
-  (``offsets_audit.codec.spark.decode_columns``): any length out of range, trailing bytes, a null string,
-  a string needing JSON escaping or holding non-ASCII bytes (UTF-8 is then checked by the generic path),
-  a multi-byte varint, an unknown or unexpected tagged field, unknown types and versions, control records
-  and rows the source could not read. The output therefore equals the generic decoder's in every column
-  of every row, errors and error messages included (``tests/test_codec_vectorized.py``).
+  (``offsets_audit.codec.spark.decode_columns``): any length out of range or null where the layout has no
+  null, trailing bytes, a string needing JSON escaping or holding non-ASCII bytes (UTF-8 is then checked
+  by the generic path), a multi-byte varint, any tagged field other than one known fixed-width top-level
+  tag, arrays longer than ``_MAX_ROUNDS`` elements of strings/structs, bytes/float fields, unknown types
+  and versions, control records and rows the source could not read. The output therefore equals the
+  generic decoder's in every column of every row, errors and error messages included
+  (``tests/test_codec_vectorized.py``).
 """
 
 from __future__ import annotations
@@ -40,17 +45,22 @@ _PAD = 16
 #: the input columns the generic path reads (the rest of the batch passes through untouched)
 _GENERIC_INPUTS = ("key", "value", "is_control", "read_error_code", "read_error_message", "topic", "partition",
                    "offset")
+#: arrays of strings or structs are read one element index at a time; longer arrays go to the generic path
+_MAX_ROUNDS = 64
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 
 
 @dataclass(frozen=True)
 class FlatField:
-    """One field of a flat message version: an integer, bool, uuid or string, maybe tagged."""
+    """One field of a flat message: a scalar, string, array or struct; ``tag`` when it is a tagged field."""
 
     name: str
     type: str
-    tag: int | None
-    default: object
+    tag: int | None = None
+    default: object = None
+    nullable: bool = False
+    array: bool = False
+    element: "FlatLayout | None" = None
 
     @property
     def width(self) -> int:
@@ -59,7 +69,7 @@ class FlatField:
 
 @dataclass(frozen=True)
 class FlatLayout:
-    """A message version whose bytes are a run of fixed-width scalars and strings (see module doc)."""
+    """A message (or struct) version the vectorised path can read (see the module docstring)."""
 
     name: str
     version: int
@@ -71,23 +81,41 @@ class FlatLayout:
         return tuple(f for f in self.fields if f.tag is not None)
 
 
-def flat_layout(msg: MessageSpec, version: int) -> FlatLayout | None:
-    """The FlatLayout of ``msg`` at ``version``, or None when it holds arrays, structs, bytes or floats."""
+def _flat_struct(msg: MessageSpec, fields, version: int, name: str, depth: int) -> FlatLayout | None:
     flexible = version in msg.flexible_versions
-    fields = []
-    for f in msg.fields:
+    out = []
+    for f in fields:
         if version not in f.versions:
             continue
-        if f.is_array or f.is_struct or f.flexible_versions is not None:
-            return None
-        if f.type not in _WIDTHS and f.type != "string":
+        if f.flexible_versions is not None:
             return None
         tagged = flexible and version in f.tagged_versions
-        fields.append(FlatField(f.name, f.type, f.tag if tagged else None,
-                                default_value(f, version) if tagged else None))
-    if fields and fields[0].tag is not None:
+        if tagged:
+            # read only when present and fixed-width (top level); otherwise its presence sends the row back
+            out.append(FlatField(f.name, f.type if f.type in _WIDTHS else "other", f.tag, default_value(f, version)))
+            continue
+        nullable = version in f.nullable_versions
+        element = None
+        if f.is_struct:
+            if depth >= 3 or (nullable and not f.is_array):
+                return None
+            element = _flat_struct(msg, msg.structs[f.element_type], version, f.element_type, depth + 1)
+            if element is None:
+                return None
+        elif f.element_type not in _WIDTHS and f.element_type != "string":
+            return None
+        elif f.is_array and f.element_type not in _FIXED_DTYPES and f.element_type != "string":
+            return None
+        out.append(FlatField(f.name, "struct" if f.is_struct else f.element_type, None, None, nullable,
+                             f.is_array, element))
+    if out and out[0].tag is not None:
         return None  # the first JSON member must always be present (commas are placed after it)
-    return FlatLayout(msg.name, version, flexible, tuple(fields))
+    return FlatLayout(name, version, flexible, tuple(out))
+
+
+def flat_layout(msg: MessageSpec, version: int) -> FlatLayout | None:
+    """The FlatLayout of ``msg`` at ``version``, or None when it holds bytes, floats or nullable structs."""
+    return _flat_struct(msg, msg.fields, version, msg.name, 0)
 
 
 @dataclass(frozen=True)
@@ -187,173 +215,232 @@ def _uuid_strings(raw: np.ndarray) -> pa.Array:
     return pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)))
 
 
-# ---------------------------------------------------------------- parsing one layout
+def _join(*pieces) -> pa.Array:
+    return pc.binary_join_element_wise(*[p for p in pieces if not (isinstance(p, str) and p == "")], "")
 
 
-def _parse(layout: FlatLayout, col: _Binary, rows: np.ndarray) -> tuple[np.ndarray, dict]:
-    """Read ``layout`` after the int16 prefix of ``rows``: (ok mask, name -> parsed field)."""
-    start, end = col.start[rows], col.end[rows]
-    pos = start + 2
-    ok = np.ones(len(rows), dtype=bool)
-    fields: dict[str, tuple] = {}
-    for f in layout.fields:
-        if f.tag is not None:
-            continue
-        if f.type == "string":
-            if layout.flexible:
-                b = col.byte(pos)
-                ok &= (pos + 1 <= end) & (b >= 1) & (b < 0x80)
-                length, pos = b - 1, pos + 1
+def _scalar_pieces(type_: str, value: np.ndarray) -> list:
+    """JSON text of fixed-width scalars, as ``json.dumps`` prints the decoded Python values (join pieces)."""
+    if type_ == "uuid":
+        return ['"', _uuid_strings(value), '"']
+    if type_ == "bool":
+        return [pc.if_else(pa.array(value != 0), "true", "false")]
+    return [pc.cast(pa.array(value), pa.string())]
+
+
+def _text(pieces: list) -> pa.Array:
+    return pieces[0] if len(pieces) == 1 else _join(*pieces)
+
+
+def _list_text(texts: pa.Array, counts: np.ndarray, order: np.ndarray | None = None) -> pa.Array:
+    """``[a,b,...]`` per instance from the element texts (instance-major, or put so by ``order``)."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    if order is not None:
+        texts = texts.take(pa.array(order))
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), texts), ",")
+    return _join("[", joined, "]")
+
+
+# ---------------------------------------------------------------- reading a layout
+
+
+class _Reader:
+    """Reads one layout at per-instance positions; ``ok`` turns False where a row must go to the generic path."""
+
+    def __init__(self, col: _Binary, end: np.ndarray):
+        self.col = col
+        self.end = end
+
+    def length(self, pos, ok, compact: bool, width: int):
+        """An array/string length: (n, ok, pos); null (-1) and multi-byte varints are not ok."""
+        if compact:
+            b = self.col.byte(pos)
+            ok = ok & (pos + 1 <= self.end) & (b >= 1) & (b < 0x80)
+            return np.where(ok, b - 1, 0), ok, pos + 1
+        n = self.col.read(pos, "int16" if width == 2 else "int32")
+        ok = ok & (pos + width <= self.end) & (n >= 0)
+        return np.where(ok, n, 0), ok, pos + width
+
+    def string(self, pos, ok, compact: bool, nullable: bool):
+        """(JSON text pieces, raw string array, is-null, ok, pos) of a string field."""
+        is_null = np.zeros(len(pos), dtype=bool)
+        if nullable:
+            if compact:
+                is_null = (self.col.byte(pos) == 0) & (pos + 1 <= self.end)
             else:
-                length = col.read(pos, "int16")
-                ok &= (pos + 2 <= end) & (length >= 0)
-                pos = pos + 2
-            length = np.maximum(length, 0)
-            ok &= pos + length <= end
-            fields[f.name] = ("string", pos, length)
-            pos = pos + length
-        else:
-            ok &= pos + f.width <= end
-            fields[f.name] = (f.type, col.read(pos, f.type), None)
-            pos = pos + f.width
-    if layout.flexible:
+                is_null = (self.col.read(pos, "int16") == -1) & (pos + 2 <= self.end)
+        n, good, after = self.length(pos, ok, compact, 2)
+        good = good & (after + n <= self.end)
+        n = np.where(good, n, 0)
+        strings, plain = _plain_strings(self.col.data, after, n)
+        ok = (good & plain) | (ok & is_null)
+        text = ['"', strings, '"']
+        if is_null.any():
+            text = [pc.if_else(pa.array(is_null), "null", _join(*text))]
+        pos = np.where(is_null, pos + (1 if compact else 2), after + n)
+        return text, strings, is_null, ok, pos
+
+    def struct(self, layout: FlatLayout, pos, ok, top: bool):
+        """Read ``layout``: (JSON text per instance, top-level values by field name, ok, pos)."""
+        members: list[tuple[FlatField, pa.Array, np.ndarray | None]] = []
+        values: dict[str, tuple] = {}
+        col = self.col
+        for f in layout.fields:
+            if f.tag is not None:
+                continue
+            if f.array:
+                count, ok, pos = self.length(pos, ok, layout.flexible, 4)
+                ok &= count <= _MAX_ROUNDS
+                count = np.where(ok, count, 0)
+                if f.type in _FIXED_DTYPES:
+                    size = count * f.width
+                    ok &= pos + size <= self.end
+                    count = np.where(ok, count, 0)
+                    starts = np.repeat(pos, count) + (np.arange(int(count.sum()))
+                                                     - np.repeat(np.cumsum(count) - count, count)) * f.width
+                    text = [_list_text(_text(_scalar_pieces(f.type, col.read(starts, f.type))), count)]
+                    pos = pos + count * f.width
+                else:
+                    texts, owners = [], []
+                    for r in range(int(count.max()) if len(count) else 0):
+                        active = np.flatnonzero(count > r)
+                        sub_end = _Reader(col, self.end[active])
+                        if f.type == "string":
+                            item, _, is_null, sub_ok, sub_pos = sub_end.string(pos[active], ok[active],
+                                                                               layout.flexible, False)
+                        else:
+                            item, _, sub_ok, sub_pos = sub_end.struct(f.element, pos[active], ok[active], False)
+                        ok[active] = sub_ok
+                        pos[active] = sub_pos
+                        texts.append(_text(item))
+                        owners.append(active)
+                    if texts:
+                        owner = np.concatenate(owners)
+                        text = [_list_text(pa.concat_arrays(texts), count, np.argsort(owner, kind="stable"))]
+                    else:
+                        text = ["[]"]
+                members.append((f, text, None))
+            elif f.type == "struct":
+                text, _, ok, pos = self.struct(f.element, pos, ok, False)
+                members.append((f, [_text(text)] if len(text) > 1 else text, None))
+            elif f.type == "string":
+                text, strings, is_null, ok, pos = self.string(pos, ok, layout.flexible, f.nullable)
+                members.append((f, text, None))
+                values[f.name] = ("string", strings, is_null)
+            else:
+                ok &= pos + f.width <= self.end
+                value = col.read(pos, f.type)
+                members.append((f, _scalar_pieces(f.type, value), None))
+                values[f.name] = (f.type, value, None)
+                pos = pos + f.width
+        if layout.flexible:
+            pos, ok = self._tags(layout, pos, ok, members, top)
+        return self._object(members), values, ok, pos
+
+    def _tags(self, layout, pos, ok, members, top):
+        col = self.col
         count = col.byte(pos)
-        ok &= (pos + 1 <= end) & (count <= 1)
+        ok = ok & (pos + 1 <= self.end) & (count <= (1 if top else 0))
         has_tag = count == 1
         tag, size = col.byte(pos + 1), col.byte(pos + 2)
-        matched = np.zeros(len(rows), dtype=bool)
-        skip = np.ones(len(rows), dtype=np.int64)
+        matched = np.zeros(len(pos), dtype=bool)
+        skip = np.ones(len(pos), dtype=np.int64)
+        by_name = {}
         for f in layout.tagged:
-            if f.type == "string" or f.tag >= 0x80 or f.width >= 0x80:
+            if f.type not in _WIDTHS or f.tag >= 0x80:
                 continue
             here = has_tag & (tag == f.tag) & (size == f.width)
             matched |= here
             skip = np.where(here, 3 + f.width, skip)
             value = col.read(pos + 3, f.type)
             if f.type == "uuid":
-                fields[f.name] = ("uuid", value, here & value.any(axis=1))
+                by_name[f.name] = (_scalar_pieces("uuid", value), here & value.any(axis=1))
             else:
                 default = int(f.default)
                 value = np.where(here, value, default)
                 if f.type == "bool":
                     value = (value != 0).astype(np.int64)
                     default = int(bool(default))
-                fields[f.name] = (f.type, value, value != default)
+                by_name[f.name] = (_scalar_pieces(f.type, value), value != default)
         ok &= ~has_tag | matched
-        pos = pos + skip
-    ok &= pos == end
-    return ok, fields
+        for f in layout.tagged:
+            if f.name in by_name:
+                text, present = by_name[f.name]
+                members.append((f, text, present))
+        members.sort(key=lambda m: layout.fields.index(m[0]))
+        return pos + skip, ok
 
-
-def _json_object(layout: FlatLayout, fields: dict, strings: dict, m: int) -> pa.Array:
-    """Compact JSON text of the rows, member order and number text as ``json.dumps`` of the decoded dict."""
-    pieces: list = []
-    literal = "{"
-    for i, f in enumerate(layout.fields):
-        kind, value, extra = fields[f.name]
-        comma = "," if i else ""
-        if f.tag is not None:
-            text = _json_value(kind, value, strings.get(f.name))
-            member = pc.binary_join_element_wise(f'{comma}"{f.name}":', text, "")
-            pieces.append(literal)
-            pieces.append(pc.if_else(pa.array(extra), member, ""))
-            literal = ""
-            continue
-        literal += f'{comma}"{f.name}":'
-        if kind == "string":
-            pieces.extend([literal + '"', strings[f.name]])
-            literal = '"'
-        elif kind == "bool":
-            pieces.extend([literal, _json_value(kind, value, None)])
-            literal = ""
-        else:
-            pieces.extend([literal, _json_value(kind, value, None)])
-            literal = ""
-    pieces.append(literal + "}")
-    arrays = [p for p in pieces if not isinstance(p, str)]
-    if not arrays:
-        return pa.array(["".join(pieces)] * m, pa.string())
-    return pc.binary_join_element_wise(*[p for p in pieces if p != ""], "")
-
-
-def _json_value(kind: str, value, strings) -> pa.Array:
-    if kind == "string":
-        return pc.binary_join_element_wise('"', strings, '"', "")
-    if kind == "uuid":
-        return pc.binary_join_element_wise('"', _uuid_strings(value), '"', "")
-    if kind == "bool":
-        return pc.if_else(pa.array(value != 0), "true", "false")
-    return pc.cast(pa.array(value), pa.string())
+    @staticmethod
+    def _object(members) -> list:
+        """Compact JSON object text (join pieces), members in field order, as ``json.dumps`` of the dict."""
+        pieces: list = ["{"]
+        for i, (f, text, present) in enumerate(members):
+            comma = "," if i else ""
+            if present is not None:
+                pieces.append(pc.if_else(pa.array(present), _join(f'{comma}"{f.name}":', *text), ""))
+            else:
+                pieces += [f'{comma}"{f.name}":', *text]
+        pieces.append("}")
+        merged: list = []
+        for piece in pieces:
+            if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += piece
+            else:
+                merged.append(piece)
+        return merged
 
 
 # ---------------------------------------------------------------- one batch
 
 
-def _strings_of(layout: FlatLayout, col: _Binary, fields: dict) -> tuple[dict, np.ndarray | None]:
-    strings, plain = {}, None
-    for f in layout.fields:
-        kind, starts, lengths = fields[f.name]
-        if kind != "string":
-            continue
-        array, ok = _plain_strings(col.data, starts, lengths)
-        strings[f.name] = array
-        plain = ok if plain is None else plain & ok
-    return strings, plain
-
-
-def _select(fields: dict, keep: np.ndarray) -> dict:
-    return {name: (kind, value[keep], None if extra is None else extra[keep])
-            for name, (kind, value, extra) in fields.items()}
+def _materialise(pieces: list, m: int) -> pa.Array:
+    if len(pieces) == 1 and isinstance(pieces[0], str):
+        return pa.repeat(pa.scalar(pieces[0]), m)
+    return _text(pieces)
 
 
 def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, rows: np.ndarray,
                   keys: _Binary, values: _Binary, columns: dict) -> tuple[np.ndarray, dict] | None:
     """Decode rows of one (record type, value version or tombstone); returns (decoded rows, columns)."""
-    ok, key_fields = _parse(layouts.key, keys, rows)
+    ok = np.ones(len(rows), dtype=bool)
+    key_end = keys.end[rows]
+    key_json, key_values, ok, key_pos = _Reader(keys, key_end).struct(layouts.key, keys.start[rows] + 2, ok, True)
+    ok &= key_pos == key_end
     value_layout = None if version is None else layouts.values[version]
     if value_layout is not None:
-        value_ok, value_fields = _parse(value_layout, values, rows)
-        ok &= value_ok
-    if not ok.all():
-        rows, key_fields = rows[ok], _select(key_fields, ok)
-        if value_layout is not None:
-            value_fields = _select(value_fields, ok)
-    if not len(rows):
+        value_end = values.end[rows]
+        value_json, _, ok, value_pos = _Reader(values, value_end).struct(value_layout, values.start[rows] + 2, ok,
+                                                                         True)
+        ok &= value_pos == value_end
+    if not ok.any():
         return None
-    key_strings, plain = _strings_of(layouts.key, keys, key_fields)
+    out = {"key_json": _materialise(key_json, len(rows))}
     if value_layout is not None:
-        value_strings, value_plain = _strings_of(value_layout, values, value_fields)
-        if value_plain is not None:
-            plain = value_plain if plain is None else plain & value_plain
-    if plain is not None and not plain.all():
-        mask = pa.array(plain)
-        rows, key_fields = rows[plain], _select(key_fields, plain)
-        key_strings = {name: a.filter(mask) for name, a in key_strings.items()}
-        if value_layout is not None:
-            value_fields = _select(value_fields, plain)
-            value_strings = {name: a.filter(mask) for name, a in value_strings.items()}
-        if not len(rows):
-            return None
+        out["value_json"] = _materialise(value_json, len(rows))
+    for name, column in _KEY_COLUMNS.items():
+        if name not in key_values:
+            continue
+        kind, value, is_null = key_values[name]
+        if kind == "string":
+            out[column] = pc.if_else(pa.array(is_null), pa.scalar(None, pa.string()), value) if is_null.any() \
+                else value
+        elif kind in _FIXED_DTYPES and kind != "bool":
+            out[column] = pa.array(value.astype(np.int32)) if columns[column] == pa.int32() else pa.array(value)
+    if not ok.all():
+        rows, mask = rows[ok], pa.array(ok)
+        out = {name: array.filter(mask) for name, array in out.items()}
     m = len(rows)
-    out = {
+    out.update({
         "record_type": pa.array(np.full(m, record_type, dtype=np.int32)),
         "record_name": pa.repeat(pa.scalar(layouts.name, pa.string()), m),
         "key_version": pa.array(np.zeros(m, dtype=np.int32)),
         "value_version": (pa.nulls(m, pa.int32()) if version is None
                           else pa.array(np.full(m, version, dtype=np.int32))),
         "is_tombstone": pa.array(np.full(m, version is None)),
-        "key_json": _json_object(layouts.key, key_fields, key_strings, m),
-        "value_json": (pa.nulls(m, pa.string()) if value_layout is None
-                       else _json_object(value_layout, value_fields, value_strings, m)),
-    }
-    for name, column in _KEY_COLUMNS.items():
-        if name not in key_fields:
-            continue
-        kind, value, _ = key_fields[name]
-        if kind == "string":
-            out[column] = key_strings[name]
-        elif kind in _FIXED_DTYPES and kind != "bool":
-            out[column] = pa.array(value.astype(np.int32)) if columns[column] == pa.int32() else pa.array(value)
+    })
+    if value_layout is None:
+        out["value_json"] = pa.nulls(m, pa.string())
     for name, type_ in columns.items():
         if name not in out:
             out[name] = pa.nulls(m, type_)
