@@ -7,16 +7,17 @@ than Kafka's whole Java decoder, so this module reads whole columns instead:
 
 * the layouts come from ``schemas/`` (nothing here names a record): a message version is *flat* when its
   fields are integers, bools, uuids, strings (nullable allowed), arrays of integers or strings, and
-  non-nullable structs / arrays of structs built the same way; flexible versions may carry fixed-width
-  tagged fields at the top level. Records whose key and value (or tombstone) are flat are read over the
+  non-nullable structs / arrays of structs built the same way; in flexible versions tagged fields that
+  are fixed-width, arrays of integers or a null struct are read, any other tagged field only when
+  absent. Records whose key and value (or tombstone) are flat are read over the
   Arrow ``BinaryArray`` offsets and data buffers with numpy, one field at a time for all rows (arrays of
   strings or structs one element index at a time), and their JSON text is assembled with Arrow's
   ``binary_join_element_wise``;
 * every row that is not provably simple goes back to the generic per-record decoder
   (``offsets_audit.codec.spark.decode_columns``): any length out of range or null where the layout has no
   null, trailing bytes, a string needing JSON escaping or holding non-ASCII bytes (UTF-8 is then checked
-  by the generic path), a multi-byte varint, any tagged field other than one known fixed-width top-level
-  tag, arrays longer than ``_MAX_ROUNDS`` elements of strings/structs, bytes/float fields, unknown types
+  by the generic path), a varint over two bytes, an unknown, repeated or non-null struct tagged field,
+  arrays longer than ``_MAX_ROUNDS`` elements of strings/structs, bytes/float fields, unknown types
   and versions, control records and rows the source could not read. The output therefore equals the
   generic decoder's in every column of every row, errors and error messages included
   (``tests/test_codec_vectorized.py``).
@@ -47,6 +48,7 @@ _GENERIC_INPUTS = ("key", "value", "is_control", "read_error_code", "read_error_
                    "offset")
 #: arrays of strings or structs are read one element index at a time; longer arrays go to the generic path
 _MAX_ROUNDS = 64
+_MAX_TAGS = 8
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 
 
@@ -90,11 +92,19 @@ def _flat_struct(msg: MessageSpec, fields, version: int, name: str, depth: int) 
         if f.flexible_versions is not None:
             return None
         tagged = flexible and version in f.tagged_versions
-        if tagged:
-            # read only when present and fixed-width (top level); otherwise its presence sends the row back
-            out.append(FlatField(f.name, f.type if f.type in _WIDTHS else "other", f.tag, default_value(f, version)))
-            continue
         nullable = version in f.nullable_versions
+        if tagged:
+            # readable when present: fixed-width scalars, arrays of integers and a null struct; any other
+            # tagged field sends its row to the generic path when present (absent, it is not printed)
+            default = default_value(f, version, lambda *_: {})
+            if f.is_array:
+                kind = f.element_type if f.element_type in _FIXED_DTYPES and default == [] else "other"
+            elif f.is_struct:
+                kind = "struct" if nullable else "other"
+            else:
+                kind = f.type if f.type in _WIDTHS else "other"
+            out.append(FlatField(f.name, kind, f.tag, default, nullable, f.is_array))
+            continue
         element = None
         if f.is_struct:
             if depth >= 3 or (nullable and not f.is_array):
@@ -252,22 +262,37 @@ class _Reader:
         self.col = col
         self.end = end
 
+    def uvarint(self, pos, ok):
+        """An unsigned varint of one or two bytes: (value, ok, pos); longer ones are not ok."""
+        b0, b1 = self.col.byte(pos), self.col.byte(pos + 1)
+        two = b0 >= 0x80
+        size = np.where(two, 2, 1)
+        ok = ok & (pos + size <= self.end) & ~(two & (b1 >= 0x80))
+        return np.where(two, (b0 & 0x7F) | (b1 << 7), b0), ok, pos + size
+
     def length(self, pos, ok, compact: bool, width: int):
-        """An array/string length: (n, ok, pos); null (-1) and multi-byte varints are not ok."""
+        """An array/string length: (n, ok, pos); null (-1) and varints over two bytes are not ok."""
         if compact:
-            b = self.col.byte(pos)
-            ok = ok & (pos + 1 <= self.end) & (b >= 1) & (b < 0x80)
-            return np.where(ok, b - 1, 0), ok, pos + 1
+            b, ok, pos = self.uvarint(pos, ok)
+            ok &= b >= 1
+            return np.where(ok, b - 1, 0), ok, pos
         n = self.col.read(pos, "int16" if width == 2 else "int32")
         ok = ok & (pos + width <= self.end) & (n >= 0)
         return np.where(ok, n, 0), ok, pos + width
+
+    def int_list(self, type_: str, pos, count) -> pa.Array:
+        """``[1,2,3]`` text of ``count`` big-endian integers at ``pos`` per instance."""
+        width = _WIDTHS[type_]
+        starts = np.repeat(pos, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)) \
+            * width
+        return _list_text(_text(_scalar_pieces(type_, self.col.read(starts, type_))), count)
 
     def string(self, pos, ok, compact: bool, nullable: bool):
         """(JSON text pieces, raw string array, is-null, ok, pos) of a string field."""
         is_null = np.zeros(len(pos), dtype=bool)
         if nullable:
             if compact:
-                is_null = (self.col.byte(pos) == 0) & (pos + 1 <= self.end)
+                is_null = (self.col.byte(pos) == 0) & (pos + 1 <= self.end)  # compact length 0 is null
             else:
                 is_null = (self.col.read(pos, "int16") == -1) & (pos + 2 <= self.end)
         n, good, after = self.length(pos, ok, compact, 2)
@@ -294,12 +319,9 @@ class _Reader:
                 ok &= count <= _MAX_ROUNDS
                 count = np.where(ok, count, 0)
                 if f.type in _FIXED_DTYPES:
-                    size = count * f.width
-                    ok &= pos + size <= self.end
+                    ok &= pos + count * f.width <= self.end
                     count = np.where(ok, count, 0)
-                    starts = np.repeat(pos, count) + (np.arange(int(count.sum()))
-                                                     - np.repeat(np.cumsum(count) - count, count)) * f.width
-                    text = [_list_text(_text(_scalar_pieces(f.type, col.read(starts, f.type))), count)]
+                    text = [self.int_list(f.type, pos, count)]
                     pos = pos + count * f.width
                 else:
                     texts, owners = [], []
@@ -335,41 +357,63 @@ class _Reader:
                 values[f.name] = (f.type, value, None)
                 pos = pos + f.width
         if layout.flexible:
-            pos, ok = self._tags(layout, pos, ok, members, top)
+            pos, ok = self._tags(layout, pos, ok, members)
         return self._object(members), values, ok, pos
 
-    def _tags(self, layout, pos, ok, members, top):
+    def _tags(self, layout, pos, ok, members):
+        """The tagged-field section: where each known tag's content sits, then each tag read at once."""
         col = self.col
-        count = col.byte(pos)
-        ok = ok & (pos + 1 <= self.end) & (count <= (1 if top else 0))
-        has_tag = count == 1
-        tag, size = col.byte(pos + 1), col.byte(pos + 2)
-        matched = np.zeros(len(pos), dtype=bool)
-        skip = np.ones(len(pos), dtype=np.int64)
-        by_name = {}
+        count, ok, pos = self.uvarint(pos, ok)
+        ok &= count <= _MAX_TAGS
+        count = np.where(ok, count, 0)
+        n = len(pos)
+        content = {f.name: np.full(n, -1, dtype=np.int64) for f in layout.tagged}
+        sizes = {f.name: np.zeros(n, dtype=np.int64) for f in layout.tagged}
+        for r in range(int(count.max()) if n else 0):
+            active = count > r
+            tag, tag_ok, after_tag = self.uvarint(pos, ok)
+            size, size_ok, start = self.uvarint(after_tag, tag_ok)
+            ok = np.where(active, size_ok & (start + size <= self.end), ok)
+            matched = np.zeros(n, dtype=bool)
+            for f in layout.tagged:
+                here = active & ok & (tag == f.tag)
+                ok &= ~(here & (content[f.name] >= 0))  # the same tag twice: the generic path decides
+                content[f.name] = np.where(here, start, content[f.name])
+                sizes[f.name] = np.where(here, size, sizes[f.name])
+                matched |= here
+            ok &= ~active | matched  # an unknown tag: kept raw by the generic path
+            pos = np.where(active, start + size, pos)
         for f in layout.tagged:
-            if f.type not in _WIDTHS or f.tag >= 0x80:
+            at, size = content[f.name], sizes[f.name]
+            present = at >= 0
+            if not present.any():
                 continue
-            here = has_tag & (tag == f.tag) & (size == f.width)
-            matched |= here
-            skip = np.where(here, 3 + f.width, skip)
-            value = col.read(pos + 3, f.type)
-            if f.type == "uuid":
-                by_name[f.name] = (_scalar_pieces("uuid", value), here & value.any(axis=1))
+            if f.type == "other":
+                ok &= ~present
+            elif f.type == "struct":
+                # only a null struct is read: printed as null unless null is also its default
+                ok &= ~present | ((size == 1) & (col.byte(at) == 0))
+                if f.default is not None:
+                    members.append((f, ["null"], present))
+            elif f.array:
+                n_items, good, first = self.length(at, ok & present, True, 4)
+                ok &= ~present | (good & (first + n_items * f.width == at + size))
+                n_items = np.where(present & ok, n_items, 0)
+                members.append((f, [self.int_list(f.type, first, n_items)], present & (n_items > 0)))
             else:
-                default = int(f.default)
-                value = np.where(here, value, default)
-                if f.type == "bool":
-                    value = (value != 0).astype(np.int64)
-                    default = int(bool(default))
-                by_name[f.name] = (_scalar_pieces(f.type, value), value != default)
-        ok &= ~has_tag | matched
-        for f in layout.tagged:
-            if f.name in by_name:
-                text, present = by_name[f.name]
-                members.append((f, text, present))
+                ok &= ~present | (size == f.width)
+                value = col.read(at, f.type)
+                if f.type == "uuid":
+                    members.append((f, _scalar_pieces("uuid", value), present & value.any(axis=1)))
+                else:
+                    default = int(f.default)
+                    value = np.where(present, value, default)
+                    if f.type == "bool":
+                        value = (value != 0).astype(np.int64)
+                        default = int(bool(default))
+                    members.append((f, _scalar_pieces(f.type, value), value != default))
         members.sort(key=lambda m: layout.fields.index(m[0]))
-        return pos + skip, ok
+        return pos, ok
 
     @staticmethod
     def _object(members) -> list:
