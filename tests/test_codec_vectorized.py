@@ -291,6 +291,39 @@ def test_mutated_golden_records_equal_generic(golden_pairs, data):
     assert_same_as_generic(_batch(rows))
 
 
+@pytest.fixture(scope="module")
+def history_pairs(golden):
+    pairs = []
+    for path in sorted(golden.glob("histories/*.expected.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            pairs += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in map(json.loads, f) if not g["is_control"]]
+    return pairs
+
+
+@_FUZZ
+@given(data=st.data())
+def test_mutated_real_group_records_equal_generic(history_pairs, data):
+    """Member, assignment and metadata records as a coordinator writes them, then corrupted."""
+    rows = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        key, value = data.draw(st.sampled_from(history_pairs))
+        if value and data.draw(st.booleans()):
+            raw = bytearray(value)
+            for _ in range(data.draw(st.integers(1, 3))):
+                raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.sampled_from([0, 1, 2, 0x7F, 0x80, 0xFF]))
+            value = bytes(raw[:data.draw(st.integers(0, len(raw) + 1))]) + data.draw(st.binary(max_size=2))
+        rows.append((key, value))
+    assert_same_as_generic(_batch(rows))
+
+
+def test_long_partition_arrays_stay_on_the_fast_path():
+    key, value = encode_record(7, {"groupId": "g", "memberId": "m"},
+                               {"topicPartitions": [{"topicId": TOPIC_ID, "partitions": list(range(500))}]}, 0)
+    batch = _batch([(key, value)])
+    assert _fast_rows(batch) == 1
+    assert_same_as_generic(batch)
+
+
 @_FUZZ
 @given(rows=st.lists(st.tuples(
     st.one_of(st.none(), st.binary(max_size=40).map(lambda b: b"\x00\x01" + b), st.binary(max_size=40)),

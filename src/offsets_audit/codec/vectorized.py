@@ -316,7 +316,8 @@ class _Reader:
                 continue
             if f.array:
                 count, ok, pos = self.length(pos, ok, layout.flexible, 4)
-                ok &= count <= _MAX_ROUNDS
+                if f.type not in _FIXED_DTYPES:
+                    ok &= count <= _MAX_ROUNDS
                 count = np.where(ok, count, 0)
                 if f.type in _FIXED_DTYPES:
                     ok &= pos + count * f.width <= self.end
