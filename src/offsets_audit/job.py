@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 from offsets_audit.config import load_config, redacted
 from offsets_audit.errors import UserError
@@ -129,7 +128,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         from offsets_audit.audit.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
     decoded_all.unpersist()
-    _write_summary(out["path"], run_id, summary)
+    _write_summary(spark, out["path"], run_id, summary)
     return summary
 
 
@@ -183,12 +182,11 @@ def _summary(config, counts, tables, timings, paths) -> dict:
     return summary
 
 
-def _write_summary(output_path: str, run_id: str, summary: dict) -> None:
-    if "://" in output_path and not output_path.startswith("file://"):
-        return
-    target = Path(output_path.replace("file://", "")) / "summary" / f"{run_id}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(summary, indent=2, default=str))
+def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
+    from offsets_audit.sinks import write_text_file
+
+    summary["summary_path"] = write_text_file(spark, output_path, f"summary/{run_id}.json",
+                                              json.dumps(summary, indent=2, default=str))
 
 
 def print_summary(summary: dict, file=sys.stdout) -> None:

@@ -12,7 +12,6 @@ import datetime as _dt
 import html
 import json
 import math
-from pathlib import Path
 
 SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00", "info": "#1e88e5"}
 SERIES_COLORS = ["#1e88e5", "#e53935", "#43a047", "#8e24aa", "#fb8c00", "#00897b"]
@@ -380,8 +379,6 @@ def write_report(spark, output_path: str, run_id: str, fmt: str, summary: dict) 
     html_text = render_report({"run_id": run_id, "summary": summary, "findings": findings, "rebalances": rebalances,
                                "latency_summary": latency,
                                "timelines": {g: timelines[g] for g in worst if g in timelines}})
-    local = output_path.replace("file://", "")
-    target = Path(local) / "report" / f"{run_id}.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html_text, encoding="utf-8")
-    return str(target)
+    from offsets_audit.sinks import write_text_file
+
+    return write_text_file(spark, output_path, f"report/{run_id}.html", html_text)

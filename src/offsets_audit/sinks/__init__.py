@@ -18,3 +18,32 @@ def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parqu
 
 def table_path(output_path: str, table: str) -> str:
     return output_path.rstrip("/") + "/" + table
+
+
+def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
+    """Write a small text file (the HTML report, the run summary) under ``output_path``.
+
+    Local paths are written directly; other URIs (``s3://``, ``abfss://``, ``dbfs:/``...) through the
+    Hadoop FileSystem the Spark session is configured with, so the report lands beside the tables.
+    """
+    from pathlib import Path
+
+    if "://" not in output_path or output_path.startswith("file://"):
+        target = Path(output_path.replace("file://", "")) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return str(target)
+    target = output_path.rstrip("/") + "/" + relative
+    try:
+        jvm = spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(target)
+        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        stream = fs.create(hadoop_path, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+    except Exception as exc:  # Spark Connect has no JVM gateway on the client
+        raise UserError(f"cannot write {target}: {exc.__class__.__name__}",
+                        fix="use a local or mounted output.path, or set output.html_report: false") from None
+    return target

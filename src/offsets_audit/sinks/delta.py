@@ -18,9 +18,14 @@ from offsets_audit.errors import UserError
 
 
 def spark_has_delta(spark) -> bool:
-    """True when Spark can resolve the ``delta`` data source (Databricks, or ``--packages io.delta:...``)."""
+    """True when Spark can resolve the ``delta`` data source (Databricks, or ``--packages io.delta:...``).
+
+    A Spark Connect session (Databricks shared and serverless compute) has no JVM gateway to ask; there the
+    server is Databricks Runtime, which always has Delta."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return True
     try:
-        jvm = spark.sparkContext._jvm  # absent under Spark Connect: fall through to a probe
+        jvm = spark.sparkContext._jvm
         jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension")
         return True
     except Exception:
