@@ -23,6 +23,14 @@ from offsets_audit.codec.spark import DECODED_COLUMNS, decode_batch, decode_batc
 from offsets_audit.codec.vectorized import decode_batch_columns, flat_layout, flat_record_types
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+@pytest.fixture(autouse=True)
+def every_group_vectorised(monkeypatch):
+    """Small test batches would mostly stay below the group size that pays for column-wise decoding."""
+    from offsets_audit.codec import vectorized
+
+    monkeypatch.setattr(vectorized, "_ROWS_PER_WEIGHT", 0)
 TOPIC_ID = "g_8BiAjWJZGXGxeb02GS2A"
 
 
@@ -142,6 +150,20 @@ def test_golden_segments_and_histories_equal_generic(golden):
         total += batch.num_rows
         fast += _fast_rows(batch)
     assert total > 5000 and fast > total // 2
+
+
+def test_small_groups_take_the_generic_path(monkeypatch):
+    from offsets_audit.codec import vectorized
+
+    monkeypatch.setattr(vectorized, "_ROWS_PER_WEIGHT", 8)
+    commits = [encode_record(1, {"group": "g", "topic": "t", "partition": i},
+                             {"offset": i, "leaderEpoch": 1, "metadata": "", "commitTimestamp": 5}, 3)
+               for i in range(100)]
+    assignment = encode_record(7, {"groupId": "g", "memberId": "m"},
+                               {"topicPartitions": [{"topicId": TOPIC_ID, "partitions": [0, 1]}]}, 0)
+    batch = _batch(commits + [assignment] * 10)
+    assert _fast_rows(batch) == 100
+    assert_same_as_generic(batch)
 
 
 def test_well_formed_offset_commits_take_the_fast_path_only():
