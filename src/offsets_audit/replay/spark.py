@@ -15,6 +15,8 @@ Output layouts are documented in docs/replay.md.
 from __future__ import annotations
 
 import json
+from typing import Any, Iterator, Tuple
+
 import pandas as pd
 
 from .fold import GroupFold
@@ -75,15 +77,27 @@ def state_rows(fold: GroupFold) -> list[tuple]:
     return out
 
 
-def _fold_groups(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas body: fold one group's records (already one group id) in log order, in chunks."""
-    pdf = pdf.sort_values(["partition", "offset"], kind="stable")
-    fold = GroupFold(pdf["group_id"].iloc[0])
-    out: list[tuple] = []
-    for start in range(0, len(pdf), CHUNK_ROWS):
-        out.extend(fold_frame(fold, pdf.iloc[start:start + CHUNK_ROWS]))
-    out.extend(state_rows(fold))
-    return pd.DataFrame(out, columns=["kind", "group_id", "payload"])
+def _fold_groups(key: Tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """applyInPandas body (iterator form): fold one group's records batch by batch, in log order.
+
+    ``replay`` hands each group its rows hash-partitioned and sorted by (group id, partition, offset), so
+    they arrive in log order in Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows:
+    a group with millions of records never sits in memory at once. The order is checked, because a
+    replay out of log order would be silently wrong."""
+    fold = GroupFold(key[0])
+    last: tuple | None = None
+    columns = ["kind", "group_id", "payload"]
+    for batch in batches:
+        if batch.empty:
+            continue
+        positions = list(zip(batch["partition"], batch["offset"]))
+        if (last is not None and positions[0] < last) or positions != sorted(positions):
+            raise RuntimeError(f"replay of group {key[0]!r} received records out of log order; "
+                               "the plan must keep the sort of replay.spark.replay")
+        last = positions[-1]
+        for start in range(0, len(batch), CHUNK_ROWS):
+            yield pd.DataFrame(fold_frame(fold, batch.iloc[start:start + CHUNK_ROWS]), columns=columns)
+    yield pd.DataFrame(state_rows(fold), columns=columns)
 
 
 def _group_inputs(decoded_df):
@@ -175,7 +189,9 @@ def replay(decoded_df) -> dict:
     """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables."""
     from pyspark.sql import functions as F
 
-    folded = _group_inputs(decoded_df).groupBy("group_id").applyInPandas(_fold_groups, _FOLD_OUTPUT)
+    folded = (_group_inputs(decoded_df)
+              .repartition("group_id").sortWithinPartitions("group_id", "partition", "offset")
+              .groupBy("group_id").applyInPandas(_fold_groups, _FOLD_OUTPUT))
     folded = folded.cache()
 
     def part(kind: str, ddl: str):
