@@ -156,3 +156,20 @@ def test_round_robin_plugin_covers_every_golden_uniform_step0_partition_once():
         expected_total = sum(t["partitions"] for t in case["input"]["topics"] if t["id"] in subscribed)
         assigned = sum(len(ps) for topics in result["members"].values() for ps in topics.values())
         assert assigned == expected_total
+
+
+def test_run_accepts_a_plugin_spec_as_the_assignor_name():
+    """`assignors.custom` in the config reaches the executors as a "module:attribute" name."""
+    from offsets_audit.assignors import run
+
+    case = {
+        "subscription_type": "HOMOGENEOUS",
+        "topics": [{"id": "T0AAAAAAAAAAAAAAAAAAAA", "name": "t0", "partitions": 3, "partition_racks": None}],
+        "members": [{"member_id": m, "instance_id": None, "rack_id": None, "subscribed_topic_names": ["t0"],
+                     "subscribed_topic_ids": ["T0AAAAAAAAAAAAAAAAAAAA"], "current_assignment": {}} for m in ("a", "b")],
+        "assignable_partitions": None,
+    }
+    result = run(f"{__name__}:round_robin", case)
+    assert result["error"] is None
+    assigned = sorted(p for member in result["members"].values() for ps in member.values() for p in ps)
+    assert assigned == [0, 1, 2]

@@ -142,8 +142,16 @@ def _assignor_audit(spark, config: dict, tables: dict):
     if tm["source"] == "file":
         from offsets_audit.assignors.topic_metadata import read_topic_metadata
         topic_metadata = read_topic_metadata(spark, tm["path"])
+    what_if = list(config["assignors"]["what_if"])
+    if config["assignors"]["custom"]:
+        # Resolved by name inside the executors' Python workers, where the plug-in module must be importable
+        # (ship it with --py-files or install it on the cluster).
+        from offsets_audit.assignors.plugin import load_assignor
+
+        load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
+        what_if.append(config["assignors"]["custom"])
     return assignor_spark.audit(tables["target_assignments"], topic_metadata,
-                                what_if=config["assignors"]["what_if"], offsets=tables.get("offsets"))
+                                what_if=what_if, offsets=tables.get("offsets"))
 
 
 def _counts(decoded_all) -> dict:

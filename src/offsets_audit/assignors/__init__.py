@@ -72,6 +72,10 @@ def run(assignor: str, case_input: dict) -> dict:
     fn = _registered.get(assignor)
     if fn is not None:
         return _as_result(fn(case_input))
+    if ":" in assignor:  # a user's plug-in named by "package.module:attribute" (config assignors.custom)
+        from offsets_audit.assignors.plugin import load_assignor, run_plugin
+
+        return run_plugin(load_assignor(assignor), case_input, name=assignor)
     if assignor not in _BUILTIN_MODULES:
         raise UserError(f"unknown assignor {assignor!r}", fix=f"use one of {', '.join(known_assignors())}")
     module = _builtin(assignor)
