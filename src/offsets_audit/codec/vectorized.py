@@ -325,7 +325,7 @@ class _Reader:
         pos = np.where(is_null, pos + (1 if compact else 2), after + n)
         return text, strings, is_null, ok, pos
 
-    def struct(self, layout: FlatLayout, pos, ok, top: bool):
+    def struct(self, layout: FlatLayout, pos, ok):
         """Read ``layout``: (JSON text per instance, top-level values by field name, ok, pos)."""
         members: list[tuple[FlatField, pa.Array, np.ndarray | None]] = []
         values: dict[str, tuple] = {}
@@ -352,7 +352,7 @@ class _Reader:
                             item, _, is_null, sub_ok, sub_pos = sub_end.string(pos[active], ok[active],
                                                                                layout.flexible, False)
                         else:
-                            item, _, sub_ok, sub_pos = sub_end.struct(f.element, pos[active], ok[active], False)
+                            item, _, sub_ok, sub_pos = sub_end.struct(f.element, pos[active], ok[active])
                         ok[active] = sub_ok
                         pos[active] = sub_pos
                         texts.append(_text(item))
@@ -364,7 +364,7 @@ class _Reader:
                         text = ["[]"]
                 members.append((f, text, None))
             elif f.type == "struct":
-                text, _, ok, pos = self.struct(f.element, pos, ok, False)
+                text, _, ok, pos = self.struct(f.element, pos, ok)
                 members.append((f, [_text(text)] if len(text) > 1 else text, None))
             elif f.type == "string":
                 text, strings, is_null, ok, pos = self.string(pos, ok, layout.flexible, f.nullable)
@@ -469,13 +469,12 @@ def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, 
     """Decode rows of one (record type, value version or tombstone); returns (decoded rows, columns)."""
     ok = np.ones(len(rows), dtype=bool)
     key_end = keys.end[rows]
-    key_json, key_values, ok, key_pos = _Reader(keys, key_end).struct(layouts.key, keys.start[rows] + 2, ok, True)
+    key_json, key_values, ok, key_pos = _Reader(keys, key_end).struct(layouts.key, keys.start[rows] + 2, ok)
     ok &= key_pos == key_end
     value_layout = None if version is None else layouts.values[version]
     if value_layout is not None:
         value_end = values.end[rows]
-        value_json, _, ok, value_pos = _Reader(values, value_end).struct(value_layout, values.start[rows] + 2, ok,
-                                                                         True)
+        value_json, _, ok, value_pos = _Reader(values, value_end).struct(value_layout, values.start[rows] + 2, ok)
         ok &= value_pos == value_end
     if not ok.any():
         return None
