@@ -7,9 +7,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", REPO.parent / "shared" / "golden"))
+
+# In CI the fuzzing is derandomised, so a red build is reproducible and never a new random draw; locally
+# every run explores new inputs.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

@@ -51,18 +51,12 @@ from pathlib import Path
 import pandas as pd
 
 from offsets_audit.errors import UserError
-from offsets_audit.replay.spark import fold_frame, state_rows
+from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
+from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
 _COMMIT_TYPES = (0, 1)
-_KEY_COLUMNS = ["group_id", "topic", "topic_partition"]
-_VALUE_COLUMNS = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp"]
-_OFFSETS_STATE_DDL = (
-    "group_id string, topic string, topic_partition int, committed_offset long, committed_leader_epoch int, "
-    "metadata string, commit_timestamp long, record_partition int, record_offset long, producer_id long, "
-    "status string, effective_at long"
-)
 
 
 # -- the fold, one group's micro-batch at a time -----------------------------------------------------------
@@ -116,77 +110,6 @@ def fold_input(decoded):
 
 
 # -- offsets: a snapshot per micro-batch ---------------------------------------------------------------------
-
-def merge_offsets(previous, decoded_batch):
-    """The offsets snapshot after ``decoded_batch``, given the snapshot before it (``_OFFSETS_STATE_DDL`` rows:
-    committed winners with the offset they became effective at, and pending transactional commits).
-
-    Everything in ``decoded_batch`` comes after everything ``previous`` saw (per partition, log order), so: a
-    tombstone of the batch clears every earlier candidate of its key; a pending commit is resolved by the first
-    marker of its (partition, producer id) in the batch unless a tombstone of its key comes before that marker.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ok = decoded_batch.filter(F.col("error_code").isNull())
-    commits = ok.filter(F.col("record_type").isin(*_COMMIT_TYPES)
-                        & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
-        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition"),
-        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
-        F.coalesce(F.get_json_object("value_json", "$.leaderEpoch").cast("int"), F.lit(-1))
-        .alias("committed_leader_epoch"),
-        F.coalesce(F.get_json_object("value_json", "$.metadata"), F.lit("")).alias("metadata"),
-        F.get_json_object("value_json", "$.commitTimestamp").cast("long").alias("commit_timestamp"),
-        F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset"),
-        F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
-        F.col("value").isNull().alias("is_tombstone"),
-    )
-    commit_columns = [*_KEY_COLUMNS, *_VALUE_COLUMNS, "record_partition", "record_offset", "producer_id"]
-    tombstones = commits.filter("is_tombstone").select(*_KEY_COLUMNS, "record_partition",
-                                                       F.col("record_offset").alias("t_offset"))
-    last_tombstone = tombstones.groupBy(*_KEY_COLUMNS).agg(F.max("t_offset").alias("last_tombstone"))
-    markers = decoded_batch.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").alias("record_partition"), "producer_id", F.col("offset").alias("marker_offset"),
-        "control_type")
-
-    pool = previous.filter(F.col("status") == "pending").select(*commit_columns).unionByName(
-        commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1)).select(*commit_columns))
-    first_marker = (
-        pool.join(markers, ["record_partition", "producer_id"], "left")
-        .filter(F.col("marker_offset").isNull() | (F.col("marker_offset") > F.col("record_offset")))
-        .withColumn("_rank", F.row_number().over(Window.partitionBy(*_KEY_COLUMNS, "record_partition", "record_offset")
-                                                 .orderBy(F.col("marker_offset").asc_nulls_last())))
-        .filter("_rank = 1").drop("_rank"))
-    cleared = first_marker.alias("c").join(
-        tombstones.alias("t"),
-        [F.col(f"c.{k}") == F.col(f"t.{k}") for k in _KEY_COLUMNS]
-        + [F.col("c.record_partition") == F.col("t.record_partition"), F.col("t.t_offset") > F.col("c.record_offset"),
-           F.col("c.marker_offset").isNull() | (F.col("t.t_offset") < F.col("c.marker_offset"))],
-        "left_semi")
-    live = first_marker.join(cleared.select(*_KEY_COLUMNS, "record_partition", "record_offset"),
-                             [*_KEY_COLUMNS, "record_partition", "record_offset"], "left_anti")
-    committed_txn = live.filter(F.col("control_type") == "COMMIT").withColumn("effective_at", F.col("marker_offset"))
-    pending = live.filter(F.col("marker_offset").isNull()).select(*commit_columns) \
-        .withColumn("status", F.lit("pending")).withColumn("effective_at", F.lit(None).cast("long"))
-
-    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)) \
-        .withColumn("effective_at", F.col("record_offset"))
-    candidates = (previous.filter(F.col("status") == "committed").select(*commit_columns, "effective_at")
-                  .unionByName(plain.select(*commit_columns, "effective_at"))
-                  .unionByName(committed_txn.select(*commit_columns, "effective_at")))
-    candidates = candidates.join(last_tombstone, _KEY_COLUMNS, "left").filter(
-        F.col("last_tombstone").isNull() | (F.col("effective_at") > F.col("last_tombstone")))
-    winners = candidates.withColumn("_rank", F.row_number().over(
-        Window.partitionBy(*_KEY_COLUMNS).orderBy(F.col("record_offset").desc()))).filter("_rank = 1") \
-        .select(*commit_columns, F.lit("committed").alias("status"), "effective_at")
-    return winners.unionByName(pending)
-
-
-def offsets_table(snapshot):
-    """The batch replay's ``offsets`` layout from a snapshot."""
-    return snapshot.drop("effective_at").withColumnRenamed("topic_partition", "partition").select(
-        *_KEY_COLUMNS[:2], "partition", *_VALUE_COLUMNS, "record_partition", "record_offset", "producer_id", "status")
-
 
 # -- the checkpoint folder -------------------------------------------------------------------------------------
 

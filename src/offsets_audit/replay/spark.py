@@ -119,70 +119,111 @@ def _group_inputs(decoded_df):
     ).drop("_prev", "record_type")
 
 
-def _offsets(decoded_df):
+OFFSET_KEY_COLUMNS = ["group_id", "topic", "topic_partition"]
+OFFSET_VALUE_COLUMNS = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp"]
+#: The offsets snapshot ``merge_offsets`` produces and the streaming replay keeps in its checkpoint.
+OFFSETS_STATE_DDL = (
+    "group_id string, topic string, topic_partition int, committed_offset long, committed_leader_epoch int, "
+    "metadata string, commit_timestamp long, record_partition int, record_offset long, producer_id long, "
+    "status string, effective_at long"
+)
+_COMMIT_TYPES = (0, 1)
+
+
+def merge_offsets(previous, decoded_batch):
+    """The offsets snapshot (``OFFSETS_STATE_DDL`` rows: committed winners with the record offset they
+    became effective at, and pending transactional commits) after ``decoded_batch``, given the snapshot
+    before it (``None`` for the start of the log). ``OffsetMetadataManager``'s rules, Spark-native:
+
+    * per (group, topic, partition) the commit with the highest record offset wins among those effective
+      after the key's last tombstone;
+    * a transactional commit is resolved by the first marker of its (partition, producer id) after it:
+      COMMIT makes it effective at the marker, ABORT drops it, no marker yet leaves it pending; a tombstone
+      of its key between the commit and its marker clears it.
+
+    Everything in ``decoded_batch`` comes after everything ``previous`` saw (per partition, log order), so
+    the batch replay is this over the whole log and the streaming replay folds it micro-batch by micro-batch.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    ok = decoded_df.filter(F.col("error_code").isNull())
-    commits = ok.filter(F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
-        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition").alias("topic_partition"),
+    keys, commit_columns = OFFSET_KEY_COLUMNS, [*OFFSET_KEY_COLUMNS, *OFFSET_VALUE_COLUMNS, "record_partition",
+                                                "record_offset", "producer_id"]
+    ok = decoded_batch.filter(F.col("error_code").isNull())
+    commits = ok.filter(F.col("record_type").isin(*_COMMIT_TYPES)
+                        & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
+        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition"),
+        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
+        F.coalesce(F.get_json_object("value_json", "$.leaderEpoch").cast("int"), F.lit(-1))
+        .alias("committed_leader_epoch"),
+        F.coalesce(F.get_json_object("value_json", "$.metadata"), F.lit("")).alias("metadata"),
+        F.get_json_object("value_json", "$.commitTimestamp").cast("long").alias("commit_timestamp"),
         F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset"),
         F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
         F.col("value").isNull().alias("is_tombstone"),
-        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
-        F.coalesce(F.get_json_object("value_json", "$.leaderEpoch").cast("int"), F.lit(-1)).alias("committed_leader_epoch"),
-        F.coalesce(F.get_json_object("value_json", "$.metadata"), F.lit("")).alias("metadata"),
-        F.get_json_object("value_json", "$.commitTimestamp").cast("long").alias("commit_timestamp"),
     )
-    key_cols = ["group_id", "topic", "topic_partition"]
-    tombstones = commits.filter("is_tombstone").select(*key_cols, "record_partition", F.col("record_offset").alias("t_offset"))
-    last_tombstone = tombstones.groupBy(*key_cols).agg(F.max("t_offset").alias("last_tombstone"))
-    markers = decoded_df.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").alias("record_partition"), "producer_id",
-        F.col("offset").alias("marker_offset"), "control_type")
+    tombstones = commits.filter("is_tombstone").select(*keys, "record_partition",
+                                                       F.col("record_offset").alias("t_offset"))
+    last_tombstone = tombstones.groupBy(*keys).agg(F.max("t_offset").alias("last_tombstone"))
+    markers = ok.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
+        F.col("partition").alias("record_partition"), "producer_id", F.col("offset").alias("marker_offset"),
+        "control_type")
 
-    txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1))
-    # The marker that ends a pending transactional commit is the first marker of the same
-    # (partition, producer id) after it. One ordered pass per producer finds it (a window looking
-    # forward), where a join of every commit with every marker of its producer would grow with the
-    # product of the producer's transactions and commits.
-    typed = T.StructType([T.StructField("marker_offset", T.LongType()), T.StructField("control_type", T.StringType())])
-    stream = txn.withColumn("_marker", F.lit(None).cast(typed)).unionByName(
+    pool = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1)).select(*commit_columns)
+    if previous is not None:
+        pool = previous.filter(F.col("status") == "pending").select(*commit_columns).unionByName(pool)
+    # One ordered pass per producer finds each commit's marker (a window looking forward), where a join of
+    # every commit with every marker of its producer would grow with the product of the two.
+    marker_type = T.StructType([T.StructField("marker_offset", T.LongType()),
+                                T.StructField("control_type", T.StringType())])
+    stream = pool.withColumn("_marker", F.lit(None).cast(marker_type)).unionByName(
         markers.select("record_partition", "producer_id", F.col("marker_offset").alias("record_offset"),
                        F.struct("marker_offset", "control_type").alias("_marker")),
         allowMissingColumns=True)
     ahead = Window.partitionBy("record_partition", "producer_id").orderBy("record_offset") \
         .rowsBetween(Window.currentRow, Window.unboundedFollowing)
-    first_marker = (
-        stream.withColumn("_next", F.first("_marker", ignorenulls=True).over(ahead))
-        .filter(F.col("_marker").isNull())
-        .select(*txn.columns, F.col("_next.marker_offset").alias("marker_offset"),
-                F.col("_next.control_type").alias("control_type"))
-    )
-    cleared = (
-        first_marker.alias("c").join(
-            tombstones.alias("t"),
-            [F.col(f"c.{k}") == F.col(f"t.{k}") for k in key_cols]
-            + [F.col("c.record_partition") == F.col("t.record_partition"), F.col("t.t_offset") > F.col("c.record_offset"),
-               F.col("c.marker_offset").isNull() | (F.col("t.t_offset") < F.col("c.marker_offset"))],
-            "left_semi")
-    )
-    live_txn = first_marker.join(cleared.select(*key_cols, "record_partition", "record_offset"),
-                                 [*key_cols, "record_partition", "record_offset"], "left_anti")
-    committed_txn = live_txn.filter(F.col("control_type") == "COMMIT").withColumn("effective_at", F.col("marker_offset"))
-    pending = live_txn.filter(F.col("marker_offset").isNull()).drop("marker_offset", "control_type") \
-        .withColumn("status", F.lit("pending"))
-    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)).withColumn("effective_at", F.col("record_offset"))
-    candidates = plain.unionByName(committed_txn.drop("marker_offset", "control_type"))
-    candidates = candidates.join(last_tombstone, key_cols, "left").filter(
+    first_marker = (stream.withColumn("_next", F.first("_marker", ignorenulls=True).over(ahead))
+                    .filter(F.col("_marker").isNull())
+                    .select(*commit_columns, F.col("_next.marker_offset").alias("marker_offset"),
+                            F.col("_next.control_type").alias("control_type")))
+    cleared = first_marker.alias("c").join(
+        tombstones.alias("t"),
+        [F.col(f"c.{k}") == F.col(f"t.{k}") for k in keys]
+        + [F.col("c.record_partition") == F.col("t.record_partition"), F.col("t.t_offset") > F.col("c.record_offset"),
+           F.col("c.marker_offset").isNull() | (F.col("t.t_offset") < F.col("c.marker_offset"))],
+        "left_semi")
+    live = first_marker.join(cleared.select(*keys, "record_partition", "record_offset"),
+                             [*keys, "record_partition", "record_offset"], "left_anti")
+    committed_txn = live.filter(F.col("control_type") == "COMMIT").withColumn("effective_at", F.col("marker_offset"))
+    pending = live.filter(F.col("marker_offset").isNull()).select(*commit_columns) \
+        .withColumn("status", F.lit("pending")).withColumn("effective_at", F.lit(None).cast("long"))
+
+    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)) \
+        .withColumn("effective_at", F.col("record_offset"))
+    candidates = plain.select(*commit_columns, "effective_at") \
+        .unionByName(committed_txn.select(*commit_columns, "effective_at"))
+    if previous is not None:
+        candidates = previous.filter(F.col("status") == "committed").select(*commit_columns, "effective_at") \
+            .unionByName(candidates)
+    candidates = candidates.join(last_tombstone, keys, "left").filter(
         F.col("last_tombstone").isNull() | (F.col("effective_at") > F.col("last_tombstone")))
-    winner = candidates.withColumn("_rank", F.row_number().over(
-        Window.partitionBy(*key_cols).orderBy(F.col("record_offset").desc()))).filter("_rank = 1")
-    columns = [*key_cols, "committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp",
-               "record_partition", "record_offset", "producer_id", "status"]
-    committed = winner.withColumn("status", F.lit("committed")).select(*columns)
-    return committed.unionByName(pending.select(*columns)).withColumnRenamed("topic_partition", "partition")
+    winners = candidates.withColumn("_rank", F.row_number().over(
+        Window.partitionBy(*keys).orderBy(F.col("record_offset").desc()))).filter("_rank = 1") \
+        .select(*commit_columns, F.lit("committed").alias("status"), "effective_at")
+    return winners.unionByName(pending)
+
+
+def offsets_table(snapshot):
+    """The ``offsets`` output table (docs/replay.md) of an offsets snapshot."""
+    return snapshot.drop("effective_at").withColumnRenamed("topic_partition", "partition").select(
+        "group_id", "topic", "partition", *OFFSET_VALUE_COLUMNS, "record_partition", "record_offset", "producer_id",
+        "status")
+
+
+def _offsets(decoded_df):
+    """The batch replay's ``offsets`` table: the snapshot after the whole log."""
+    return offsets_table(merge_offsets(None, decoded_df))
 
 
 def replay(decoded_df) -> dict:
