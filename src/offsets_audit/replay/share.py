@@ -37,15 +37,6 @@ class ShareGroup(ModernGroup):
     def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
         return _HANDLERS[record_type](self, key, value)
 
-    def _group_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        if value is None:
-            return self.deletion_events()
-        return self.set_group_metadata(value)
-
-    def _partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        self.topic_metadata = None if value is None else value.get("topics")
-        return []
-
     def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]
         if value is None:

@@ -203,6 +203,16 @@ class ModernGroup:
         events.append(("group_deleted", None, {}))
         return events
 
+    def _group_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        if value is None:
+            return self.deletion_events()
+        return self.set_group_metadata(value)
+
+    def _partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        """The deprecated partition-metadata records (types 4, 9, 18), kept as topic metadata."""
+        self.topic_metadata = None if value is None else value.get("topics")
+        return []
+
     def target_of(self, value: dict):
         """A member's target as its target-assignment member record (types 7/13) holds it; streams (21)
         overrides this with its tasks."""

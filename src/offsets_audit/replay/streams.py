@@ -78,10 +78,6 @@ class StreamsGroup(ModernGroup):
         self.last_assignment_configs = {c["key"]: c["value"] for c in configs} if configs else {}
         return self.set_group_metadata(value)
 
-    def _partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        self.topic_metadata = None if value is None else value.get("topics")
-        return []
-
     def _topology(self, key: dict, value: dict | None) -> list[tuple]:
         old_epoch = None if self.topology is None else self.topology.get("epoch")
         if value is None:
