@@ -3,7 +3,7 @@
 Generates N rows (default 1,000,000): ~90% OffsetCommit records (value versions 0-4, mostly 3 and 4 as
 modern brokers write them) and ~10% group records of every family (10% of them tombstones), built with ``encode_record`` from
 schema-driven samples of realistic size (the golden vectors are fuzzing-sized, ~2.5 KB). Prints
-records/s and the ratio to /work/shared/bench/java_decode.json:
+records/s and the ratio to ../shared/bench/java_decode.json:
 
 * pure core: ``decode_record`` and ``decode_columns`` over Python lists;
 * Arrow batch, generic and vectorised: ``decode_batch_generic`` / ``decode_batch`` (what each mapInArrow call

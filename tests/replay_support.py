@@ -6,7 +6,8 @@ import json
 import lzma
 from pathlib import Path
 
-GOLDEN = Path("/work/shared/golden")
+from conftest import GOLDEN  # shared/golden beside the repo, or $OFFSETS_AUDIT_GOLDEN
+
 HISTORIES = GOLDEN / "histories"
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+from conftest import GOLDEN
 
 from offsets_audit.assignors import plugin
 from offsets_audit.errors import UserError
@@ -148,7 +149,7 @@ def test_bad_plugin_names_are_user_errors(spec, words):
 
 
 def test_round_robin_plugin_covers_every_golden_uniform_step0_partition_once():
-    with open("/work/shared/golden/assignors/uniform.jsonl", encoding="utf-8") as handle:
+    with open(GOLDEN / "assignors" / "uniform.jsonl", encoding="utf-8") as handle:
         cases = [json.loads(line) for line in handle][:30]
     for case in cases:
         result = plugin.run_plugin(round_robin, case["input"])

@@ -12,10 +12,11 @@ import json
 import re
 
 import pytest
+from conftest import GOLDEN as GOLDEN_ROOT
 
 from offsets_audit.assignors import simple
 
-GOLDEN = "/work/shared/golden/assignors/simple.jsonl"
+GOLDEN = GOLDEN_ROOT / "assignors" / "simple.jsonl"
 
 with open(GOLDEN, encoding="utf-8") as _handle:
     CASES = [json.loads(line) for line in _handle if line.strip()]

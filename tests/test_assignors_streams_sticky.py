@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import GOLDEN as GOLDEN_ROOT
 
 from offsets_audit.assignors import streams_sticky
 from offsets_audit.assignors.java_hashmap import JavaPriorityQueue
 
-GOLDEN = "/work/shared/golden/assignors/streams_sticky.jsonl"
+GOLDEN = GOLDEN_ROOT / "assignors" / "streams_sticky.jsonl"
 
 with open(GOLDEN, encoding="utf-8") as _handle:
     CASES = [json.loads(line) for line in _handle if line.strip()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import GOLDEN as GOLDEN_ROOT
 
 from offsets_audit.assignors.metadata_hash import (
     compute_group_hash,
@@ -16,7 +17,7 @@ from offsets_audit.assignors.metadata_hash import (
 )
 from offsets_audit.assignors.java_order import java_uuid_hash
 
-GOLDEN_DIR = "/work/shared/golden/metadata_hash"
+GOLDEN_DIR = GOLDEN_ROOT / "metadata_hash"
 
 
 def _lines(name):
