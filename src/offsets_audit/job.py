@@ -217,7 +217,8 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
                             for q in ("p50", "p95", "p99", "max"))
         print(f"  {row.get('group_type') or '?':<27}{row.get('rebalances', 0):>11}   "
               f"{quartet('time_to_assignment_ms'):<35}{quartet('convergence_ms')}", file=file)
-    print("timings: " + ", ".join(f"{k} {v}s" for k, v in summary["timings_s"].items()), file=file)
+    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k)
+          + " (per table in summary.json)", file=file)
     if summary.get("report"):
         print(f"report: {summary['report']}", file=file)
 
