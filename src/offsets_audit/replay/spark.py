@@ -128,6 +128,8 @@ OFFSETS_STATE_DDL = (
     "status string, effective_at long"
 )
 _COMMIT_TYPES = (0, 1)
+#: The OffsetCommitValue fields the offsets table keeps (every value version; absent ones parse as null).
+_COMMIT_VALUE_DDL = "offset long, leaderEpoch int, metadata string, commitTimestamp long"
 
 
 def merge_offsets(previous, decoded_batch):
@@ -152,13 +154,13 @@ def merge_offsets(previous, decoded_batch):
                                                 "record_offset", "producer_id"]
     ok = decoded_batch.filter(F.col("error_code").isNull())
     commits = ok.filter(F.col("record_type").isin(*_COMMIT_TYPES)
-                        & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
+                        & ~F.coalesce(F.col("is_control"), F.lit(False))).withColumn(
+        "_value", F.from_json("value_json", _COMMIT_VALUE_DDL)).select(  # one JSON parse per commit
         "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition"),
-        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
-        F.coalesce(F.get_json_object("value_json", "$.leaderEpoch").cast("int"), F.lit(-1))
-        .alias("committed_leader_epoch"),
-        F.coalesce(F.get_json_object("value_json", "$.metadata"), F.lit("")).alias("metadata"),
-        F.get_json_object("value_json", "$.commitTimestamp").cast("long").alias("commit_timestamp"),
+        F.col("_value.offset").alias("committed_offset"),
+        F.coalesce(F.col("_value.leaderEpoch"), F.lit(-1)).alias("committed_leader_epoch"),
+        F.coalesce(F.col("_value.metadata"), F.lit("")).alias("metadata"),
+        F.col("_value.commitTimestamp").alias("commit_timestamp"),
         F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset"),
         F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
         F.col("value").isNull().alias("is_tombstone"),
