@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import resources
+from pathlib import Path
 
 
 def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[str, str]:
@@ -49,8 +51,14 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
         return spark
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]")
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session serves loopback only
     builder = SparkSession.builder.appName(app_name)
-    conf = local_conf(master or os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]"))
+    conf = local_conf(master)
+    log_config = resources.files("offsets_audit") / "log4j2.properties"
+    if isinstance(log_config, Path) and log_config.is_file():
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
