@@ -172,9 +172,6 @@ def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
         parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">'
                      f'+{_fmt_ms(t - t0)}</text>')
     member_ids = sorted({m for _, _, m in members if m})
-    for t, v, m in members:
-        parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="#9e9e9e">'
-                     f'<title>member {_e(m)} epoch {v} at {_e(_fmt_time(t))}</title></circle>')
     parts.append(steps(sorted(bumps), "#e53935", "group epoch"))
     parts.append(steps(sorted((t, v) for t, v, _ in targets), "#1e88e5", "target assignment epoch",
                        'stroke-dasharray="5 3"'))
@@ -182,8 +179,12 @@ def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
         parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="4" fill="#1e88e5">'
                      f'<title>assignment epoch {v}: AssignmentTimestamp {_e(_fmt_time(t))}, '
                      f'written {_e(_fmt_time(rec))}</title></circle>')
+    # Member epochs last, so they stay visible where they converge onto the assignment epoch.
+    for t, v, m in members:
+        parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="#616161" fill-opacity="0.7">'
+                     f'<title>member {_e(m)} epoch {v} at {_e(_fmt_time(t))}</title></circle>')
     parts.append(_legend([("group epoch", "#e53935"), ("target assignment epoch", "#1e88e5"),
-                          (f"member epochs ({len(member_ids)} members)", "#9e9e9e")], left, height - 8))
+                          (f"member epochs ({len(member_ids)} members)", "#616161")], left, height - 8))
     parts.append(f'<text x="{width - right}" y="16" class="tick" text-anchor="end">from {_e(_fmt_time(t0))} UTC</text>')
     parts.append("</svg>")
     return "".join(parts)
