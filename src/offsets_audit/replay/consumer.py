@@ -94,8 +94,8 @@ class ConsumerGroup(ModernGroup):
 
     def update_member_assignment(self, member: dict, value: dict) -> list[tuple]:
         epoch = value.get("memberEpoch", 0)
-        old = (member["member_epoch"], member["previous_member_epoch"], member["state"])
-        old_assignment = (member["assigned_partitions"], member["partitions_pending_revocation"])
+        fields = ("assigned_partitions", "partitions_pending_revocation")
+        old, old_assignment = self.member_epochs(member), tuple(member[f] for f in fields)
         member["member_epoch"] = epoch
         member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
         member["state"] = MODERN_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
@@ -103,21 +103,7 @@ class ConsumerGroup(ModernGroup):
         member["partitions_pending_revocation"] = partitions_with_epochs(
             value.get("partitionsPendingRevocation"), epoch
         )
-        events: list[tuple] = []
-        member_id = member["member_id"]
-        if old != (member["member_epoch"], member["previous_member_epoch"], member["state"]):
-            events.append(("member_epoch_advanced", member_id, {
-                "member_epoch": member["member_epoch"],
-                "previous_member_epoch": member["previous_member_epoch"],
-                "member_state": member["state"],
-                "old_member_epoch": old[0],
-            }))
-        if old_assignment != (member["assigned_partitions"], member["partitions_pending_revocation"]):
-            events.append(("member_assignment_changed", member_id, {
-                "assigned_partitions": jsonable(member["assigned_partitions"]),
-                "partitions_pending_revocation": jsonable(member["partitions_pending_revocation"]),
-            }))
-        return events
+        return self.member_change_events(member, old, old_assignment, fields)
 
     def _regular_expression(self, key: dict, value: dict | None) -> list[tuple]:
         regex = key.get("regularExpression")

@@ -69,25 +69,12 @@ class ShareGroup(ModernGroup):
             return [("member_fenced_by_tombstone", member_id, {})]
         if member is None:
             member = self.members[member_id] = self.new_member(member_id)
-        old = (member["member_epoch"], member["previous_member_epoch"], member["state"])
-        old_assigned = member["assigned_partitions"]
+        old, old_assigned = self.member_epochs(member), (member["assigned_partitions"],)
         member["member_epoch"] = value.get("memberEpoch", 0)
         member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
         member["state"] = MODERN_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
         member["assigned_partitions"] = partitions_plain(value.get("assignedPartitions"))
-        events: list[tuple] = []
-        if old != (member["member_epoch"], member["previous_member_epoch"], member["state"]):
-            events.append(("member_epoch_advanced", member_id, {
-                "member_epoch": member["member_epoch"],
-                "previous_member_epoch": member["previous_member_epoch"],
-                "member_state": member["state"],
-                "old_member_epoch": old[0],
-            }))
-        if old_assigned != member["assigned_partitions"]:
-            events.append(("member_assignment_changed", member_id, {
-                "assigned_partitions": jsonable(member["assigned_partitions"]),
-            }))
-        return events
+        return self.member_change_events(member, old, old_assigned, ("assigned_partitions",))
 
     def _state_partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         if value is None:

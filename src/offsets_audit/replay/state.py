@@ -213,6 +213,28 @@ class ModernGroup:
         self.topic_metadata = None if value is None else value.get("topics")
         return []
 
+    @staticmethod
+    def member_epochs(member: dict) -> tuple:
+        return member["member_epoch"], member["previous_member_epoch"], member["state"]
+
+    def member_change_events(self, member: dict, old_epochs: tuple, old_assignment: tuple,
+                             fields: tuple[str, ...]) -> list[tuple]:
+        """The events a current-assignment record (types 8/14/22) causes: ``member_epoch_advanced`` when
+        the member's epoch, previous epoch or state changed, ``member_assignment_changed`` when any of the
+        assignment ``fields`` (partitions or tasks, and those pending revocation) changed."""
+        events: list[tuple] = []
+        member_id = member["member_id"]
+        if old_epochs != self.member_epochs(member):
+            events.append(("member_epoch_advanced", member_id, {
+                "member_epoch": member["member_epoch"],
+                "previous_member_epoch": member["previous_member_epoch"],
+                "member_state": member["state"],
+                "old_member_epoch": old_epochs[0],
+            }))
+        if old_assignment != tuple(member[f] for f in fields):
+            events.append(("member_assignment_changed", member_id, {f: jsonable(member[f]) for f in fields}))
+        return events
+
     def target_of(self, value: dict):
         """A member's target as its target-assignment member record (types 7/13) holds it; streams (21)
         overrides this with its tasks."""

@@ -135,8 +135,8 @@ class StreamsGroup(ModernGroup):
         if member is None:
             member = self.members[member_id] = self.new_member(member_id)
         epoch = value.get("memberEpoch", 0)
-        old = (member["member_epoch"], member["previous_member_epoch"], member["state"])
-        old_tasks = (member["assigned_tasks"], member["tasks_pending_revocation"])
+        fields = ("assigned_tasks", "tasks_pending_revocation")
+        old, old_tasks = self.member_epochs(member), tuple(member[f] for f in fields)
         member["member_epoch"] = epoch
         member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
         member["state"] = STREAMS_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
@@ -144,20 +144,7 @@ class StreamsGroup(ModernGroup):
         member["tasks_pending_revocation"] = {
             k: tasks_with_epochs(value.get(f + "PendingRevocation"), epoch) for k, f in _TASK_KINDS
         }
-        events: list[tuple] = []
-        if old != (member["member_epoch"], member["previous_member_epoch"], member["state"]):
-            events.append(("member_epoch_advanced", member_id, {
-                "member_epoch": member["member_epoch"],
-                "previous_member_epoch": member["previous_member_epoch"],
-                "member_state": member["state"],
-                "old_member_epoch": old[0],
-            }))
-        if old_tasks != (member["assigned_tasks"], member["tasks_pending_revocation"]):
-            events.append(("member_assignment_changed", member_id, {
-                "assigned_tasks": jsonable(member["assigned_tasks"]),
-                "tasks_pending_revocation": jsonable(member["tasks_pending_revocation"]),
-            }))
-        return events
+        return self.member_change_events(member, old, old_tasks, fields)
 
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()
