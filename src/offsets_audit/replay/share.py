@@ -41,10 +41,7 @@ class ShareGroup(ModernGroup):
         member_id = key["memberId"]
         if value is None:
             return self.remove_member(member_id)
-        member = self.members.get(member_id)
-        joined = member is None
-        if joined:
-            member = self.members[member_id] = self.new_member(member_id)
+        member, joined = self.member_for_metadata(member_id)
         member.update(
             rack_id=value.get("rackId"),
             client_id=value.get("clientId", ""),

@@ -213,6 +213,14 @@ class ModernGroup:
         self.topic_metadata = None if value is None else value.get("topics")
         return []
 
+    def member_for_metadata(self, member_id: str) -> tuple[dict, bool]:
+        """The member a member-metadata record (types 5/10/19) updates, created when it joins now."""
+        member = self.members.get(member_id)
+        if member is not None:
+            return member, False
+        member = self.members[member_id] = self.new_member(member_id)
+        return member, True
+
     @staticmethod
     def member_epochs(member: dict) -> tuple:
         return member["member_epoch"], member["previous_member_epoch"], member["state"]

@@ -95,10 +95,7 @@ class StreamsGroup(ModernGroup):
         member_id = key["memberId"]
         if value is None:
             return self.remove_member(member_id)
-        member = self.members.get(member_id)
-        joined = member is None
-        if joined:
-            member = self.members[member_id] = self.new_member(member_id)
+        member, joined = self.member_for_metadata(member_id)
         member.update(
             instance_id=value.get("instanceId"),
             rack_id=value.get("rackId"),
