@@ -27,13 +27,15 @@ import json
 import os
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from offsets_audit.assignors import run
 from offsets_audit.assignors.common import parse_group_spec
 
-GOLDEN = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", Path(__file__).resolve().parents[1].parent / "shared" / "golden"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from golden_files import GOLDEN, open_golden  # noqa: E402  (tests/golden/, vendored)
 
 
 def _samples(fn, repeat: int) -> list:
@@ -52,7 +54,8 @@ def _time(fn, repeat: int) -> float:
 
 def _golden(assignor: str, largest: int = 5) -> None:
     path = GOLDEN / "assignors" / f"{assignor}.jsonl"
-    cases = [json.loads(line) for line in path.open(encoding="utf-8")]
+    with open_golden(path) as handle:
+        cases = [json.loads(line) for line in handle]
     total_python = 0.0
     rows = []
     for case in cases:

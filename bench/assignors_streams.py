@@ -12,12 +12,14 @@ import os
 import random
 import statistics
 import string
+import sys
 import time
 from pathlib import Path
 
 from offsets_audit.assignors import metadata_hash, simple, streams_sticky
 
-GOLDEN = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", Path(__file__).resolve().parents[1].parent / "shared" / "golden"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from golden_files import GOLDEN, open_golden  # noqa: E402  (tests/golden/, vendored)
 
 
 def _median_seconds(fn, repeat: int = 5) -> float:
@@ -30,7 +32,7 @@ def _median_seconds(fn, repeat: int = 5) -> float:
 
 
 def _cases(name: str) -> list[dict]:
-    with open(GOLDEN / "assignors" / f"{name}.jsonl", encoding="utf-8") as handle:
+    with open_golden(GOLDEN / "assignors" / f"{name}.jsonl") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
@@ -107,7 +109,7 @@ def bench_synthetic() -> None:
 
 
 def bench_metadata_hash() -> None:
-    with open(GOLDEN / "metadata_hash" / "topic_hash.jsonl", encoding="utf-8") as handle:
+    with open_golden(GOLDEN / "metadata_hash" / "topic_hash.jsonl") as handle:
         topics = [json.loads(line) for line in handle if line.strip()]
     topics = [t for t in topics if not t.get("missing")]
     partitions = sum(t["partitions"] for t in topics)

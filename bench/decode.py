@@ -41,7 +41,7 @@ from offsets_audit.codec.spark import (  # noqa: E402
     COALESCE_ROWS, decode_batch, decode_batch_generic, decode_columns,
 )
 
-JAVA_REFERENCE = Path(os.environ.get("OFFSETS_AUDIT_SHARED", REPO.parent / "shared")) / "bench" / "java_decode.json"
+JAVA_REFERENCE = REPO / "bench" / "reference" / "java_decode.json"  # Kafka's own decoder, measured by the oracle
 OFFSET_COMMIT_PREFIX = (1).to_bytes(2, "big")
 
 

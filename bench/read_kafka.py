@@ -26,8 +26,10 @@ PARTITIONS = 4
 
 
 def golden_records() -> list[tuple[bytes, bytes | None]]:
-    path = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", REPO.parent / "shared" / "golden")) / "records" / "records.jsonl"
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line]
+    sys.path.insert(0, str(REPO / "tests"))
+    from golden_files import GOLDEN, read_golden
+
+    lines = [json.loads(line) for line in read_golden(GOLDEN / "records" / "records.jsonl").splitlines() if line]
     return [(base64.b64decode(r["key_b64"]), None if r["value_b64"] is None else base64.b64decode(r["value_b64"]))
             for r in lines]
 

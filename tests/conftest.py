@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
-GOLDEN = Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", REPO.parent / "shared" / "golden"))
+from golden_files import GOLDEN  # noqa: E402  (tests/golden/, vendored)
 
 # In CI the fuzzing is derandomised, so a red build is reproducible and never a new random draw; locally
 # every run explores new inputs.
@@ -22,7 +22,7 @@ if os.environ.get("CI"):
 @pytest.fixture(scope="session")
 def golden() -> Path:
     if not GOLDEN.is_dir():
-        pytest.fail(f"golden data not found at {GOLDEN}: check out shared/ beside the repo or set OFFSETS_AUDIT_GOLDEN")
+        pytest.fail(f"golden data not found at {GOLDEN}: it is part of the repository (git checkout -- tests/golden)")
     return GOLDEN
 
 

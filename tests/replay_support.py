@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import base64
 import json
-import lzma
 from pathlib import Path
 
-from conftest import GOLDEN  # shared/golden beside the repo, or $OFFSETS_AUDIT_GOLDEN
+from golden_files import GOLDEN, open_golden
 
 HISTORIES = GOLDEN / "histories"
 
 
 def load_expected(path: Path) -> list[dict]:
     """Records of a golden ``*.expected.jsonl`` (or ``.xz``) with key/value decoded to bytes."""
-    opener = lzma.open if path.suffix == ".xz" else open
     records = []
-    with opener(path, "rt", encoding="utf-8") as fh:
+    with open_golden(path) as fh:
         for line in fh:
             row = json.loads(line)
             row["key"] = None if row.get("key_b64") is None else base64.b64decode(row["key_b64"])

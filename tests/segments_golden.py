@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import lzma
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from golden_files import GOLDEN, golden_path, open_golden
 
 GOLDEN_FIELDS_DROPPED = ("dump_key", "dump_payload")
 
@@ -21,8 +22,7 @@ class SegmentCase:
 
     def expected_records(self) -> list[dict]:
         """Golden lines as ``read_segment`` dicts: key/value bytes, no dump_* fields, no headers."""
-        opener = lzma.open if self.expected.suffix == ".xz" else open
-        with opener(self.expected, "rt", encoding="utf-8") as handle:
+        with open_golden(self.expected) as handle:
             return [to_record(json.loads(line)) for line in handle]
 
 
@@ -36,26 +36,22 @@ def to_record(line: dict) -> dict:
 def segment_cases(golden: Path) -> list[SegmentCase]:
     """Every golden segment (segments/manifest.jsonl) and every history segment, including history-many-groups."""
     cases = []
-    with open(golden / "segments" / "manifest.jsonl", encoding="utf-8") as handle:
+    with open_golden(golden / "segments" / "manifest.jsonl") as handle:
         for line in handle:
             entry = json.loads(line)
             cases.append(SegmentCase(entry["file"], golden / "segments" / entry["file"],
                                      golden / "segments" / entry["expected"], entry["partition"]))
     for log in sorted((golden / "histories").rglob("*.log")):
         stem = log.name[:-len(".log")]
-        expected = log.with_name(stem + ".expected.jsonl")
-        if not expected.exists():
-            expected = log.with_name(stem + ".expected.jsonl.xz")
+        expected = golden_path(log.with_name(stem + ".expected.jsonl"))
         match = re.search(r"-p(\d+)-\d{20}$", stem)
         cases.append(SegmentCase(log.name, log, expected, int(match.group(1)) if match else 0))
     return cases
 
 
 def golden_dir() -> Path:
-    """Same resolution as conftest's ``golden`` fixture, usable at collection time for parametrize."""
-    import os
-
-    return Path(os.environ.get("OFFSETS_AUDIT_GOLDEN", Path(__file__).resolve().parents[2] / "shared" / "golden"))
+    """The golden folder, usable at collection time for parametrize."""
+    return GOLDEN
 
 
 def collected_cases() -> list[SegmentCase]:

@@ -20,13 +20,14 @@ from offsets_audit.assignors.rerun import audit_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, parse_topics
 from offsets_audit.replay import replay_records
 from replay_support import HISTORIES, load_expected
+from golden_files import read_golden
 
 CONSUMER_HISTORIES = ("history-consumer-group", "history-assignment-batching")
 
 
 def _history(name):
     result = replay_records(load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl"))
-    snapshot = TopicMetadata(parse_topics(json.loads((HISTORIES / f"{name}.state.json").read_text())))
+    snapshot = TopicMetadata(parse_topics(json.loads(read_golden(HISTORIES / f"{name}.state.json"))))
     return result, snapshot
 
 

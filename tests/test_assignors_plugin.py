@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 import pytest
-from conftest import GOLDEN
+from golden_files import GOLDEN, open_golden
 
 from offsets_audit.assignors import plugin
 from offsets_audit.errors import UserError
@@ -149,7 +149,7 @@ def test_bad_plugin_names_are_user_errors(spec, words):
 
 
 def test_round_robin_plugin_covers_every_golden_uniform_step0_partition_once():
-    with open(GOLDEN / "assignors" / "uniform.jsonl", encoding="utf-8") as handle:
+    with open_golden(GOLDEN / "assignors" / "uniform.jsonl") as handle:
         cases = [json.loads(line) for line in handle][:30]
     for case in cases:
         result = plugin.run_plugin(round_robin, case["input"])

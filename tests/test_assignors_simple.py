@@ -12,13 +12,13 @@ import json
 import re
 
 import pytest
-from conftest import GOLDEN as GOLDEN_ROOT
+from golden_files import GOLDEN as GOLDEN_ROOT, open_golden
 
 from offsets_audit.assignors import simple
 
 GOLDEN = GOLDEN_ROOT / "assignors" / "simple.jsonl"
 
-with open(GOLDEN, encoding="utf-8") as _handle:
+with open_golden(GOLDEN) as _handle:
     CASES = [json.loads(line) for line in _handle if line.strip()]
 CASES_BY_ID = {case["case_id"]: case for case in CASES}
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import GOLDEN as GOLDEN_ROOT
+from golden_files import GOLDEN as GOLDEN_ROOT, open_golden
 
 from offsets_audit.assignors import streams_sticky
 from offsets_audit.assignors.java_hashmap import JavaPriorityQueue
 
 GOLDEN = GOLDEN_ROOT / "assignors" / "streams_sticky.jsonl"
 
-with open(GOLDEN, encoding="utf-8") as _handle:
+with open_golden(GOLDEN) as _handle:
     CASES = [json.loads(line) for line in _handle if line.strip()]
 
 

@@ -13,14 +13,14 @@ import re
 
 import pytest
 
-from assignor_golden import GOLDEN
+from golden_files import GOLDEN, open_golden
 from offsets_audit.assignors import run, uniform
 
 TOPIC_A = "f10of4il9cKFRFbGz3l8RQ"
 TOPIC_B = "-JP2nvddCDAXoiB0nt0jqQ"
 MISSING = "AAAAAAAAAAAAAAAAAAAAAA"
 
-with (GOLDEN / "assignors" / "uniform.jsonl").open(encoding="utf-8") as _handle:
+with open_golden(GOLDEN / "assignors" / "uniform.jsonl") as _handle:
     CASES = [json.loads(line) for line in _handle if line.strip()]
 CASES_BY_ID = {c["case_id"]: c for c in CASES}
 

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from offsets_audit.cli import main
+from golden_files import open_golden
 
 
 def test_missing_input_is_a_user_error(tmp_path, capsys):
@@ -23,7 +24,7 @@ def test_decode_command_writes_decoded_and_quarantine(spark, golden, tmp_path, c
 
     when = datetime(2026, 1, 1, tzinfo=timezone.utc)
     rows = []
-    with open(golden / "records" / "records.jsonl", encoding="utf-8") as f:
+    with open_golden(golden / "records" / "records.jsonl") as f:
         for i, line in enumerate(f):
             g = json.loads(line)
             value = None if g["value_b64"] is None else base64.b64decode(g["value_b64"])

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from offsets_audit.codec import DECODE_ERROR_CODES, DecodeError, decode_record, encode_record
 from offsets_audit.codec.reader import read_unsigned_varint
 from offsets_audit.codec.spark import decode_columns
+from golden_files import open_golden
 
 OFFSET_KEY = {"group": "g", "topic": "t", "partition": 3}
 OFFSET_V3 = {"offset": 42, "leaderEpoch": 7, "metadata": "m", "commitTimestamp": 1000}
@@ -21,7 +22,7 @@ OFFSET_V3 = {"offset": 42, "leaderEpoch": 7, "metadata": "m", "commitTimestamp":
 def _golden_pairs(golden):
     pairs = []
     for name in ("records.jsonl", "records_removed_types.jsonl"):
-        with open(golden / "records" / name, encoding="utf-8") as f:
+        with open_golden(golden / "records" / name) as f:
             for line in f:
                 g = json.loads(line)
                 value = None if g["value_b64"] is None else base64.b64decode(g["value_b64"])

@@ -11,10 +11,11 @@ from offsets_audit.codec import (
     decode_consumer_protocol, decode_record, encode_consumer_protocol, encode_record, kafka_dump_log,
 )
 from offsets_audit.codec.json import jackson_dumps
+from golden_files import golden_glob, open_golden
 
 
 def _lines(golden, name):
-    with open(golden / "records" / name, encoding="utf-8") as f:
+    with open_golden(golden / "records" / name) as f:
         return [json.loads(line) for line in f]
 
 
@@ -160,8 +161,8 @@ def test_every_segment_and_history_record_prints_like_kafka_dump_log(golden):
     """The data records of segments/ and histories/ (real coordinator output) decode, print and re-encode."""
     import lzma
 
-    files = sorted(golden.glob("segments/*.expected.jsonl")) + sorted(golden.glob("histories/*.expected.jsonl")) \
-        + sorted(golden.glob("histories/history-many-groups/*.expected.jsonl.xz"))
+    files = golden_glob(golden / "segments", "*.expected.jsonl") + golden_glob(golden / "histories", "*.expected.jsonl") \
+        + golden_glob(golden / "histories" / "history-many-groups", "*.expected.jsonl")
     checked = 0
     for path in files:
         opener = lzma.open if path.suffix == ".xz" else open

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import lzma
 import random
 import struct
 
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 from offsets_audit.codec import encode_record
 from offsets_audit.codec.spark import DECODED_COLUMNS, decode_batch, decode_batch_generic
 from offsets_audit.codec.vectorized import decode_batch_columns, flat_layout, flat_record_types
+from golden_files import golden_glob, open_golden
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -81,7 +81,7 @@ def _fast_rows(batch: pa.RecordBatch) -> int:
 def _golden_pairs(golden):
     pairs = []
     for name in ("records.jsonl", "records_removed_types.jsonl"):
-        with open(golden / "records" / name, encoding="utf-8") as f:
+        with open_golden(golden / "records" / name) as f:
             pairs += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in map(json.loads, f)]
     return pairs
 
@@ -118,8 +118,8 @@ def test_arrays_of_structs_are_flat():
 
 def test_assignment_records_of_real_histories_take_the_fast_path(golden):
     assignments = []
-    for path in sorted(golden.glob("histories/*.expected.jsonl")):
-        with open(path, encoding="utf-8") as f:
+    for path in golden_glob(golden / "histories", "*.expected.jsonl"):
+        with open_golden(path) as f:
             lines = [json.loads(raw) for raw in f]
         assignments += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in lines if not g["is_control"]
                         and g["value_b64"] and _b64(g["key_b64"])[:2] in (b"\x00\x07", b"\x00\x08")]
@@ -137,12 +137,11 @@ def test_golden_records_equal_generic(golden_pairs):
 
 
 def test_golden_segments_and_histories_equal_generic(golden):
-    files = sorted(golden.glob("segments/*.expected.jsonl")) + sorted(golden.glob("histories/*.expected.jsonl")) \
-        + sorted(golden.glob("histories/history-many-groups/*.expected.jsonl.xz"))
+    files = golden_glob(golden / "segments", "*.expected.jsonl") + golden_glob(golden / "histories", "*.expected.jsonl") \
+        + golden_glob(golden / "histories" / "history-many-groups", "*.expected.jsonl")
     total = fast = 0
     for path in files:
-        opener = lzma.open if path.suffix == ".xz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
+        with open_golden(path) as f:
             lines = [json.loads(raw) for raw in f]
         batch = _batch([(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in lines],
                        is_control=[g["is_control"] for g in lines])
@@ -316,8 +315,8 @@ def test_mutated_golden_records_equal_generic(golden_pairs, data):
 @pytest.fixture(scope="module")
 def history_pairs(golden):
     pairs = []
-    for path in sorted(golden.glob("histories/*.expected.jsonl")):
-        with open(path, encoding="utf-8") as f:
+    for path in golden_glob(golden / "histories", "*.expected.jsonl"):
+        with open_golden(path) as f:
             pairs += [(_b64(g["key_b64"]), _b64(g["value_b64"])) for g in map(json.loads, f) if not g["is_control"]]
     return pairs
 

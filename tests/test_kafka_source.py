@@ -14,6 +14,7 @@ from offsets_audit.errors import UserError
 from offsets_audit.sources import read
 from offsets_audit.sources.kafka import KafkaUnreachableError, OffsetRange, plan_ranges, read_range
 from offsets_audit.sources.schema import SOURCE_SCHEMA
+from golden_files import read_golden
 
 pytestmark = pytest.mark.broker
 PARTITIONS = 3
@@ -22,7 +23,7 @@ PARTITIONS = 3
 @pytest.fixture(scope="module")
 def golden_topic(kafka_bootstrap, golden):
     """A 3-partition topic holding every golden record (record i on partition i % 3); returns what was placed."""
-    lines = [json.loads(line) for line in (golden / "records" / "records.jsonl").read_text().splitlines() if line]
+    lines = [json.loads(line) for line in read_golden(golden / "records" / "records.jsonl").splitlines() if line]
     records = [(i % PARTITIONS, base64.b64decode(r["key_b64"]),
                 None if r["value_b64"] is None else base64.b64decode(r["value_b64"])) for i, r in enumerate(lines)]
     topic = unique_topic()

@@ -15,10 +15,11 @@ from offsets_audit.sources import read
 from offsets_audit.sources.progress import SparkProgress, StageSnapshot, format_line
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 from offsets_audit.sources.segment_writer import SegmentWriter
+from golden_files import read_golden
 
 
 def golden_records(golden):
-    lines = [json.loads(line) for line in (golden / "records" / "records.jsonl").read_text().splitlines() if line]
+    lines = [json.loads(line) for line in read_golden(golden / "records" / "records.jsonl").splitlines() if line]
     return [(base64.b64decode(r["key_b64"]), None if r["value_b64"] is None else base64.b64decode(r["value_b64"]))
             for r in lines]
 

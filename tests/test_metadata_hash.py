@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import GOLDEN as GOLDEN_ROOT
+from golden_files import GOLDEN as GOLDEN_ROOT, open_golden
 
 from offsets_audit.assignors.metadata_hash import (
     compute_group_hash,
@@ -21,7 +21,7 @@ GOLDEN_DIR = GOLDEN_ROOT / "metadata_hash"
 
 
 def _lines(name):
-    with open(f"{GOLDEN_DIR}/{name}", encoding="utf-8") as handle:
+    with open_golden(GOLDEN_DIR / name) as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 

@@ -14,13 +14,14 @@ from offsets_audit.errors import UserError
 from offsets_audit.sources import option_text, read, spark_kafka_available
 from offsets_audit.sources.parquet import missing_columns
 from offsets_audit.sources.schema import KAFKA_COLUMNS, SOURCE_SCHEMA
+from golden_files import read_golden
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def golden_rows(golden):
-    lines = [json.loads(line) for line in (golden / "records" / "records.jsonl").read_text().splitlines() if line]
+    lines = [json.loads(line) for line in read_golden(golden / "records" / "records.jsonl").splitlines() if line]
     start = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
     rows = []
     for i, r in enumerate(lines):

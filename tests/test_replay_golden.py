@@ -26,6 +26,7 @@ from replay_support import (
     normalise_epochs,
     with_decoded,
 )
+from golden_files import open_golden
 
 TIMELINE_HISTORIES = [
     "history-consumer-group",
@@ -57,7 +58,8 @@ def _check_final_state(result, state: dict) -> None:
 
 @pytest.mark.parametrize("name", TIMELINE_HISTORIES)
 def test_history_epochs_timeline_batch_by_batch(name):
-    lines = [json.loads(line) for line in open(HISTORIES / f"{name}.epochs.jsonl", encoding="utf-8")]
+    with open_golden(HISTORIES / f"{name}.epochs.jsonl") as handle:
+        lines = [json.loads(line) for line in handle]
     replayer = Replayer()
     data_batches = 0
     for batch in batches(_records(name)):
