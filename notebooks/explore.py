@@ -52,7 +52,8 @@ print(f"tables: {TABLES} ({TABLE_FORMAT})")
 # MAGIC ## Loading the tables
 # MAGIC
 # MAGIC Spark's reader does the work: `parquet`, or `delta` (built into Databricks; locally without the Delta
-# MAGIC jars the table's current files are listed with the `deltalake` package and read as Parquet).
+# MAGIC jars the table's current files are listed with the `deltalake` package and read as Parquet), always
+# MAGIC with the table's own schema from `offsets_audit.tables`, so a table a run wrote empty reads as empty.
 # MAGIC Only one group's rows reach the driver as pandas.
 
 # COMMAND ----------
@@ -62,6 +63,9 @@ import json
 import matplotlib.pyplot as plt
 import pandas as pd
 from pyspark.sql import functions as F
+
+from offsets_audit import tables as audit_tables
+from offsets_audit.sinks import complete_runs, read_table
 
 try:
     spark  # noqa: F821 -- Databricks and pyspark shells provide it
@@ -86,32 +90,22 @@ if PLOTS_DIR:
     os.makedirs(PLOTS_DIR, exist_ok=True)
 
 
-def read_table(name):
-    """All runs of one output table as a Spark DataFrame, or None when the run did not write it."""
-    path = f"{TABLES}/{name}"
-    try:
-        if TABLE_FORMAT != "delta":
-            return spark.read.parquet(path)
-        try:
-            return spark.read.format("delta").load(path)
-        except Exception:
-            from deltalake import DeltaTable
-
-            return spark.read.option("basePath", path).parquet(*DeltaTable(path).file_uris())
-    except Exception as exc:
-        print(f"table {name} not readable at {path}: {str(exc).splitlines()[0]}")
-        return None
-
-
 def load(name, group_id=None):
-    """This run's rows of one table as pandas, optionally only one group's."""
-    df = read_table(name)
+    """This run's rows of one table as pandas, optionally only one group's.
+
+    Read with the table's own schema (``offsets_audit.tables``), so a table the run wrote empty reads as
+    an empty frame with its columns; None only when the table is not there at all."""
+    df = read_table(spark, TABLES, name, RUN_ID, TABLE_FORMAT)
     if df is None:
-        return pd.DataFrame()
-    df = df.filter(F.col("run_id") == RUN_ID)
+        print(f"table {name} not found under {TABLES}")
+        return empty_frame(name)
     if group_id is not None:
         df = df.filter(F.col("group_id") == group_id)
-    return df.drop("run_id").toPandas()
+    return df.toPandas()
+
+
+def empty_frame(name):
+    return pd.DataFrame(columns=audit_tables.schema(name).fieldNames())
 
 
 def show_table(frame, title=""):
@@ -135,11 +129,14 @@ def show_plot(fig, name):
         plt.close(fig)
 
 
-group_state_all = read_table("group_state")
-if group_state_all is None:
-    raise SystemExit(f"no group_state table under {TABLES}: run `offsets-audit demo` or point tables_path at a run")
+# A run is complete when its manifest (<tables>/_runs/<run_id>.json) exists: written after every table.
+complete = [m["run_id"] for m in complete_runs(spark, TABLES)]
 if not RUN_ID:
-    RUN_ID = group_state_all.agg(F.max("run_id")).first()[0]
+    if not complete:
+        raise SystemExit(f"no complete run under {TABLES}: run `offsets-audit demo` or point tables_path at a run")
+    RUN_ID = complete[-1]
+elif RUN_ID not in complete:
+    print(f"warning: run {RUN_ID} is not complete (killed or failed while writing): rerun it with the same run id")
 print(f"run id: {RUN_ID}")
 
 # COMMAND ----------
@@ -164,6 +161,14 @@ overview = (groups[["group_id", "group_type", "state", "group_epoch", "assignmen
             .fillna({"findings": 0, "rebalances": 0}).astype({"findings": "int64", "rebalances": "int64"})
             .reset_index().sort_values(["findings", "rebalances", "group_id"], ascending=[False, False, True]))
 show_table(overview, f"{len(overview)} groups in run {RUN_ID}")
+quarantine = read_table(spark, TABLES, "quarantine", RUN_ID, TABLE_FORMAT)
+quarantined = 0 if quarantine is None else quarantine.count()
+if not len(findings_all) and not quarantined:
+    print(f"run {RUN_ID} is clean: no findings (every enabled rule passed), nothing quarantined, "
+          + (f"{len(rebalances_all)} rebalances" if len(rebalances_all) else "no rebalances"))
+else:
+    print(f"run {RUN_ID}: {len(findings_all)} findings, {len(rebalances_all)} rebalances, "
+          f"{quarantined} quarantined records")
 
 if not GROUP_ID:
     GROUP_ID = overview["group_id"].iloc[0]
@@ -293,7 +298,10 @@ else:
 
 findings = findings_all[findings_all["group_id"] == GROUP_ID].sort_values(["time", "rule"])
 findings = findings.assign(evidence=findings["evidence"].map(lambda records: ", ".join(records)))
-show_table(findings[["time", "severity", "rule", "message", "evidence"]], f"{len(findings)} findings of {GROUP_ID}")
+if len(findings):
+    show_table(findings[["time", "severity", "rule", "message", "evidence"]], f"{len(findings)} findings of {GROUP_ID}")
+else:
+    print(f"0 findings of {GROUP_ID}: every enabled rule passed for this group")
 
 # COMMAND ----------
 

@@ -18,17 +18,17 @@ def _rows(spark, values):
 @pytest.mark.parametrize("fmt", ["parquet", "delta"])
 def test_rerun_of_a_run_id_replaces_its_rows_and_keeps_other_runs(spark, tmp_path, fmt):
     out = str(tmp_path / "tables")
-    write_table(_rows(spark, [1, 2, 3]), out, "findings", "2026-11-21", fmt)
-    write_table(_rows(spark, [10, 11]), out, "findings", "2026-11-22", fmt)
-    write_table(_rows(spark, [20]), out, "findings", "2026-11-22", fmt)  # rerun of the same night
+    write_table(_rows(spark, [1, 2, 3]), out, "scratch", "2026-11-21", fmt)
+    write_table(_rows(spark, [10, 11]), out, "scratch", "2026-11-22", fmt)
+    write_table(_rows(spark, [20]), out, "scratch", "2026-11-22", fmt)  # rerun of the same night
 
     if fmt == "parquet":
-        table = spark.read.parquet(f"{out}/findings")
+        table = spark.read.parquet(f"{out}/scratch")
     else:
         from deltalake import DeltaTable
 
-        assert DeltaTable.is_deltatable(f"{out}/findings")
-        table = spark.createDataFrame(DeltaTable(f"{out}/findings").to_pandas())
+        assert DeltaTable.is_deltatable(f"{out}/scratch")
+        table = spark.createDataFrame(DeltaTable(f"{out}/scratch").to_pandas())
     got = table.select("n", "group_id", "run_id")
     expected = spark.createDataFrame(
         [(1, "group-1", "2026-11-21"), (2, "group-2", "2026-11-21"), (3, "group-3", "2026-11-21"),
@@ -40,8 +40,8 @@ def test_delta_without_jars_writes_a_real_delta_table_through_deltalake(spark, t
     assert not spark_has_delta(spark), "this machine has no Delta jars: the deltalake path is the one under test"
     from deltalake import DeltaTable
 
-    path = write_table(_rows(spark, [1]), str(tmp_path), "group_state", "r1", "delta")
-    write_table(_rows(spark, [2]), str(tmp_path), "group_state", "r2", "delta")
+    path = write_table(_rows(spark, [1]), str(tmp_path), "scratch", "r1", "delta")
+    write_table(_rows(spark, [2]), str(tmp_path), "scratch", "r2", "delta")
     table = DeltaTable(path)
     assert table.version() == 1
     assert table.metadata().partition_columns == ["run_id"]

@@ -80,6 +80,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     timings: dict[str, float] = {}
     out = config["output"]
     run_id = config["run_id"]
+    sinks.check_output_path(out["path"])
 
     def stage(name):
         class _Stage:
@@ -112,16 +113,9 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         tables.update(audit_spark.audit(tables, config, decoded=decoded))
 
     with stage("write"):
-        paths = {}
-        for name, df in tables.items():
-            if df is None:
-                continue
-            started = time.perf_counter()
-            paths[name] = sinks.write_table(df, out["path"], name, run_id, out["format"])
-            timings[f"write:{name}"] = round(time.perf_counter() - started, 3)
-        paths["quarantine"] = sinks.write_table(quarantined, out["path"], "quarantine", run_id, out["format"])
-        if out.get("write_decoded"):
-            paths["decoded"] = sinks.write_table(decoded, out["path"], "decoded", run_id, out["format"])
+        # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
+        frames = {**tables, "quarantine": quarantined, **({"decoded": decoded} if out.get("write_decoded") else {})}
+        paths = sinks.write_run(spark, out["path"], run_id, out["format"], frames, timings=timings)
 
     summary = _summary(config, counts, tables, timings, paths)
     if out.get("html_report"):
@@ -225,7 +219,10 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
 
 def run(args) -> int:
     config = load_config(args.config, overrides_from_args(args))
+    from offsets_audit.sinks import check_output_path
     from offsets_audit.spark_session import get_spark
+
+    check_output_path(config["output"]["path"])
 
     spark = get_spark("offsets-audit", master=config["spark"]["master"],
                       extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})

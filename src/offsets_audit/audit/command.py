@@ -1,8 +1,9 @@
 """``offsets-audit check``: the CI data-quality gate.
 
 Runs the audit job (``offsets_audit.job.run_job``) on a dump or log segments, then exits 1 when a
-finding reaches ``check.fail_on`` (info < warning < error; ``never`` only reports), 0 otherwise. It
-writes a JUnit XML file (one testcase per rule; a failing rule's failure lists its findings with their
+finding reaches ``check.fail_on`` (info < warning < error; ``never`` only reports), 0 otherwise (also
+on a clean run with no findings at all). A configuration or input mistake exits 2 with one line; a crash
+exits 3, so that a bug is never mistaken for the gate's FAIL. It writes a JUnit XML file (one testcase per rule; a failing rule's failure lists its findings with their
 evidence records) and a JSON summary, and prints one verdict line on stdout.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import datetime as _dt
 import json
 import sys
+import traceback
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -20,6 +22,8 @@ from .model import SEVERITY_RANK
 from .rules.registry import RULES, rule_settings
 
 MAX_FINDINGS_PER_CASE = 100
+#: Exit codes: PASS, FAIL, a person's mistake (one line), and a crash, which must never look like FAIL.
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,16 +123,13 @@ def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: d
     }
 
 
-def _read_findings(spark, summary: dict, config: dict) -> list[dict]:
-    from pyspark.sql import functions as F
+def _read_findings(spark, config: dict) -> list[dict]:
+    """This run's findings, read with the table's known schema (an empty table reads as no findings)."""
+    from offsets_audit.sinks import read_table
 
-    path = (summary.get("tables") or {}).get("findings")
-    if not path:
-        return []
-    fmt = config["output"]["format"]
-    df = spark.read.format("delta").load(path) if fmt == "delta" else spark.read.parquet(path)
-    rows = df.filter(F.col("run_id") == config["run_id"]).drop("run_id").collect()
-    return [r.asDict(recursive=True) for r in rows]
+    out = config["output"]
+    df = read_table(spark, out["path"], "findings", config["run_id"], out["format"])
+    return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
 
 
 def _write(path: str | None, text: str) -> None:
@@ -140,11 +141,11 @@ def _write(path: str | None, text: str) -> None:
 
 
 def run(args) -> int:
-    import time
-
+    """Exit 0: PASS (no finding at or above ``fail_on``); 1: FAIL; 2: a configuration or input mistake
+    (one line on stderr, before any Spark work where it can be seen then); 3: an internal error, a bug."""
     from offsets_audit.config import load_config
-    from offsets_audit.job import overrides_from_args, run_job
-    from offsets_audit.spark_session import get_spark
+    from offsets_audit.job import overrides_from_args
+    from offsets_audit.sinks import check_output_path
 
     overrides = overrides_from_args(args)
     check = {k: v for k, v in (("fail_on", args.fail_on), ("junit_xml", args.junit_xml),
@@ -155,11 +156,30 @@ def run(args) -> int:
     settings = rule_settings(config)
     if config["source"]["kind"] not in ("parquet", "segments", "kafka"):
         raise UserError(f"source.kind {config['source']['kind']!r} cannot be checked", fix="use parquet or segments")
+    check_output_path(config["output"]["path"])
+    try:
+        return _check(config, settings)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a crash must never read as the gate's FAIL (exit 1)
+        traceback.print_exc(file=sys.stderr)
+        print(f"offsets-audit check: ERROR run {config['run_id']}: {type(exc).__name__}: "
+              f"{str(exc).splitlines()[0] if str(exc) else ''} (a bug, not a verdict: please report it with the "
+              f"traceback above)", file=sys.stdout, flush=True)
+        return EXIT_INTERNAL_ERROR
+
+
+def _check(config: dict, settings: dict) -> int:
+    import time
+
+    from offsets_audit.job import run_job
+    from offsets_audit.spark_session import get_spark
+
     spark = get_spark("offsets-audit-check", master=config["spark"]["master"],
                       extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
     start = time.perf_counter()
     summary = run_job(spark, config, progress=False)
-    findings = _read_findings(spark, summary, config)
+    findings = _read_findings(spark, config)
     fail_on = config["check"]["fail_on"]
     run_id = config["run_id"]
     _write(config["check"].get("junit_xml"),
@@ -167,4 +187,4 @@ def run(args) -> int:
     _write(config["check"].get("json_summary"),
            json.dumps(json_summary(findings, fail_on, run_id, summary), indent=2, default=str))
     print(verdict_line(findings, fail_on, run_id), file=sys.stdout, flush=True)
-    return 1 if failing(findings, fail_on) else 0
+    return EXIT_FAIL if failing(findings, fail_on) else EXIT_PASS

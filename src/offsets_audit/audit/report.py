@@ -118,10 +118,10 @@ def _legend(entries, x, y) -> str:
     return "".join(out)
 
 
-def _empty(title, width=640) -> str:
+def _empty(title, width=640, message="no data") -> str:
     return (f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="60" '
             f'viewBox="0 0 {width} 60" xmlns="http://www.w3.org/2000/svg"><text x="10" y="16" class="title">'
-            f'{_e(title)}</text><text x="10" y="42" class="tick">no data</text></svg>')
+            f'{_e(title)}</text><text x="10" y="42" class="tick">{_e(message)}</text></svg>')
 
 
 def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
@@ -198,6 +198,8 @@ def _findings_by_rule(findings: list[dict]) -> str:
         counts.setdefault(f["rule"], {}).setdefault(f["severity"], 0)
         counts[f["rule"]][f["severity"]] += 1
     rules = sorted(counts, key=lambda r: (-sum(counts[r].values()), r))
+    if not rules:
+        return _empty("Findings by rule", 900, "no findings: every rule passed")
     series = [(sev, [counts[r].get(sev, 0) for r in rules], color) for sev, color in SEVERITY_COLORS.items()]
     return _bar_chart("Findings by rule", rules, series, horizontal=True, width=900)
 
@@ -214,13 +216,13 @@ def _latency_distribution(rebalances: list[dict]) -> str:
                            SERIES_COLORS[j]))
         charts.append(_bar_chart(f"Rebalance latency, {group_type} groups ({len(rows)} rebalances)",
                                  [name for _, _, name in LATENCY_BINS], series, y_label="rebalances"))
-    return "".join(charts) or _empty("Rebalance latency")
+    return "".join(charts) or _empty("Rebalance latency", message="no rebalances in this run")
 
 
 def _rebalance_rate(rebalances: list[dict]) -> str:
     times = [r["bump_time"] for r in rebalances if r.get("bump_time") is not None]
     if not times:
-        return _empty("Rebalances over time")
+        return _empty("Rebalances over time", message="no rebalances in this run")
     t0, t1 = min(times), max(times)
     bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < 120), RATE_BUCKETS[-1])
     start = t0 - t0 % bucket
@@ -304,6 +306,19 @@ tr.warning td:first-child{color:#ef8f00;font-weight:600}.kpi{display:inline-bloc
 """
 
 
+def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -> str:
+    """One sentence on what the run found, so a clean run reads as clean rather than as a blank page."""
+    quarantined = records.get("quarantined") or 0
+    lost = records.get("records_lost") or 0
+    parts = [f"{len(findings)} finding(s)" if findings else "No findings: every enabled rule passed",
+             f"{len(rebalances)} rebalance(s)" if rebalances else "no rebalances",
+             (f"{quarantined:,} record(s) quarantined" + (f" and {lost:,} lost" if lost else "")
+              if quarantined or lost else "nothing quarantined")]
+    clean = not findings and not quarantined and not lost
+    return (f'<p class="verdict {"clean" if clean else "found"}">{"Clean run. " if clean else ""}'
+            f'{_e(", ".join(parts))}.</p>')
+
+
 def render_report(data: dict) -> str:
     """HTML of the report from ``run_id``, ``summary``, ``findings``, ``rebalances``, ``latency_summary``
     and ``timelines`` ({group_id: events in log order, details as dicts})."""
@@ -319,14 +334,15 @@ def render_report(data: dict) -> str:
     return "".join([
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>__consumer_offsets audit {_e(data.get('run_id'))}</title><style>{STYLE}</style></head><body>",
-        f"<h1>__consumer_offsets audit, run {_e(data.get('run_id'))}</h1><div>",
+        f"<h1>__consumer_offsets audit, run {_e(data.get('run_id'))}</h1>", _run_in_words(findings, rebalances, records),
+        "<div>",
         "".join(f'<span class="kpi"><b>{_e("-" if v is None else v)}</b>{_e(k)}</span>' for k, v in kpis),
         "</div><h2 id=\"findings-by-rule\">Findings by rule</h2>", _findings_by_rule(findings),
         "<h2 id=\"latency\">Rebalance latency</h2>", _latency_table(data.get("latency_summary") or []),
         _latency_distribution(rebalances),
         "<h2 id=\"rate\">Rebalance rate</h2>", _rebalance_rate(rebalances),
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
-        timelines or "<p>No modern groups.</p>",
+        timelines or "<p>No group has findings or rebalances to show.</p>",
         "<h2 id=\"findings\">Findings</h2>", _findings_table(findings),
         "</body></html>",
     ])
@@ -335,19 +351,10 @@ def render_report(data: dict) -> str:
 # -- Spark side ------------------------------------------------------------------------------------
 
 def _read_table(spark, output_path: str, table: str, run_id: str, fmt: str):
-    from pyspark.sql import functions as F
+    """This run's rows of a table, read with its known schema (empty when the run had none)."""
+    from offsets_audit.sinks import read_table
 
-    from offsets_audit.sinks import table_path
-
-    path = table_path(output_path, table)
-    try:
-        if fmt == "delta":
-            df = spark.read.format("delta").load(path)
-        else:
-            df = spark.read.parquet(path)
-    except Exception:  # the table was not written in this run (e.g. no replay output)
-        return None
-    return df.filter(F.col("run_id") == run_id).drop("run_id")
+    return read_table(spark, output_path, table, run_id, fmt)
 
 
 def _rows(df) -> list[dict]:

@@ -1,23 +1,185 @@
-"""Sinks: write the audit's tables idempotently (a rerun of a run id replaces that run's rows)."""
+"""Sinks: write a run's tables so that a rerun of a run id replaces everything that run wrote.
+
+* Every table of ``offsets_audit.tables.TABLES`` is written on every run, with its schema, even with no
+  rows, so readers never meet a missing table or have to infer a schema (issue 17).
+* A table's rows of one run are written aside and swapped in whole (Parquet: a staging folder renamed onto
+  ``run_id=<id>``; Delta: one commit replacing the ``run_id`` partition), so a rerun replaces them, empty
+  or not, and a killed run never leaves a half-written partition behind.
+* A run manifest ``<output>/_runs/<run_id>.json`` is removed when a run starts writing and written when
+  every table is in place: a run without one is incomplete (killed or failed), whatever its tables hold.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
+import os
+
 from offsets_audit.errors import UserError
+from offsets_audit.sinks.files import FileSystem, is_local, local_path
+
+FORMATS = ("parquet", "delta")
+RUNS_FOLDER = "_runs"
+
+# The characters Spark escapes in a partition folder name (``ExternalCatalogUtils.escapePathName``), so the
+# folders written here are the ones Spark's partition discovery and writers use.
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
 
 
-def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parquet") -> str:
-    """Write ``df`` as table ``table`` under ``output_path``, tagged with ``run_id``; returns the table path."""
-    if fmt == "parquet":
-        from offsets_audit.sinks.parquet import write_parquet_table
-        return write_parquet_table(df, output_path, table, run_id)
-    if fmt == "delta":
-        from offsets_audit.sinks.delta import write_delta_table
-        return write_delta_table(df, output_path, table, run_id)
-    raise UserError(f"unknown output format {fmt!r}", fix="set output.format to parquet or delta")
+def escape_partition_value(value: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
 
 
 def table_path(output_path: str, table: str) -> str:
     return output_path.rstrip("/") + "/" + table
+
+
+def partition_path(output_path: str, table: str, run_id: str) -> str:
+    """The folder of one run's rows in a Parquet table."""
+    return f"{table_path(output_path, table)}/run_id={escape_partition_value(run_id)}"
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown output format {fmt!r}", fix="set output.format to parquet or delta")
+
+
+def check_output_path(output_path: str) -> None:
+    """A one-line error before any Spark work when a local output path cannot hold the tables: it is a
+    file, lies under a file, or is a folder this user cannot write."""
+    if not output_path:
+        raise UserError("output.path is empty", fix="set output.path in the config or pass --output PATH")
+    if not is_local(output_path):
+        return
+    path = os.path.abspath(local_path(output_path))
+    if os.path.isfile(path):
+        raise UserError(f"output path {output_path} is a file, not a folder",
+                        fix="pass --output a folder (new or existing), not a file")
+    probe = path
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if os.path.isfile(probe):
+        raise UserError(f"output path {output_path} lies under the file {probe}",
+                        fix="pass --output a folder that is not inside a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"output path {output_path}: {probe} is not writable by this user",
+                        fix="pass --output a folder you can write, or fix its permissions")
+
+
+def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parquet") -> str:
+    """Write ``df`` as run ``run_id``'s rows of table ``table`` under ``output_path``, replacing any rows
+    that run had there (also when ``df`` is empty); returns the table path.
+
+    A table of ``offsets_audit.tables`` is written with exactly its schema (``tables.conform``)."""
+    from offsets_audit import tables
+
+    _check_format(fmt)
+    if table in tables.TABLES:
+        df = tables.conform(df, table)
+    if fmt == "parquet":
+        from offsets_audit.sinks.parquet import write_parquet_table
+        return write_parquet_table(df, output_path, table, run_id)
+    from offsets_audit.sinks.delta import write_delta_table
+    return write_delta_table(df, output_path, table, run_id)
+
+
+def remove_run(spark, output_path: str, table: str, run_id: str, fmt: str) -> None:
+    """Remove run ``run_id``'s rows from ``table`` if it has any (a table this run no longer writes)."""
+    _check_format(fmt)
+    if fmt == "parquet":
+        from offsets_audit.sinks.parquet import remove_parquet_run
+        remove_parquet_run(spark, output_path, table, run_id)
+    else:
+        from offsets_audit.sinks.delta import remove_delta_run
+        remove_delta_run(spark, output_path, table, run_id)
+
+
+def read_table(spark, output_path: str, table: str, run_id: str, fmt: str):
+    """Run ``run_id``'s rows of ``table`` (without the ``run_id`` column), read with the table's known
+    schema: an empty table reads as an empty DataFrame. None when the table does not exist at all."""
+    _check_format(fmt)
+    if fmt == "parquet":
+        from offsets_audit.sinks.parquet import read_parquet_run
+        return read_parquet_run(spark, output_path, table, run_id)
+    from offsets_audit.sinks.delta import read_delta_run
+    return read_delta_run(spark, output_path, table, run_id)
+
+
+# -- the run manifest ------------------------------------------------------------------------------
+
+def manifest_path(output_path: str, run_id: str) -> str:
+    return f"{output_path.rstrip('/')}/{RUNS_FOLDER}/{escape_partition_value(run_id)}.json"
+
+
+def begin_run(spark, output_path: str, run_id: str) -> None:
+    """Mark run ``run_id`` incomplete before its first table is replaced."""
+    fs = FileSystem(spark, output_path)
+    if fs.usable:
+        fs.delete(manifest_path(output_path, run_id))
+
+
+def complete_run(spark, output_path: str, run_id: str, fmt: str, paths: dict) -> str | None:
+    """Mark run ``run_id`` complete: every table in ``paths`` holds its rows."""
+    fs = FileSystem(spark, output_path)
+    if not fs.usable:
+        return None
+    target = manifest_path(output_path, run_id)
+    fs.write_text(target, json.dumps({
+        "run_id": run_id, "format": fmt, "tables": paths,
+        "completed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }, indent=2))
+    return target
+
+
+def run_manifest(spark, output_path: str, run_id: str) -> dict | None:
+    """The manifest of a complete run, None when the run is incomplete or unknown."""
+    fs = FileSystem(spark, output_path)
+    text = fs.read_text(manifest_path(output_path, run_id)) if fs.usable else None
+    return json.loads(text) if text else None
+
+
+def complete_runs(spark, output_path: str) -> list[dict]:
+    """Manifests of the complete runs under ``output_path``, oldest first."""
+    fs = FileSystem(spark, output_path)
+    if not fs.usable:
+        return []
+    folder = f"{output_path.rstrip('/')}/{RUNS_FOLDER}"
+    manifests = []
+    for name in fs.list_names(folder):
+        if name.endswith(".json") and not name.startswith("."):
+            text = fs.read_text(f"{folder}/{name}")
+            if text:
+                manifests.append(json.loads(text))
+    return sorted(manifests, key=lambda m: (m.get("completed_at") or "", m.get("run_id") or ""))
+
+
+def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, timings: dict | None = None) -> dict:
+    """Write every table of a run and its manifest; returns {table: path}.
+
+    ``frames`` maps a table name to its DataFrame, or to None for a table the run has no rows for (written
+    empty with its schema). Tables of ``offsets_audit.tables`` missing from ``frames`` (``decoded`` when
+    ``output.write_decoded`` is off) lose any rows an earlier run with this id left there.
+    """
+    import time
+
+    from offsets_audit import tables
+
+    _check_format(fmt)
+    begin_run(spark, output_path, run_id)
+    paths = {}
+    for name in list(tables.TABLES) + [n for n in frames if n not in tables.TABLES]:
+        if name not in frames:
+            remove_run(spark, output_path, name, run_id, fmt)
+            continue
+        df = frames[name]
+        if df is None:
+            df = tables.empty(spark, name)
+        started = time.perf_counter()
+        paths[name] = write_table(df, output_path, name, run_id, fmt)
+        if timings is not None:
+            timings[f"write:{name}"] = round(time.perf_counter() - started, 3)
+    complete_run(spark, output_path, run_id, fmt, paths)
+    return paths
 
 
 def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
@@ -28,8 +190,8 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     """
     from pathlib import Path
 
-    if "://" not in output_path or output_path.startswith("file://"):
-        target = Path(output_path.replace("file://", "")) / relative
+    if is_local(output_path):
+        target = Path(local_path(output_path)) / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         return str(target)

@@ -1,0 +1,173 @@
+"""Every table a run writes, by name, with its schema: the one place sinks and readers take schemas from.
+
+A run writes each of these tables whether it has rows or not (``sinks.write_table``), and every reader
+(``check``, the HTML report, the notebooks, reruns) reads them with the schema given here instead of
+letting Spark infer one from files, which fails on a table with no rows (issue 17).
+
+The schemas are assembled from the constants the stages themselves use to build their DataFrames, not
+retyped, so a stage that changes a table changes it here too; ``tests/test_tables.py`` runs the job and
+checks that the tables it produces have exactly these schemas.
+
+Tables are partitioned by ``run_id`` on disk; the schemas here are the rows' columns without it
+(``schema(name, with_run_id=True)`` adds it, as a reader of the whole table sees it).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_DDL
+from offsets_audit.audit.latency import LATENCY_METRICS, PERCENTILES
+from offsets_audit.audit.spark import FINDINGS_DDL, REBALANCES_DDL
+from offsets_audit.codec.spark import DECODED_COLUMNS
+from offsets_audit.replay.spark import (
+    EVENTS_DDL, GROUP_STATE_DDL, MEMBERS_DDL, OFFSETS_STATE_DDL, TARGET_ASSIGNMENTS_DDL,
+)
+
+RUN_ID_COLUMN = "run_id"
+
+def _fields(ddl: str) -> list[tuple[str, str]]:
+    """``[(name, type)]`` of a flat DDL string; types may hold commas inside ``<...>``."""
+    fields, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl + ","):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            name, _, type_ = ddl[start:i].strip().partition(" ")
+            fields.append((name, type_.strip()))
+            start = i + 1
+    return fields
+
+
+def _ddl(fields) -> str:
+    return ", ".join(f"{name} {type_}" for name, type_ in fields)
+
+
+def _offsets_ddl() -> str:
+    """``replay.spark.offsets_table`` of the offsets snapshot: ``topic_partition`` is named ``partition``
+    and the snapshot's bookkeeping column ``effective_at`` is dropped."""
+    renamed = {"topic_partition": "partition"}
+    return _ddl((renamed.get(name, name), type_) for name, type_ in _fields(OFFSETS_STATE_DDL)
+                if name != "effective_at")
+
+
+def _latency_summary_ddl() -> str:
+    """``audit.spark.latency_summary``: one row per level (group_day, group_type_day, group_type)."""
+    fields = [("level", "string"), ("group_type", "string"), ("group_id", "string"), ("day", "string"),
+              ("rebalances", "bigint"), ("complete", "bigint")]
+    fields += [(f"{metric}_{q}", "double") for metric in LATENCY_METRICS
+               for q in [name for name, _ in PERCENTILES] + ["max"]]
+    return _ddl(fields)
+
+
+def _records_ddl() -> str:
+    """``decoded`` and ``quarantine``: the sources' row (``sources.schema.SOURCE_SCHEMA``) plus the codec's
+    decoded columns (``codec.spark.DECODED_COLUMNS``)."""
+    from offsets_audit.sources.schema import SOURCE_SCHEMA
+
+    fields = [(f.name, f.dataType.simpleString()) for f in SOURCE_SCHEMA.fields]
+    fields += [(name, ddl) for name, (_, ddl) in DECODED_COLUMNS.items()]
+    return _ddl(fields)
+
+
+#: table name -> DDL of its rows, in the order the job writes them.
+TABLES: dict[str, str] = {
+    "group_state": GROUP_STATE_DDL,
+    "members": MEMBERS_DDL,
+    "group_events": EVENTS_DDL,
+    "target_assignments": TARGET_ASSIGNMENTS_DDL,
+    "offsets": _offsets_ddl(),
+    "assignor_audit": ASSIGNOR_AUDIT_DDL,
+    "findings": FINDINGS_DDL,
+    "rebalances": REBALANCES_DDL,
+    "latency_summary": _latency_summary_ddl(),
+    "quarantine": _records_ddl(),
+    "decoded": _records_ddl(),
+}
+
+#: Tables whose rows are the input's rows: a Parquet dump's extra columns are kept after the known ones.
+OPEN_TABLES = frozenset({"quarantine", "decoded"})
+
+
+def ddl(name: str) -> str:
+    """The DDL of table ``name``'s rows; a name that is not a table is a programming error."""
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not a table of offsets-audit; tables: {', '.join(TABLES)}") from None
+
+
+_ATOMIC_TYPES = {
+    "string": "StringType", "int": "IntegerType", "integer": "IntegerType", "bigint": "LongType",
+    "long": "LongType", "smallint": "ShortType", "short": "ShortType", "boolean": "BooleanType",
+    "double": "DoubleType", "float": "FloatType", "timestamp": "TimestampType", "binary": "BinaryType",
+}
+
+
+def _data_type(text: str):
+    """A Spark DataType from a DDL type, parsed here so a schema needs no running SparkSession."""
+    from pyspark.sql import types as T
+
+    text = text.strip()
+    lowered = text.lower()
+    if lowered.startswith("array<") and lowered.endswith(">"):
+        return T.ArrayType(_data_type(text[len("array<"):-1]), True)
+    if lowered.startswith("map<") and lowered.endswith(">"):
+        key, value = _split_map(text[len("map<"):-1])
+        return T.MapType(_data_type(key), _data_type(value), True)
+    if lowered.startswith("struct<") and lowered.endswith(">"):
+        inner = text[len("struct<"):-1].replace(":", " ")
+        return T.StructType([T.StructField(n, _data_type(t), True) for n, t in _fields(inner)])
+    try:
+        return getattr(T, _ATOMIC_TYPES[lowered])()
+    except KeyError:
+        raise ValueError(f"type {text!r} is not known to offsets_audit.tables; add it to _ATOMIC_TYPES") from None
+
+
+def _split_map(inner: str) -> tuple[str, str]:
+    depth = 0
+    for i, ch in enumerate(inner):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            return inner[:i], inner[i + 1:]
+    raise ValueError(f"map<{inner}> has no value type")
+
+
+@lru_cache(maxsize=None)
+def _schema(name: str, with_run_id: bool):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    fields = [StructField(n, _data_type(t), True) for n, t in _fields(ddl(name))]
+    if with_run_id:
+        fields.append(StructField(RUN_ID_COLUMN, StringType(), True))
+    return StructType(fields)
+
+
+def schema(name: str, *, with_run_id: bool = False):
+    """Table ``name``'s Spark ``StructType`` (every column nullable, as Parquet stores them)."""
+    return _schema(name, with_run_id)
+
+
+def conform(df, name: str):
+    """``df`` with exactly table ``name``'s columns, in order and cast to its types (missing ones as nulls).
+
+    For the input-shaped tables (``OPEN_TABLES``) columns beyond the known ones are kept after them, so
+    nothing a user's dump carried is dropped.
+    """
+    from pyspark.sql import functions as F
+
+    known = schema(name)
+    present = set(df.columns)
+    columns = [(F.col(f"`{f.name}`") if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+               for f in known.fields]
+    if name in OPEN_TABLES:
+        columns += [F.col(f"`{c}`") for c in df.columns if c not in set(known.fieldNames()) | {RUN_ID_COLUMN}]
+    return df.select(*columns)
+
+
+def empty(spark, name: str):
+    """An empty DataFrame with table ``name``'s schema."""
+    return spark.createDataFrame([], schema(name))

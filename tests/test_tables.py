@@ -1,0 +1,126 @@
+"""Every table of a run exists with its schema, empty or not, in Parquet and Delta (issue 17), and a rerun
+of a run id replaces that run's rows in every table, also with nothing (issue 13, defect 1)."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+
+from offsets_audit import sinks, tables
+from offsets_audit.sinks import read_table, write_run, write_table
+
+pytestmark = pytest.mark.spark
+
+FORMATS = ["parquet", "delta"]
+
+
+def _types(schema) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def test_registry_names_every_table_once_with_a_parseable_schema():
+    assert list(tables.TABLES) == ["group_state", "members", "group_events", "target_assignments", "offsets",
+                                   "assignor_audit", "findings", "rebalances", "latency_summary", "quarantine",
+                                   "decoded"]
+    for name in tables.TABLES:
+        names = tables.schema(name).fieldNames()
+        assert len(names) == len(set(names)) and "run_id" not in names, name
+    assert {"rule", "group_id", "severity"} <= set(tables.schema("findings").fieldNames())
+    with pytest.raises(KeyError, match="not a table"):
+        tables.ddl("finding")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", list(tables.TABLES))
+def test_empty_in_empty_table_out_readable_with_its_schema(spark, tmp_path, name, fmt):
+    out = str(tmp_path / "out")
+    path = write_table(tables.empty(spark, name), out, name, "r1", fmt)
+
+    got = read_table(spark, out, name, "r1", fmt)
+    assert got is not None and got.count() == 0
+    assert _types(got.schema) == _types(tables.schema(name))
+    if fmt == "parquet":   # any Parquet reader given the schema sees the table, with no rows
+        whole = spark.read.schema(tables.schema(name, with_run_id=True)).parquet(path)
+    else:                  # the Delta log itself carries the schema
+        from deltalake import DeltaTable
+
+        delta = DeltaTable(path)
+        assert delta.metadata().partition_columns == ["run_id"]
+        assert [f.name for f in delta.schema().fields] == tables.schema(name, with_run_id=True).fieldNames()
+        whole = spark.createDataFrame(delta.to_pandas(), tables.schema(name, with_run_id=True))
+    assert whole.count() == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rerun_with_no_rows_replaces_the_runs_rows_and_keeps_other_runs(spark, tmp_path, fmt):
+    """Issue 13 defect 1: a rerun that finds nothing must not leave the earlier attempt's findings."""
+    out = str(tmp_path / "out")
+    schema = tables.schema("findings")
+    row = ("f1", "g", "consumer", "rebalance_storm", "warning", None, "storm", ["1:7"], "{}")
+    write_table(spark.createDataFrame([row], schema), out, "findings", "night-1", fmt)
+    write_table(spark.createDataFrame([row, ("f2",) + row[1:]], schema), out, "findings", "night-2", fmt)
+    write_table(tables.empty(spark, "findings"), out, "findings", "night-2", fmt)   # the rerun: clean
+
+    assert read_table(spark, out, "findings", "night-2", fmt).count() == 0
+    assert_df_equality(read_table(spark, out, "findings", "night-1", fmt),
+                       spark.createDataFrame([row], schema), ignore_nullable=True)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_write_run_writes_every_table_and_then_the_manifest(spark, tmp_path, fmt):
+    out = str(tmp_path / "out")
+    frames = {name: None for name in tables.TABLES if name != "decoded"}
+    write_run(spark, out, "r1", fmt, {**frames, "decoded": tables.empty(spark, "decoded")})
+    assert read_table(spark, out, "decoded", "r1", fmt) is not None
+    paths = write_run(spark, out, "r1", fmt, frames)      # rerun without output.write_decoded
+    assert set(paths) == set(frames)
+    for name in frames:
+        assert read_table(spark, out, name, "r1", fmt).count() == 0
+    assert read_table(spark, out, "decoded", "r1", fmt).count() == 0   # the earlier attempt's rows are gone
+    manifest = sinks.run_manifest(spark, out, "r1")
+    assert manifest["run_id"] == "r1" and set(manifest["tables"]) == set(frames)
+    sinks.begin_run(spark, out, "r1")
+    assert sinks.run_manifest(spark, out, "r1") is None    # while a rerun writes, the run is incomplete
+
+
+def test_run_ids_with_path_characters_stay_one_partition(spark, tmp_path):
+    out = str(tmp_path / "out")
+    write_table(tables.empty(spark, "findings"), out, "findings", "2026-11-22T01:00/retry", "parquet")
+    assert (tmp_path / "out" / "findings" / "run_id=2026-11-22T01%3A00%2Fretry").is_dir()
+    whole = spark.read.parquet(str(tmp_path / "out" / "findings"))
+    assert "run_id" in whole.columns
+
+
+def test_the_jobs_tables_have_the_registry_schemas(spark, tmp_path, monkeypatch):
+    """The registry cannot drift: every DataFrame the job hands to the sinks has exactly the registry's
+    columns and types (input-shaped tables may carry a dump's extra columns after them)."""
+    import shutil
+
+    from offsets_audit.config import load_config
+    from offsets_audit.job import run_job
+    from replay_support import HISTORIES
+
+    seen: dict = {}
+    real_write_run = sinks.write_run
+
+    def recording_write_run(spark_, output_path, run_id, fmt, frames, **kwargs):
+        seen.update({name: (None if df is None else df.schema) for name, df in frames.items()})
+        return real_write_run(spark_, output_path, run_id, fmt, frames, **kwargs)
+
+    monkeypatch.setattr(sinks, "write_run", recording_write_run)
+    logs = tmp_path / "logs" / "__consumer_offsets-0"
+    logs.mkdir(parents=True)
+    shutil.copy(HISTORIES / "history-assignment-batching-00000000000000000000.log", logs / "00000000000000000000.log")
+    config = load_config(overrides={"run_id": "drift", "source": {"kind": "segments", "path": str(logs.parent)},
+                                    "output": {"path": str(tmp_path / "out"), "write_decoded": True,
+                                               "html_report": False}})
+    run_job(spark, config, progress=False)
+
+    assert set(seen) == set(tables.TABLES), "a table the job writes is missing from offsets_audit.tables"
+    for name, schema in seen.items():
+        assert schema is not None, f"{name}: the job had no DataFrame for it on this history"
+        known = _types(tables.schema(name))
+        got = _types(schema)
+        if name in tables.OPEN_TABLES:
+            got = got[:len(known)]
+        assert got == known, f"{name}: the job's schema differs from offsets_audit.tables"
