@@ -144,6 +144,7 @@ def test_every_record_through_spark_decode_matches_kafka_json(spark, records, re
     for offset, line in enumerate(lines):
         row = out[offset]
         assert row["error_code"] is None, row["error_message"]
+        assert row["decode_warnings"] is None, row["decode_warnings"]
         assert (row["record_type"], row["record_name"], row["key_version"], row["value_version"]) == (
             line["record_type"], line["record_name"], line["key_version"], line["value_version"])
         assert row["is_tombstone"] == (line["value_b64"] is None)
