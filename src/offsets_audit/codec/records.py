@@ -156,9 +156,21 @@ def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
     if codec is None:
         raise DecodeError("unknown_record_type", f"schemas/record_types.json has no record type {record_type}",
                           position=0, record_type=record_type, part="key")
-    warnings: list[DecodeWarning] = []
-    key_dict = _read_message(codec.key, key, "key", record_type, 0, warnings)
+    # the two reads are inlined (not _read_message): this is the per-record hot path of the generic decoder
+    found: list = []  # (code, position) from the generated readers, key's first
+    try:
+        key_dict, end = codec.key.read(key, 2, found)
+    except DecodeError as exc:
+        exc.record_type, exc.part, exc.version = record_type, "key", 0
+        raise
+    except RecursionError:
+        raise DecodeError("truncated", "message nests too deep", record_type=record_type, part="key",
+                          version=0) from None
+    if end != len(key):
+        found.append(("trailing_bytes", end))  # CoordinatorRecordSerde.readMessage never checks remaining()
+    in_key = len(found)
     if value is None:
+        warnings = [DecodeWarning(code, "key", at) for code, at in found] if found else []
         return DecodedRecord(record_type, codec.spec.name, 0, None, key_dict, None, warnings)
     if not isinstance(value, bytes):
         value = bytes(value)
@@ -168,7 +180,18 @@ def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
         raise DecodeError("unknown_version",
                           f"schemas/{codec.spec.value.file} has no value version {version} for {codec.spec.name}",
                           position=0, record_type=record_type, part="value", version=version)
-    value_dict = _read_message(compiled, value, "value", record_type, version, warnings)
+    try:
+        value_dict, end = compiled.read(value, 2, found)
+    except DecodeError as exc:
+        exc.record_type, exc.part, exc.version = record_type, "value", version
+        raise
+    except RecursionError:
+        raise DecodeError("truncated", "message nests too deep", record_type=record_type, part="value",
+                          version=version) from None
+    if end != len(value):
+        found.append(("trailing_bytes", end))
+    warnings = [DecodeWarning(code, "key" if i < in_key else "value", at)
+                for i, (code, at) in enumerate(found)] if found else []
     if record_type == 2 and value_dict.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
         for i, member in enumerate(value_dict["members"]):
             for kind in ("subscription", "assignment"):
