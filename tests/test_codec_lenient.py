@@ -520,3 +520,26 @@ def test_every_warning_code_is_documented():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "decoding.md").read_text(encoding="utf-8")
     for code in DECODE_WARNING_CODES:
         assert f"`{code}`" in doc, code
+
+
+@pytest.mark.spark
+def test_spark_replay_applies_warned_records(spark):
+    """The Spark replay takes the decoded rows (``error_code`` null), warned ones included, like the pure one."""
+    from datetime import datetime, timezone
+
+    from offsets_audit.codec.spark import decode
+    from offsets_audit.replay.spark import replay
+    from offsets_audit.sources.schema import KAFKA_SCHEMA, with_batch_columns
+
+    cases = _all_cases()
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    df = with_batch_columns(spark.createDataFrame(
+        [(k, v, "__consumer_offsets", 0, i, when, 0) for i, (k, v) in enumerate(cases)], KAFKA_SCHEMA))
+    tables = replay(decode(df))
+    states = {r["group_id"]: r for r in tables["group_state"].collect()}
+    assert states["testgroup"]["generation"] == 7  # the last classic record of testgroup in _all_cases
+    assert "g" in states
+    offsets = {(r["group_id"], r["topic"], r["partition"]) for r in tables["offsets"].collect()}
+    assert {("testgroup", "testtopic", 11), ("g\ufffd", "t", 0)} <= offsets
+    undecodable = [r for r in tables["group_events"].collect() if r["event"] == "replay_anomaly"]
+    assert [r["offset"] for r in undecodable] == [len(cases) - 1]
