@@ -5,11 +5,14 @@ Kafka generates one Java class per message spec (``MessageDataGenerator`` for re
 Python source for three functions and ``exec`` it once, so decoding an OffsetCommitValue is a handful of
 ``struct.unpack_from`` calls and slices with no per-field interpretation.
 
-* ``read(buf, pos) -> (dict, pos)``: Kafka's wire format. Non-flexible versions use int16 string lengths,
-  int32 bytes/array lengths; flexible versions use compact (unsigned varint length+1) forms and end every
-  struct with a tagged-field section. Known tags are decoded; unknown tags are kept raw under
+* ``read(buf, pos, warnings) -> (dict, pos)``: Kafka's wire format. Non-flexible versions use int16 string
+  lengths, int32 bytes/array lengths; flexible versions use compact (unsigned varint length+1) forms and
+  end every struct with a tagged-field section. Known tags are decoded; unknown tags are kept raw under
   ``"_unknown_tags"`` (Kafka keeps them as ``_unknownTaggedFields``). Tagged fields that are absent hold
-  their default.
+  their default. Where Kafka's generated ``read`` accepts bytes a broker never writes, so does this one,
+  appending ``(warning code, byte position)`` to ``warnings``: malformed UTF-8 (Java's replacement
+  characters), a nullable length below -1 (null), a varint with bits over 32 (Java int), a known tag
+  whose size disagrees with its content (the size is ignored). docs/decoding.md lists them.
 * ``write(dict, out: bytearray)``: the inverse; tagged fields equal to their default are not written,
   like Kafka's generated ``write``.
 * ``to_json(dict) -> dict``: what Kafka's generated ``*JsonConverter.write`` produces: fields of the
