@@ -307,6 +307,17 @@ def test_compact_nullable_string_with_a_negative_java_length_is_null():
     assert [m["member_id"] for m in member] == ["m"]
 
 
+def test_tagged_nullable_array_with_a_negative_java_length_is_null():
+    """StreamsGroupMetadataValue's lastAssignmentConfigs (tag 1, a nullable array) written with the compact
+    length 0xFFFFFFFF (Java int -1, length -2): null, as Kafka reads it."""
+    key = encode_record(17, {"groupId": "s"}, None, None)[0]
+    value = i16(0) + i32(3) + i64(99) + b"\x01" + b"\x01\x05" + b"\xff\xff\xff\xff\x0f"
+    record = decode_record(key, value)
+    assert (record.value["epoch"], record.value["metadataHash"], record.value["lastAssignmentConfigs"]) == (3, 99, None)
+    assert record.warnings == [DecodeWarning("negative_length_as_null", "value", 2 + 4 + 8 + 3)]
+    assert replayed((key, value)).groups["s"].to_dict()["group_epoch"] == 3
+
+
 def test_varint_with_bits_above_bit_31_keeps_the_low_32_bits():
     """``ByteUtils.readUnsignedVarint`` shifts the fifth byte into a Java int: 0x10 << 28 is 0, so the
     compact length 0x100000000 + 0 reads as 0, i.e. null."""
