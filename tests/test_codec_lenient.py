@@ -219,30 +219,30 @@ def test_java_utf8_replacement(raw, text):
     assert (first_bad is None) == ("\ufffd" not in text)
 
 
-def test_malformed_utf8_in_a_group_id_is_replaced_and_applied():
+def test_bad_utf8_in_a_group_id_is_replaced_and_applied():
     """``Readable.readString`` is ``new String(bytes, UTF_8)``: the coordinator keys the group by that String."""
     key = offset_key(b"grp-\xed\xa0\x80-x", "orders", 3)
     record = decode_record(key, BURROW_OFFSET_VALUE)
     assert record.key["group"] == "grp-\ufffd-x"
-    assert record.warnings == [DecodeWarning("malformed_utf8", "key", 4 + len(b"grp-"))]
+    assert record.warnings == [DecodeWarning("bad_utf8", "key", 4 + len(b"grp-"))]
     assert replayed((key, BURROW_OFFSET_VALUE)).offsets.committed[("grp-\ufffd-x", "orders", 3)][
         "committed_offset"] == 8372
     row = one_row(key, BURROW_OFFSET_VALUE)
     assert row["group_id"] == "grp-\ufffd-x" and '"group":"grp-\ufffd-x"' in row["key_json"]
-    assert row["decode_warnings"] == [{"code": "malformed_utf8", "part": "key", "position": 8}]
+    assert row["decode_warnings"] == [{"code": "bad_utf8", "part": "key", "position": 8}]
 
 
-def test_malformed_utf8_in_commit_metadata_is_replaced_and_applied():
+def test_bad_utf8_in_commit_metadata_is_replaced_and_applied():
     value = i16(3) + i64(5) + i32(2) + s16(b"m\xc0\xafx") + i64(99)
     record = decode_record(offset_key("g", "t", 1), value)
     assert record.value["metadata"] == "m\ufffd\ufffdx"
-    assert record.warnings == [DecodeWarning("malformed_utf8", "value", 2 + 8 + 4 + 2 + 1)]
+    assert record.warnings == [DecodeWarning("bad_utf8", "value", 2 + 8 + 4 + 2 + 1)]
     commit = replayed((offset_key("g", "t", 1), value)).offsets.committed[("g", "t", 1)]
     assert (commit["metadata"], commit["committed_leader_epoch"]) == ("m\ufffd\ufffdx", 2)
     assert '"metadata":"m\ufffd\ufffdx"' in one_row(offset_key("g", "t", 1), value)["value_json"]
 
 
-def test_malformed_utf8_in_a_flexible_record():
+def test_bad_utf8_in_a_flexible_record():
     """OffsetCommitValue v4 (compact strings) with a truncated sequence ending the metadata."""
     key, value = encode_record(1, {"group": "g", "topic": "t", "partition": 0},
                                {"offset": 1, "leaderEpoch": 0, "metadata": "ab", "commitTimestamp": 3}, 4)
@@ -250,7 +250,7 @@ def test_malformed_utf8_in_a_flexible_record():
     edited = value[:at - 1] + b"\x04ab\xe4" + value[at + 2:]
     record = decode_record(key, edited)
     assert record.value["metadata"] == "ab\ufffd"
-    assert record.warnings == [DecodeWarning("malformed_utf8", "value", at + 2)]
+    assert record.warnings == [DecodeWarning("bad_utf8", "value", at + 2)]
     assert replayed((key, edited)).offsets.committed[("g", "t", 0)]["metadata"] == "ab\ufffd"
 
 
@@ -258,7 +258,7 @@ def test_one_warning_per_malformed_string():
     key = offset_key(b"\xff\xff", b"t\xff", 0)
     record = decode_record(key, None)
     assert (record.key["group"], record.key["topic"]) == ("\ufffd\ufffd", "t\ufffd")
-    assert record.warnings == [DecodeWarning("malformed_utf8", "key", 4), DecodeWarning("malformed_utf8", "key", 9)]
+    assert record.warnings == [DecodeWarning("bad_utf8", "key", 4), DecodeWarning("bad_utf8", "key", 9)]
 
 
 # ------------------------------------------------------------------ nullable lengths below -1
@@ -270,8 +270,8 @@ def test_nullable_string_with_length_below_minus_one_is_null():
                                 protocol=i16(-2), leader=i16(-32768))
     record = decode_record(BURROW_GROUP_KEY, value)
     assert record.value["protocol"] is None and record.value["leader"] is None
-    assert record.warnings == [DecodeWarning("negative_length_as_null", "value", 2 + 10 + 4),
-                               DecodeWarning("negative_length_as_null", "value", 2 + 10 + 4 + 2)]
+    assert record.warnings == [DecodeWarning("negative_length", "value", 2 + 10 + 4),
+                               DecodeWarning("negative_length", "value", 2 + 10 + 4 + 2)]
     group = replayed((BURROW_GROUP_KEY, value)).groups["testgroup"].to_dict()
     assert (group["generation"], group["protocol"], group["leader"]) == (7, None, None)
 
@@ -283,7 +283,7 @@ def test_nullable_bytes_with_length_below_minus_one_is_null():
     record = decode_record(BURROW_GROUP_KEY, classic_group_value("consumer", subscription, b""))
     member = record.value["members"][0]
     assert member["subscription_decoded"]["topics"] == ["orders"] and member["subscription_decoded"]["userData"] is None
-    assert record.warnings == [DecodeWarning("negative_length_as_null", "value.members[0].subscription", 14)]
+    assert record.warnings == [DecodeWarning("negative_length", "value.members[0].subscription", 14)]
 
 
 def _member_metadata(**overrides):
@@ -302,7 +302,7 @@ def test_compact_nullable_string_with_a_negative_java_length_is_null():
     edited = value[:at] + b"\xff\xff\xff\xff\x0f" + value[at + 7:]
     record = decode_record(key, edited)
     assert record.value["rackId"] is None and record.value["clientId"] == "c"
-    assert record.warnings == [DecodeWarning("negative_length_as_null", "value", at)]
+    assert record.warnings == [DecodeWarning("negative_length", "value", at)]
     member = replayed((key, edited)).groups["g"].to_dict()["members"]
     assert [m["member_id"] for m in member] == ["m"]
 
@@ -314,7 +314,7 @@ def test_tagged_nullable_array_with_a_negative_java_length_is_null():
     value = i16(0) + i32(3) + i64(99) + b"\x01" + b"\x01\x05" + b"\xff\xff\xff\xff\x0f"
     record = decode_record(key, value)
     assert (record.value["epoch"], record.value["metadataHash"], record.value["lastAssignmentConfigs"]) == (3, 99, None)
-    assert record.warnings == [DecodeWarning("negative_length_as_null", "value", 2 + 4 + 8 + 3)]
+    assert record.warnings == [DecodeWarning("negative_length", "value", 2 + 4 + 8 + 3)]
     assert replayed((key, value)).groups["s"].to_dict()["group_epoch"] == 3
 
 
@@ -347,7 +347,7 @@ def test_known_tagged_field_with_a_wrong_size_is_read_by_its_type(size):
     edited = value[:-17] + bytes([size]) + value[-16:]
     record = decode_record(key, edited)
     assert record.value["topicId"] == TOPIC_ID
-    assert record.warnings == [DecodeWarning("tagged_field_size_mismatch", "value", len(value) - 16)]
+    assert record.warnings == [DecodeWarning("bad_tagged_field", "value", len(value) - 16)]
     assert replayed((key, edited)).offsets.committed[("g", "t", 2)]["topic_id"] == TOPIC_ID
 
 
@@ -358,7 +358,7 @@ def test_known_tagged_field_size_over_its_content_then_bytes_after():
     edited = value[:-17] + b"\x11" + value[-16:] + b"\x00"
     record = decode_record(key, edited)
     assert record.value["topicId"] == TOPIC_ID
-    assert [w.code for w in record.warnings] == ["tagged_field_size_mismatch", "trailing_bytes"]
+    assert [w.code for w in record.warnings] == ["bad_tagged_field", "trailing_bytes"]
     assert one_row(key, edited)["error_code"] is None
 
 
@@ -393,11 +393,11 @@ def test_subscription_of_a_newer_version_is_read_as_the_highest_known():
     assert [w.code for w in record.warnings] == ["consumer_protocol_newer_version", "trailing_bytes"]
 
 
-def test_assignment_with_malformed_utf8_topic_is_decoded_with_replacement():
+def test_assignment_with_bad_utf8_topic_is_decoded_with_replacement():
     assignment = assignment_v0(b"ord\xe9rs", 0, user_data=None)
     record = decode_record(BURROW_GROUP_KEY, classic_group_value("consumer", subscription_v0("orders"), assignment))
     assert record.value["members"][0]["assignment_decoded"]["assignedPartitions"][0]["topic"] == "ord\ufffdrs"
-    assert record.warnings == [DecodeWarning("malformed_utf8", "value.members[0].assignment", 2 + 4 + 2 + 3)]
+    assert record.warnings == [DecodeWarning("bad_utf8", "value.members[0].assignment", 2 + 4 + 2 + 3)]
 
 
 @pytest.mark.parametrize("subscription", [b"\x00", i16(-1) + i32(0) + i32(-1), i16(0) + i32(3) + s16("only-one")])
@@ -496,7 +496,7 @@ def test_spark_decode_keeps_warned_records_and_conserves_counts(spark):
     warned = decoded.filter(F.col("decode_warnings").isNotNull())
     assert warned.count() == 8
     codes = {r["code"] for r in warned.select(F.explode("decode_warnings").alias("w")).select("w.*").collect()}
-    assert codes == {"trailing_bytes", "malformed_utf8", "tagged_field_size_mismatch", "negative_length_as_null",
+    assert codes == {"trailing_bytes", "bad_utf8", "bad_tagged_field", "negative_length",
                      "consumer_protocol_undecodable"}
     decoded_df.unpersist()
 

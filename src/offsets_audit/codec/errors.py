@@ -17,22 +17,23 @@ DECODE_ERROR_CODES = (
     "unknown_record_type",  # the key's int16 prefix is not a record type in schemas/record_types.json
     "unknown_version",      # the value's int16 prefix is not a valid version of the value schema
     "truncated",            # the bytes end before the schema says they should
-    "trailing_bytes",       # strict decoding only: a record warns trailing_bytes (Kafka ignores them)
-    "bad_utf8",             # strict decoding only: a record warns malformed_utf8 (Kafka decodes it)
-    "negative_length",      # a length or count below -1 (or -1 where null is impossible for arrays)
+    "trailing_bytes",       # strict decoding only (records warn: Kafka ignores bytes after the message)
+    "bad_utf8",             # strict decoding only (records warn: Kafka decodes with replacement characters)
+    "negative_length",      # a negative length of a non-nullable field (strict: also below -1 on a nullable one)
     "null_not_allowed",     # null in a field that is not nullable at this version
     "invalid_varint",       # a varint longer than 5 (or 10) bytes
-    "bad_tagged_field",     # strict decoding only: a record warns tagged_field_size_mismatch
+    "bad_tagged_field",     # strict decoding only (records warn: Kafka ignores a known tag's size)
     "string_too_long",      # a compact string longer than 32767 bytes (Kafka: "had invalid length")
 )
 
 #: Every code a DecodeWarning can carry: the record decoded the way Kafka's reader reads it and is applied.
+#: Where the condition is one the codec used to quarantine, the warning keeps that error code's name.
 DECODE_WARNING_CODES = (
     "trailing_bytes",                   # bytes after the message; Kafka's reader stops at the last known field
-    "malformed_utf8",                   # a string is not well-formed UTF-8; decoded with Java's U+FFFD rules
-    "negative_length_as_null",          # a nullable length below -1; Kafka reads any negative length as null
+    "bad_utf8",                         # a string is not well-formed UTF-8; decoded with Java's U+FFFD rules
+    "negative_length",                  # a nullable length below -1; Kafka reads any negative length as null
     "varint_overflow",                  # a 5-byte varint with bits above bit 31; Kafka drops them
-    "tagged_field_size_mismatch",       # a known tagged field's size disagrees with its content; Kafka ignores it
+    "bad_tagged_field",                 # a known tagged field's size disagrees with its content; Kafka ignores it
     "consumer_protocol_newer_version",  # a subscription/assignment version above schemas/'s, read as the highest
     "consumer_protocol_undecodable",    # subscription/assignment bytes Kafka's ConsumerProtocol rejects: kept raw
 )

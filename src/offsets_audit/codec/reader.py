@@ -117,10 +117,10 @@ def read_java_compact_length(buf: bytes, pos: int, warnings: list) -> tuple[int,
 
 def read_java_string(buf: bytes, start: int, end: int, warnings: list) -> str:
     """Kafka ``Readable.readString`` on bytes that are not well-formed UTF-8: Java's replacement characters,
-    and a ``malformed_utf8`` warning at the first malformed byte."""
+    and a ``bad_utf8`` warning at the first malformed byte."""
     text, first = decode_java_utf8(bytes(buf[start:end]))
     if first is not None:
-        warnings.append(("malformed_utf8", start + first))
+        warnings.append(("bad_utf8", start + first))
     return text
 
 
@@ -401,7 +401,7 @@ class Compiler:
                 src.emit(body + 2, "_tstart = pos")
                 self._emit_read_value(msg, f, version, v, body + 2, tagged=True)
                 src.emit(body + 2, "if pos - _tstart != size:")
-                src.emit(body + 3, "w.append(('tagged_field_size_mismatch', _tstart))")
+                src.emit(body + 3, "w.append(('bad_tagged_field', _tstart))")
                 kw = "elif"
             if tagged:
                 src.emit(body + 1, "else:")
@@ -443,7 +443,7 @@ class Compiler:
         bytes back."""
         src = self._pending
         src.emit(ind, f"if {n} != -1:")
-        src.emit(ind + 1, f"w.append(('negative_length_as_null', pos - {5 if compact else width}))")
+        src.emit(ind + 1, f"w.append(('negative_length', pos - {5 if compact else width}))")
 
     def _emit_length(self, ind: int, n: str, compact: bool, width: int) -> None:
         src = self._pending

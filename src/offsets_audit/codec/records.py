@@ -27,8 +27,7 @@ from offsets_audit.codec.schema import RecordTypeSpec, load_schemas
 
 _INT16 = struct.Struct(">h")
 #: strict decoding (the consumer-protocol round trip) refuses what a lenient decode only warns about
-_STRICT_ERRORS = {"malformed_utf8": "bad_utf8", "tagged_field_size_mismatch": "bad_tagged_field",
-                  "negative_length_as_null": "negative_length", "varint_overflow": "invalid_varint"}
+_STRICT_ERRORS = {"varint_overflow": "invalid_varint"}  # the other warning codes are error codes too
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -135,8 +134,9 @@ def _read_message(compiled: CompiledMessage, data: bytes, part: str, record_type
     if found:
         if warnings is None:
             code, position = found[0]
-            raise DecodeError(_STRICT_ERRORS[code], f"{code.replace('_', ' ')} in {compiled.message.name}",
-                              position=position, record_type=record_type, part=part, version=version)
+            raise DecodeError(_STRICT_ERRORS.get(code, code), f"{code.replace('_', ' ')} in "
+                              f"{compiled.message.name}", position=position, record_type=record_type, part=part,
+                              version=version)
         warnings.extend(DecodeWarning(code, part, position) for code, position in found)
     return message
 
