@@ -425,7 +425,7 @@ def test_protocol_bytes_of_other_protocol_types_are_not_read():
     (BURROW_OFFSET_KEY, i16(7) + BURROW_OFFSET_VALUE[2:], "unknown_version"),  # UnknownRecordVersionException
     (b"\x00", None, "truncated"),                                  # "Could not read version from key's buffer"
     (i16(1) + s16("g") + s16("t"), None, "truncated"),             # the key does not parse: the load fails
-    (i16(1) + i16(-1) + s16("t") + i32(0), None, "null_not_allowed"),  # "non-nullable field group was serialized as null"
+    (i16(1) + i16(-1) + s16("t") + i32(0), None, "null_not_allowed"),  # "non-nullable field ... as null"
     (BURROW_OFFSET_KEY, BURROW_OFFSET_VALUE[:-3], "truncated"),
     (b"", None, "empty_key"),
 ])
