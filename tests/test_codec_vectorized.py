@@ -370,7 +370,7 @@ def test_spark_decode_equals_generic_on_a_corrupted_mix(spark, golden_pairs):
     when = datetime(2026, 1, 1, tzinfo=timezone.utc)
     df = spark.createDataFrame([(k, v, "__consumer_offsets", 7, i, when, 0) for i, (k, v) in enumerate(pairs)],
                                KAFKA_SCHEMA)
-    got = {row["offset"]: row.asDict() for row in decode(df).collect()}
+    got = {row["offset"]: row.asDict(recursive=True) for row in decode(df).collect()}
     expected = decode_batch_generic(_batch(pairs)).to_pylist()
     assert len(got) == len(expected)
     for want in expected:

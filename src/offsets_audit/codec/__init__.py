@@ -4,7 +4,7 @@ The pure core (no Spark) is ``decode_record`` / ``encode_record``; ``offsets_aud
 over DataFrames.
 """
 
-from offsets_audit.codec.errors import DECODE_ERROR_CODES, DecodeError
+from offsets_audit.codec.errors import DECODE_ERROR_CODES, DECODE_WARNING_CODES, DecodeError, DecodeWarning
 from offsets_audit.codec.records import (
     DecodedRecord,
     decode_consumer_protocol,
@@ -15,6 +15,6 @@ from offsets_audit.codec.records import (
 )
 
 __all__ = [
-    "DECODE_ERROR_CODES", "DecodeError", "DecodedRecord", "decode_consumer_protocol", "decode_record",
-    "encode_consumer_protocol", "encode_record", "kafka_dump_log",
+    "DECODE_ERROR_CODES", "DECODE_WARNING_CODES", "DecodeError", "DecodeWarning", "DecodedRecord",
+    "decode_consumer_protocol", "decode_record", "encode_consumer_protocol", "encode_record", "kafka_dump_log",
 ]

@@ -39,28 +39,38 @@ def _read_input(spark, path: str, input_format: str):
 
 
 def summarize(decoded_df) -> dict:
-    """Rows read / decoded / quarantined and counts per record type and per error code (one Spark job)."""
+    """Rows read / decoded / quarantined, counts per record type and per error code, and the decoded rows
+    with warnings per warning code (docs/decoding.md) (two Spark jobs over the persisted decode)."""
     from pyspark.sql import functions as F
 
-    groups = (decoded_df.groupBy("record_type", "record_name", "error_code").agg(F.count(F.lit(1)).alias("n"))
-              .collect())
-    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "per_record_type": {}, "per_error_code": {}}
+    groups = (decoded_df.groupBy("record_type", "record_name", "error_code")
+              .agg(F.count(F.lit(1)).alias("n"), F.count("decode_warnings").alias("warned")).collect())
+    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "decoded_with_warnings": 0, "per_record_type": {},
+               "per_error_code": {}, "per_warning_code": {}}
     for row in groups:
         n = row["n"]
         summary["rows_read"] += n
         if row["error_code"] is None:
             summary["decoded"] += n
+            summary["decoded_with_warnings"] += row["warned"]
             label = row["record_name"] if row["record_type"] is None else f"{row['record_type']} {row['record_name']}"
             summary["per_record_type"][label] = summary["per_record_type"].get(label, 0) + n
         else:
             summary["quarantined"] += n
             summary["per_error_code"][row["error_code"]] = summary["per_error_code"].get(row["error_code"], 0) + n
+    if summary["decoded_with_warnings"]:
+        codes = (decoded_df.filter(F.col("decode_warnings").isNotNull())
+                 .select(F.explode(F.array_distinct(F.col("decode_warnings.code"))).alias("code"))
+                 .groupBy("code").count().collect())
+        summary["per_warning_code"] = {row["code"]: row["count"] for row in codes}
     return summary
 
 
 def format_summary(summary: dict) -> str:
     lines = [f"rows read:   {summary['rows_read']}", f"decoded:     {summary['decoded']}",
              f"quarantined: {summary['quarantined']}"]
+    if summary.get("decoded_with_warnings"):
+        lines.append(f"decoded with warnings (applied as Kafka applies them): {summary['decoded_with_warnings']}")
     if summary["per_record_type"]:
         lines.append("per record type:")
         lines += [f"  {name:<45} {n}" for name, n in sorted(summary["per_record_type"].items(),
@@ -68,6 +78,9 @@ def format_summary(summary: dict) -> str:
     if summary["per_error_code"]:
         lines.append("per error code:")
         lines += [f"  {code:<45} {n}" for code, n in sorted(summary["per_error_code"].items())]
+    if summary.get("per_warning_code"):
+        lines.append("records per warning code (docs/decoding.md):")
+        lines += [f"  {code:<45} {n}" for code, n in sorted(summary["per_warning_code"].items())]
     return "\n".join(lines)
 
 

@@ -5,11 +5,14 @@ Kafka generates one Java class per message spec (``MessageDataGenerator`` for re
 Python source for three functions and ``exec`` it once, so decoding an OffsetCommitValue is a handful of
 ``struct.unpack_from`` calls and slices with no per-field interpretation.
 
-* ``read(buf, pos) -> (dict, pos)``: Kafka's wire format. Non-flexible versions use int16 string lengths,
-  int32 bytes/array lengths; flexible versions use compact (unsigned varint length+1) forms and end every
-  struct with a tagged-field section. Known tags are decoded; unknown tags are kept raw under
+* ``read(buf, pos, warnings) -> (dict, pos)``: Kafka's wire format. Non-flexible versions use int16 string
+  lengths, int32 bytes/array lengths; flexible versions use compact (unsigned varint length+1) forms and
+  end every struct with a tagged-field section. Known tags are decoded; unknown tags are kept raw under
   ``"_unknown_tags"`` (Kafka keeps them as ``_unknownTaggedFields``). Tagged fields that are absent hold
-  their default.
+  their default. Where Kafka's generated ``read`` accepts bytes a broker never writes, so does this one,
+  appending ``(warning code, byte position)`` to ``warnings``: malformed UTF-8 (Java's replacement
+  characters), a nullable length below -1 (null), a varint with bits over 32 (Java int), a known tag
+  whose size disagrees with its content (the size is ignored). docs/decoding.md lists them.
 * ``write(dict, out: bytearray)``: the inverse; tagged fields equal to their default are not written,
   like Kafka's generated ``write``.
 * ``to_json(dict) -> dict``: what Kafka's generated ``*JsonConverter.write`` produces: fields of the
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from offsets_audit.codec.errors import DecodeError
+from offsets_audit.codec.java_utf8 import decode_java_utf8
 from offsets_audit.codec.schema import ZERO_UUID, FieldSpec, MessageSpec, Versions
 
 _FIXED = {"bool": ("b", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4),
@@ -75,6 +79,49 @@ def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Kafka ``ByteUtils.readVarlong``: zig-zag signed int64."""
     raw, pos = read_unsigned_varlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
+
+
+def read_java_unsigned_varint(buf: bytes, pos: int, warnings: list) -> tuple[int, int]:
+    """Kafka ``ByteUtils.readUnsignedVarint`` to the bit: at most 5 bytes, the result a Java int.
+
+    Bits above bit 31 (a fifth byte over 0x0F) are dropped and the value may come out negative, as the
+    Java shift-and-or does; dropping bits appends a ``varint_overflow`` warning. A fifth byte with its
+    high bit set is Kafka's "Varint is too long" (``invalid_varint``).
+    """
+    value = 0
+    shift = 0
+    start = pos
+    while True:
+        b = buf[pos]
+        pos += 1
+        if shift == 28:
+            if b >= 0x80:
+                raise DecodeError("invalid_varint", "unsigned varint longer than 5 bytes", position=start)
+            if b > 0x0F:
+                warnings.append(("varint_overflow", start))
+            value |= (b & 0x0F) << 28
+            return (value ^ 0x80000000) - 0x80000000, pos
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def read_java_compact_length(buf: bytes, pos: int, warnings: list) -> tuple[int, int]:
+    """A compact length (unsigned varint minus one) in Java int arithmetic: ``Integer.MIN_VALUE - 1`` wraps
+    to ``Integer.MAX_VALUE`` as in the generated ``_readable.readUnsignedVarint() - 1``."""
+    value, pos = read_java_unsigned_varint(buf, pos, warnings)
+    value -= 1
+    return (value + 0x100000000 if value < -0x80000000 else value), pos
+
+
+def read_java_string(buf: bytes, start: int, end: int, warnings: list) -> str:
+    """Kafka ``Readable.readString`` on bytes that are not well-formed UTF-8: Java's replacement characters,
+    and a ``bad_utf8`` warning at the first malformed byte."""
+    text, first = decode_java_utf8(bytes(buf[start:end]))
+    if first is not None:
+        warnings.append(("bad_utf8", start + first))
+    return text
 
 
 def write_unsigned_varint(out: bytearray, value: int) -> None:
@@ -202,7 +249,8 @@ class Compiler:
 
     def __init__(self):
         self.ns: dict = {
-            "DecodeError": DecodeError, "_uv": read_unsigned_varint, "_wuv": write_unsigned_varint,
+            "DecodeError": DecodeError, "_juv": read_java_unsigned_varint, "_jlen": read_java_compact_length,
+            "_jstr": read_java_string, "_wuv": write_unsigned_varint,
             "_uuid": uuid_to_string, "_uuidb": uuid_from_string, "_b64": _b64, "_trunc": _truncated,
             "_neg": _negative, "_ua": _unpack_array, "_pa": _pack_array, "struct": struct,
             "_serr": struct.error, "ZERO_UUID": ZERO_UUID,
@@ -303,7 +351,7 @@ class Compiler:
     def _gen_read(self, msg, struct_name, version, fields, flexible):
         src = self._pending
         name = self._fname("r", msg, struct_name, version)
-        src.emit(0, f"def {name}(buf, pos):")
+        src.emit(0, f"def {name}(buf, pos, w):")
         src.emit(1, "_len = len(buf)")
         src.emit(1, "try:")
         body = 2
@@ -344,29 +392,33 @@ class Compiler:
             src.emit(body, f"{unk} = None")
             self._emit_read_uvarint(body, "nt")
             src.emit(body, "for _i in range(nt):")
-            src.emit(body + 1, "tag, pos = _uv(buf, pos)")
-            src.emit(body + 1, "size, pos = _uv(buf, pos)")
-            src.emit(body + 1, "te = pos + size")
-            src.emit(body + 1, "if te > _len:")
-            src.emit(body + 2, "raise _trunc('tagged field %d' % tag, pos)")
+            self._emit_read_uvarint(body + 1, "tag")
+            self._emit_read_uvarint(body + 1, "size")
             kw = "if"
             for f, v in tagged:
+                # Kafka reads a known tag's content and goes on from its end, whatever the size said
                 src.emit(body + 1, f"{kw} tag == {f.tag}:")
                 src.emit(body + 2, "_tstart = pos")
                 self._emit_read_value(msg, f, version, v, body + 2, tagged=True)
-                src.emit(body + 2, "if pos != te:")
-                src.emit(body + 3, f"raise DecodeError('bad_tagged_field', 'tagged field {f.name} (tag {f.tag}) "
-                                   f"has size %d but its content is %d bytes' % (size, pos - _tstart), position=_tstart)")
+                src.emit(body + 2, "if pos - _tstart != size:")
+                src.emit(body + 3, "w.append(('bad_tagged_field', _tstart))")
                 kw = "elif"
             if tagged:
                 src.emit(body + 1, "else:")
                 inner = body + 2
             else:
                 inner = body + 1
+            # an unknown tag is kept raw (Readable.readUnknownTaggedField): its size must fit the buffer
+            src.emit(inner, "if size < 0:")
+            src.emit(inner + 1, "raise DecodeError('negative_length', 'tagged field %d has size %d' % (tag, size), "
+                                "position=pos)")
+            src.emit(inner, "te = pos + size")
+            src.emit(inner, "if te > _len:")
+            src.emit(inner + 1, "raise _trunc('tagged field %d' % tag, pos)")
             src.emit(inner, f"if {unk} is None:")
             src.emit(inner + 1, f"{unk} = {{}}")
             src.emit(inner, f"{unk}[tag] = buf[pos:te]")
-            src.emit(body + 1, "pos = te")
+            src.emit(inner, "pos = te")
         items = ", ".join(f"{n!r}: {v}" for n, v in locals_)
         src.emit(body, f"r = {{{items}}}")
         if flexible:
@@ -375,8 +427,6 @@ class Compiler:
         src.emit(body, "return r, pos")
         src.emit(1, "except (_serr, IndexError):")
         src.emit(2, f"raise _trunc({(msg.name + '.' + struct_name) if struct_name else msg.name!r}, pos) from None")
-        src.emit(1, "except UnicodeDecodeError as exc:")
-        src.emit(2, "raise DecodeError('bad_utf8', 'string is not valid UTF-8: %s' % exc.reason, position=pos) from None")
 
     def _emit_read_uvarint(self, ind: int, target: str) -> None:
         src = self._pending
@@ -384,13 +434,26 @@ class Compiler:
         src.emit(ind, f"if {target} < 128:")
         src.emit(ind + 1, "pos += 1")
         src.emit(ind, "else:")
-        src.emit(ind + 1, f"{target}, pos = _uv(buf, pos)")
+        src.emit(ind + 1, f"{target}, pos = _juv(buf, pos, w)")
+
+    def _emit_null_below_minus_one(self, ind: int, n: str, compact: bool, width: int) -> None:
+        """Kafka's generated read takes any negative length of a nullable field as null; below -1 we warn.
+
+        A compact length below -1 comes from a 5-byte varint (a Java int over 2^31), so it started 5
+        bytes back."""
+        src = self._pending
+        src.emit(ind, f"if {n} != -1:")
+        src.emit(ind + 1, f"w.append(('negative_length', pos - {5 if compact else width}))")
 
     def _emit_length(self, ind: int, n: str, compact: bool, width: int) -> None:
         src = self._pending
         if compact:
-            self._emit_read_uvarint(ind, n)
-            src.emit(ind, f"{n} -= 1")
+            src.emit(ind, f"{n} = buf[pos]")
+            src.emit(ind, f"if {n} < 128:")
+            src.emit(ind + 1, "pos += 1")
+            src.emit(ind + 1, f"{n} -= 1")
+            src.emit(ind, "else:")
+            src.emit(ind + 1, f"{n}, pos = _jlen(buf, pos, w)")
         else:
             code = {2: "h", 4: "i"}[width]
             src.emit(ind, f"({n},) = {self._struct(code, 'unpack_from')}(buf, pos)")
@@ -407,8 +470,7 @@ class Compiler:
             self._emit_length(ind, n, compact, 4)
             src.emit(ind, f"if {n} < 0:")
             if nullable:
-                src.emit(ind + 1, f"if {n} != -1:")
-                src.emit(ind + 2, f"raise _neg({label!r}, {n}, pos)")
+                self._emit_null_below_minus_one(ind + 1, n, compact, 4)
                 src.emit(ind + 1, f"{target} = None")
             else:
                 src.emit(ind + 1, f"raise _neg({label!r}, {n}, pos)")
@@ -449,18 +511,25 @@ class Compiler:
             self._emit_length(ind, n, compact, 2 if t == "string" else 4)
             src.emit(ind, f"if {n} < 0:")
             if nullable:
-                src.emit(ind + 1, f"if {n} != -1:")
-                src.emit(ind + 2, f"raise _neg({label!r}, {n}, pos)")
+                self._emit_null_below_minus_one(ind + 1, n, compact, 2 if t == "string" else 4)
                 src.emit(ind + 1, f"{target} = None")
             else:
                 src.emit(ind + 1, f"raise _neg({label!r}, {n}, pos)")
+            if t == "string" and compact:
+                # the generated read's "string field ... had invalid length" (int16 lengths cannot exceed it)
+                src.emit(ind, f"elif {n} > 0x7fff:")
+                src.emit(ind + 1, f"raise DecodeError('string_too_long', 'string {label} has length %d, over "
+                                  f"32767' % {n}, position=pos)")
             src.emit(ind, "else:")
             e = self._var("e")
             src.emit(ind + 1, f"{e} = pos + {n}")
             src.emit(ind + 1, f"if {e} > _len:")
             src.emit(ind + 2, f"raise _trunc('{t} {label} of %d bytes' % {n}, pos)")
             if t == "string":
-                src.emit(ind + 1, f"{target} = buf[pos:{e}].decode('utf-8')")
+                src.emit(ind + 1, "try:")
+                src.emit(ind + 2, f"{target} = buf[pos:{e}].decode('utf-8')")
+                src.emit(ind + 1, "except UnicodeDecodeError:")
+                src.emit(ind + 2, f"{target} = _jstr(buf, pos, {e}, w)")
             else:
                 src.emit(ind + 1, f"{target} = buf[pos:{e}]")
             src.emit(ind + 1, f"pos = {e}")
@@ -478,18 +547,18 @@ class Compiler:
                 src.emit(ind, f"if {flag} < 0:")
             src.emit(ind + 1, f"{target} = None")
             src.emit(ind, "else:")
-            src.emit(ind + 1, f"{target}, pos = {reader}(buf, pos)")
+            src.emit(ind + 1, f"{target}, pos = {reader}(buf, pos, w)")
         else:
-            src.emit(ind, f"{target}, pos = {reader}(buf, pos)")
+            src.emit(ind, f"{target}, pos = {reader}(buf, pos, w)")
 
     def _min_size(self, msg, elem: str, version: int, compact: bool) -> int:
         if elem in _FIXED:
             return _FIXED[elem][1]
         if elem in ("string", "bytes"):
             return 1 if compact else (2 if elem == "string" else 4)
-        fields = [f for f in msg.structs[elem] if version in f.versions]
-        flexible = version in msg.flexible_versions
-        return 1 if (fields or flexible) else 0
+        # at least 1: Kafka refuses any array longer than the bytes remaining ("Tried to allocate a
+        # collection of size ..."), even of elements that take no bytes
+        return 1
 
     # ---------------------------------------------------------------- write
     def _gen_write(self, msg, struct_name, version, fields, flexible):

@@ -5,7 +5,10 @@ Mirrors Kafka's ``CoordinatorRecordSerde`` (group coordinator):
 * key = int16 record type + key message at version 0;
 * value = int16 value version + value message at that version; a null value is a tombstone;
 * a value version outside the schema's valid versions is ``UnknownRecordVersionException`` in Kafka,
-  ``DecodeError("unknown_version")`` here.
+  ``DecodeError("unknown_version")`` here;
+* like Kafka's generated readers, the key and value readers accept what Kafka's loader applies (bytes
+  after the message, malformed UTF-8 as Java decodes it, ...): such a record decodes and carries
+  ``DecodeWarning``s; what Kafka's loader skips or fails on raises ``DecodeError`` (docs/decoding.md).
 
 Unlike the current broker, the removed types 9 (ShareGroupPartitionMetadata) and 18
 (StreamsGroupPartitionMetadata) still decode: schemas/ keeps their last specs.
@@ -17,12 +20,14 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 
-from offsets_audit.codec.errors import DecodeError
+from offsets_audit.codec.errors import DecodeError, DecodeWarning
 from offsets_audit.codec.json import jackson_dumps
 from offsets_audit.codec.reader import CompiledMessage, Compiler
 from offsets_audit.codec.schema import RecordTypeSpec, load_schemas
 
 _INT16 = struct.Struct(">h")
+#: strict decoding (the consumer-protocol round trip) refuses what a lenient decode only warns about
+_STRICT_ERRORS = {"varint_overflow": "invalid_varint"}  # the other warning codes are error codes too
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -57,18 +62,23 @@ def codecs() -> Codecs:
 
 
 class DecodedRecord:
-    """One coordinator record: type, versions, and key/value as plain dicts (Kafka's camelCase names)."""
+    """One coordinator record: type, versions, and key/value as plain dicts (Kafka's camelCase names).
 
-    __slots__ = ("record_type", "record_name", "key_version", "value_version", "key", "value")
+    ``warnings`` lists what Kafka's reader tolerated in the bytes (``DecodeWarning``s, empty for records a
+    Kafka broker wrote): the record is decoded and applied as Kafka applies it.
+    """
+
+    __slots__ = ("record_type", "record_name", "key_version", "value_version", "key", "value", "warnings")
 
     def __init__(self, record_type: int, record_name: str, key_version: int, value_version: int | None,
-                 key: dict, value: dict | None):
+                 key: dict, value: dict | None, warnings: list[DecodeWarning] | None = None):
         self.record_type = record_type
         self.record_name = record_name
         self.key_version = key_version
         self.value_version = value_version
         self.key = key
         self.value = value
+        self.warnings = warnings if warnings is not None else []
 
     @property
     def is_tombstone(self) -> bool:
@@ -83,8 +93,9 @@ class DecodedRecord:
         return key_json, codec.values[self.value_version].to_json(self.value)
 
     def __repr__(self) -> str:
+        warnings = f", warnings={self.warnings!r}" if self.warnings else ""
         return (f"DecodedRecord({self.record_name}, type={self.record_type}, value_version={self.value_version}, "
-                f"key={self.key!r}, value={self.value!r})")
+                f"key={self.key!r}, value={self.value!r}{warnings})")
 
     def __eq__(self, other) -> bool:
         return isinstance(other, DecodedRecord) and all(
@@ -99,23 +110,43 @@ def _prefix(data: bytes, part: str, record_type: int | None) -> int:
 
 
 def _read_message(compiled: CompiledMessage, data: bytes, part: str, record_type: int | None,
-                  version: int, strict: bool = True) -> dict:
+                  version: int, warnings: list[DecodeWarning] | None) -> dict:
+    """``ApiMessage.read`` of the bytes after the int16 prefix.
+
+    With ``warnings`` a list (Kafka's way: ``CoordinatorRecordSerde.readMessage`` never looks at what is
+    left), bytes after the message and whatever the reader tolerated are appended to it; with None
+    (strict), bytes after the message raise ``trailing_bytes``.
+    """
+    found: list = []
     try:
-        message, pos = compiled.read(data, 2)
+        message, pos = compiled.read(data, 2, found)
     except DecodeError as exc:
         exc.record_type, exc.part, exc.version = record_type, part, version
         raise
     except RecursionError:
         raise DecodeError("truncated", "message nests too deep", record_type=record_type, part=part,
                           version=version) from None
-    if strict and pos != len(data):
-        raise DecodeError("trailing_bytes", f"{len(data) - pos} bytes left after {compiled.message.name}",
-                          position=pos, record_type=record_type, part=part, version=version)
+    if pos != len(data):
+        if warnings is None:
+            raise DecodeError("trailing_bytes", f"{len(data) - pos} bytes left after {compiled.message.name}",
+                              position=pos, record_type=record_type, part=part, version=version)
+        found.append(("trailing_bytes", pos))
+    if found:
+        if warnings is None:
+            code, position = found[0]
+            raise DecodeError(_STRICT_ERRORS.get(code, code), f"{code.replace('_', ' ')} in "
+                              f"{compiled.message.name}", position=position, record_type=record_type, part=part,
+                              version=version)
+        warnings.extend(DecodeWarning(code, part, position) for code, position in found)
     return message
 
 
 def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
-    """Decode one ``__consumer_offsets`` record (Kafka ``CoordinatorRecordSerde.deserialize``)."""
+    """Decode one ``__consumer_offsets`` record (Kafka ``CoordinatorRecordSerde.deserialize``).
+
+    Raises ``DecodeError`` where Kafka's ``CoordinatorLoaderImpl`` skips or fails on the record; a record
+    Kafka applies decodes the way Kafka reads it, with ``DecodeWarning``s for what Kafka tolerated.
+    """
     if not key:
         raise DecodeError("empty_key", "a coordinator record needs a key", position=0, part="key")
     if not isinstance(key, bytes):
@@ -125,9 +156,22 @@ def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
     if codec is None:
         raise DecodeError("unknown_record_type", f"schemas/record_types.json has no record type {record_type}",
                           position=0, record_type=record_type, part="key")
-    key_dict = _read_message(codec.key, key, "key", record_type, 0)
+    # the two reads are inlined (not _read_message): this is the per-record hot path of the generic decoder
+    found: list = []  # (code, position) from the generated readers, key's first
+    try:
+        key_dict, end = codec.key.read(key, 2, found)
+    except DecodeError as exc:
+        exc.record_type, exc.part, exc.version = record_type, "key", 0
+        raise
+    except RecursionError:
+        raise DecodeError("truncated", "message nests too deep", record_type=record_type, part="key",
+                          version=0) from None
+    if end != len(key):
+        found.append(("trailing_bytes", end))  # CoordinatorRecordSerde.readMessage never checks remaining()
+    in_key = len(found)
     if value is None:
-        return DecodedRecord(record_type, codec.spec.name, 0, None, key_dict, None)
+        warnings = [DecodeWarning(code, "key", at) for code, at in found] if found else []
+        return DecodedRecord(record_type, codec.spec.name, 0, None, key_dict, None, warnings)
     if not isinstance(value, bytes):
         value = bytes(value)
     version = _prefix(value, "value", record_type)
@@ -136,12 +180,24 @@ def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
         raise DecodeError("unknown_version",
                           f"schemas/{codec.spec.value.file} has no value version {version} for {codec.spec.name}",
                           position=0, record_type=record_type, part="value", version=version)
-    value_dict = _read_message(compiled, value, "value", record_type, version)
+    try:
+        value_dict, end = compiled.read(value, 2, found)
+    except DecodeError as exc:
+        exc.record_type, exc.part, exc.version = record_type, "value", version
+        raise
+    except RecursionError:
+        raise DecodeError("truncated", "message nests too deep", record_type=record_type, part="value",
+                          version=version) from None
+    if end != len(value):
+        found.append(("trailing_bytes", end))
+    warnings = [DecodeWarning(code, "key" if i < in_key else "value", at)
+                for i, (code, at) in enumerate(found)] if found else []
     if record_type == 2 and value_dict.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
-        for member in value_dict["members"]:
-            member["subscription_decoded"] = _decode_embedded("subscription", member.get("subscription"))
-            member["assignment_decoded"] = _decode_embedded("assignment", member.get("assignment"))
-    return DecodedRecord(record_type, codec.spec.name, 0, version, key_dict, value_dict)
+        for i, member in enumerate(value_dict["members"]):
+            for kind in ("subscription", "assignment"):
+                member[f"{kind}_decoded"] = _decode_embedded(kind, member.get(kind), warnings,
+                                                             f"value.members[{i}].{kind}")
+    return DecodedRecord(record_type, codec.spec.name, 0, version, key_dict, value_dict, warnings)
 
 
 def encode_record(record_type: int, key: dict, value: dict | None,
@@ -172,36 +228,65 @@ def _consumer_protocol(kind: str) -> dict[int, CompiledMessage]:
     return table
 
 
-def _decode_consumer_protocol_dict(kind: str, data: bytes, strict: bool) -> tuple[int, dict]:
+def _decode_consumer_protocol_dict(kind: str, data: bytes, strict: bool,
+                                   warnings: list[DecodeWarning] | None = None) -> tuple[int, dict]:
+    """``(version read with, message)``.
+
+    Lenient (``strict`` False) is ``ConsumerProtocol.deserializeConsumerProtocolSubscription`` /
+    ``...Assignment``: a version below 0 is refused, one above the highest in schemas/ is read with the
+    highest (``checkSubscriptionVersion``), and nothing is checked after the last field; the tolerated
+    cases go to ``warnings``. Strict takes only the versions of schemas/ and no bytes after the message.
+    """
     table = _consumer_protocol(kind)
     if not isinstance(data, bytes):
         data = bytes(data)
     version = _prefix(data, kind, None)
     compiled = table.get(version)
     if compiled is None:
-        raise DecodeError("unknown_version", f"ConsumerProtocol {kind} version {version} is not in schemas/",
-                          position=0, part=kind, version=version)
-    return version, _read_message(compiled, data, kind, None, version, strict=strict)
+        highest = max(table)
+        if strict or version < min(table):
+            raise DecodeError("unknown_version", f"ConsumerProtocol {kind} version {version} is not in schemas/",
+                              position=0, part=kind, version=version)
+        if warnings is not None:
+            warnings.append(DecodeWarning("consumer_protocol_newer_version", kind, 0))
+        version, compiled = highest, table[highest]
+    found: list[DecodeWarning] | None = None if strict else []
+    message = _read_message(compiled, data, kind, None, version, found)
+    if warnings is not None and found:
+        warnings.extend(found)
+    return version, message
 
 
-def decode_consumer_protocol(kind: str, data: bytes) -> dict:
-    """Decode a ConsumerProtocolSubscription/Assignment (int16 version + message) to Kafka JSON."""
-    version, message = _decode_consumer_protocol_dict(kind, data, strict=True)
+def decode_consumer_protocol(kind: str, data: bytes, *, warnings: list[DecodeWarning] | None = None) -> dict:
+    """Decode a ConsumerProtocolSubscription/Assignment (int16 version + message) to Kafka JSON.
+
+    Reads what Kafka's ``ConsumerProtocol`` deserializers read (a newer version with the highest known,
+    bytes after the message ignored, malformed UTF-8 as Java decodes it); pass ``warnings`` (a list) to
+    collect what was tolerated (``part`` is ``kind``). Raises ``DecodeError`` where Kafka throws
+    ``SchemaException``.
+    """
+    version, message = _decode_consumer_protocol_dict(kind, data, strict=False, warnings=warnings)
     return _consumer_protocol(kind)[version].to_json(message)
 
 
-def _decode_embedded(kind: str, data: bytes | None) -> dict | None:
-    """What kafka-dump-log manages to decode from a classic member's bytes; None where it keeps the bytes.
+def _decode_embedded(kind: str, data: bytes | None, warnings: list[DecodeWarning], part: str) -> dict | None:
+    """A classic consumer member's subscription/assignment as Kafka's ``ConsumerProtocol`` reads it, or None.
 
-    The tool reads the int16 version and the message and ignores bytes after it; any failure (empty
-    bytes during a rebalance, an unknown version) keeps the raw bytes.
+    Empty bytes are None without a warning: the coordinator itself stores an empty assignment for a
+    member that has not synced yet (``ConsumerGroup.fromClassicGroup`` accepts it). Other bytes the
+    deserializer refuses are None too (the raw bytes stay in the member) with a
+    ``consumer_protocol_undecodable`` warning at the byte where reading failed. Positions are offsets in
+    the member's bytes.
     """
     if not data:
         return None
+    found: list[DecodeWarning] = []
     try:
-        version, message = _decode_consumer_protocol_dict(kind, data, strict=False)
-    except DecodeError:
+        version, message = _decode_consumer_protocol_dict(kind, data, strict=False, warnings=found)
+    except DecodeError as exc:
+        warnings.append(DecodeWarning("consumer_protocol_undecodable", part, exc.position or 0))
         return None
+    warnings.extend(DecodeWarning(w.code, part, w.position) for w in found)
     message["_version"] = version
     return message
 

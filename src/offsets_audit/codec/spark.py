@@ -1,7 +1,9 @@
 """Spark edge of the codec: decode Spark Kafka-source rows with ``mapInArrow``.
 
 ``decode(df)`` keeps every input row and column and adds the decoded columns; bad bytes never raise, they
-set ``error_code`` / ``error_message`` and ``split`` sends those rows to quarantine. Control records
+set ``error_code`` / ``error_message`` and ``split`` sends those rows to quarantine. A record Kafka applies
+although its bytes are not as Kafka writes them (docs/decoding.md) is decoded, not quarantined, and lists
+what was tolerated in ``decode_warnings`` (null when there is nothing to say). Control records
 (``EndTransactionMarker`` batches, ``is_control`` = true) are not coordinator records: they pass through as
 ``record_name = "ControlRecord"`` so replay can apply transaction markers.
 """
@@ -32,6 +34,8 @@ DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "value_json": (pa.string(), "string"),
     "error_code": (pa.string(), "string"),
     "error_message": (pa.string(), "string"),
+    "decode_warnings": (pa.list_(pa.struct([("code", pa.string()), ("part", pa.string()), ("position", pa.int32())])),
+                        "array<struct<code:string,part:string,position:int>>"),
 }
 
 _KEY_IDENTIFIERS = (("group", "group_id"), ("groupId", "group_id"), ("memberId", "member_id"),
@@ -64,6 +68,7 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
     topic_name, topic_partition = out["topic_name"], out["topic_partition"]
     key_json, value_json = out["key_json"], out["value_json"]
     error_code, error_message = out["error_code"], out["error_message"]
+    decode_warnings = out["decode_warnings"]
     for i in range(n):
         if read_error_codes is not None and read_error_codes[i] is not None:
             error_code[i] = read_error_codes[i]
@@ -99,6 +104,8 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
         key_version[i] = record.key_version
         value_version[i] = record.value_version
         is_tombstone[i] = value is None
+        if record.warnings:
+            decode_warnings[i] = [{"code": w.code, "part": w.part, "position": w.position} for w in record.warnings]
         k = record.key
         for field, column in _KEY_IDENTIFIERS:
             if field in k:

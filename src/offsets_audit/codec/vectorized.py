@@ -15,12 +15,14 @@ than Kafka's whole Java decoder, so this module reads whole columns instead:
   ``binary_join_element_wise``;
 * every row that is not provably simple goes back to the generic per-record decoder
   (``offsets_audit.codec.spark.decode_columns``): any length out of range or null where the layout has no
-  null, trailing bytes, a string needing JSON escaping or holding non-ASCII bytes (UTF-8 is then checked
+  null, trailing bytes, a string needing JSON escaping or holding non-ASCII bytes (UTF-8 is then decoded
   by the generic path), a varint over two bytes, an unknown, repeated or non-null struct tagged field,
   arrays longer than ``_MAX_ROUNDS`` elements of strings/structs, bytes/float fields, unknown types
   and versions, control records and rows the source could not read. The output therefore equals the
   generic decoder's in every column of every row, errors and error messages included
-  (``tests/test_codec_vectorized.py``).
+  (``tests/test_codec_vectorized.py``). Every condition that gives a record ``decode_warnings`` (trailing
+  bytes, malformed UTF-8, a length below -1, a varint over two bytes, a tag whose size does not match) is
+  among those sent back, so rows decoded here have none (the column is null for them).
 """
 
 from __future__ import annotations
