@@ -280,3 +280,13 @@ def test_run_on_a_single_damaged_segment_file_counts_its_losses(spark, history, 
     quarantine = spark.read.parquet(str(out / "quarantine")).filter("read_error_code is not null").collect()
     assert sum(r.records_lost for r in quarantine) == records["records_lost"]
     assert all(r.raw_bytes and r.partition == 0 for r in quarantine)
+
+
+def test_a_parquet_file_copied_inside_a_dump_is_refused_naming_both(history, tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(history / "parquet", dump)
+    part = next(dump.rglob("*.parquet"))
+    shutil.copy(part, part.with_name("part-00000-copy.parquet"))
+    with pytest.raises(UserError, match="read twice") as error:
+        check_parquet_files(str(dump))
+    assert "part-00000-copy.parquet" in str(error.value) and part.name in str(error.value)

@@ -45,6 +45,7 @@ def check_parquet_files(path: str) -> int:
         for folder, dirs, names in os.walk(local):
             dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
             files += [os.path.join(folder, n) for n in sorted(names) if not n.startswith(("_", "."))]
+    seen: dict[tuple, str] = {}
     for file in files:
         try:
             with open(file, "rb") as handle:
@@ -58,7 +59,7 @@ def check_parquet_files(path: str) -> int:
                 if size >= 4 and head == b"PAR1":
                     reason = "it is cut short (no Parquet footer at its end)"
                 raise ValueError(reason)
-            pq.ParquetFile(file).metadata  # parses the footer: schema, row groups
+            metadata = pq.ParquetFile(file).metadata  # parses the footer: schema, row groups
         except OSError as exc:
             raise UserError(f"cannot read {file} in the Parquet dump {path}: {exc.strerror or exc}",
                             fix="check the file's permissions, or move it out of the dump folder") from None
@@ -67,7 +68,38 @@ def check_parquet_files(path: str) -> int:
             raise UserError(f"{file} in the Parquet dump {path} is not a readable Parquet file ({detail})",
                             fix="move it out of the dump folder, or write the dump again with `offsets-audit dump`"
                             ) from None
+        fingerprint = _fingerprint(file, metadata)
+        if fingerprint is not None:
+            if fingerprint in seen:
+                raise UserError(f"{file} and {seen[fingerprint]} hold the same records (partition, offsets and row "
+                                "count), so they would be read twice",
+                                fix="remove the copy from the dump folder")
+            seen[fingerprint] = file
     return len(files)
+
+
+def _fingerprint(file: str, metadata) -> tuple | None:
+    """``(partition, first offset, last offset, rows)`` from a file's footer statistics, when it has them: two files
+    with the same fingerprint are copies of each other (a file duplicated inside a dump)."""
+    import re
+
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    if "offset" not in names or metadata.num_rows == 0:
+        return None
+    column = names.index("offset")
+    low = high = None
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        low = stats.min if low is None else min(low, stats.min)
+        high = stats.max if high is None else max(high, stats.max)
+    match = re.search(r"(?:^|/)partition=(-?\d+)(?:/|$)", file)
+    partition = int(match.group(1)) if match else None
+    if partition is None and "partition" in names:
+        stats = metadata.row_group(0).column(names.index("partition")).statistics
+        partition = stats.min if stats is not None and stats.has_min_max else None
+    return partition, low, high, metadata.num_rows
 
 
 def read_parquet(spark, path: str, options: dict | None = None):

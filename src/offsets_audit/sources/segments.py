@@ -14,7 +14,7 @@ Unlike Kafka, bad bytes never raise. Each unreadable stretch becomes one *quaran
 
 ``file``, ``partition``, ``position`` (byte position of the first skipped byte), ``error_code``
 (``truncated_batch``, ``crc_mismatch``, ``bad_length``, ``unknown_magic``, ``unknown_compression``,
-``decompression_failed``, ``bad_record``), ``message`` (names file, position, offsets, the fix),
+``decompression_failed``, ``bad_record``, ``offset_overlap``), ``message`` (names file, position, offsets, the fix),
 ``base_offset`` / ``last_offset`` (as claimed by the batch header, None when not readable),
 ``skipped_bytes`` (how many bytes the entry covers), ``raw_bytes`` (the first ``RAW_BYTES_CAP`` of them) and
 the offsets the stretch cost: ``lost_from`` / ``lost_to`` / ``records_lost``. Where the framing is lost the
@@ -88,6 +88,11 @@ KAFKA_SEGMENT_NAME = re.compile(r"^(?P<base_offset>\d{20})\.log$")
 SEGMENT_NAME_MODES = ("kafka", "any")
 #: A segment-level quarantine entry keeps at most this many of the bytes it covers (``raw_bytes``).
 RAW_BYTES_CAP = 64 * 1024
+#: ``plan_ranges`` checks the CRC of at most this many of a file's last batches to find its last offset.
+_VERIFY_LAST = 16
+#: A lost offset range longer than this is not believed: a batch's base offset is not covered by its CRC, so a
+#: damaged one can look readable; the stretch then says the count is unknown rather than claim billions lost.
+_MAX_LOST_OFFSETS = 1 << 31
 #: A partition's tail claim above this many records is not believed (a damaged header, not a real batch).
 _MAX_CLAIMED_RECORDS = 1 << 20
 
@@ -247,10 +252,11 @@ def check_overlaps(files: list, ends: dict) -> None:
         spans = []
         for f in group:
             first = f.base_offset
-            last = ends.get(f.path)
-            if first is None or last is None or last < first:
+            if first is None or os.path.getsize(f.path) == 0:
                 continue
-            spans.append((first, last, f.path))
+            last = ends.get(f.path)
+            # a non-empty segment holds at least the offset its name states, whatever its end
+            spans.append((first, last if last is not None and last >= first else first, f.path))
         spans.sort()
         for (first_a, last_a, path_a), (first_b, last_b, path_b) in zip(spans, spans[1:]):
             if first_b <= last_a:
@@ -351,7 +357,7 @@ def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int,
 
 def plan_ranges(path: str | os.PathLike, max_bytes: int) -> tuple[list[tuple[int, int, int | None]], int | None]:
     """``([(start, end, previous_batch), ...], last_offset)``: byte ranges of about ``max_bytes`` that start at
-    batch boundaries, each with the position of the batch ending at its start, and the file's last offset.
+    batch boundaries, each with the position of the batch ending at its start, and the file's last known offset.
 
     Walks batch headers only (12 bytes each). Where a header is not plausible (corruption, truncated tail) the
     walk stops and the rest of the file becomes the last range; the reader resyncs inside it. ``last_offset`` is
@@ -363,8 +369,9 @@ def plan_ranges(path: str | os.PathLike, max_bytes: int) -> tuple[list[tuple[int
     if size == 0:
         return ranges, None
     range_start = pos = 0
-    previous = last = None
+    previous = None
     range_previous = None
+    recent: list[tuple[int, int]] = []  # (position, size) of the last batches walked
     with open(path, "rb") as handle:
         while pos < size:
             handle.seek(pos)
@@ -375,16 +382,21 @@ def plan_ranges(path: str | os.PathLike, max_bytes: int) -> tuple[list[tuple[int
             magic = head[16]
             if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
                 break
-            previous, last = pos, pos
+            previous = pos
+            recent.append((pos, LOG_OVERHEAD + length))
+            if len(recent) > _VERIFY_LAST:
+                del recent[0]
             pos += LOG_OVERHEAD + length
             if pos - range_start >= max_bytes and pos < size:
                 ranges.append((range_start, pos, range_previous))
                 range_start, range_previous = pos, previous
         last_offset = None
-        if pos == size and last is not None:
-            handle.seek(last)
-            batch = _try_batch(handle.read(size - last), 0, size - last)
-            last_offset = None if batch is None else batch.last_offset
+        for position, length in reversed(recent):  # the last walked batch whose CRC holds
+            handle.seek(position)
+            batch = _try_batch(handle.read(length), 0, length)
+            if batch is not None:
+                last_offset = batch.last_offset
+                break
     ranges.append((range_start, size, range_previous))
     return ranges, last_offset
 
@@ -415,8 +427,10 @@ def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
 def _walk(buf, path: str, partition, start: int, end: int, report, first_offset: int | None = None,
           next_base_offset: int | None = None, counted_before: bool = False) -> Iterator[RecordBatch]:
     pos = start
+    floor = segment_base_offset(path)  # a segment holds no offset below the base offset its name states
     expected = first_offset  # the first offset no read batch or quarantine entry has accounted for yet
     stretches: list[dict] = []
+    spans: list[tuple[int, int]] = []  # offsets of the batches read, to catch a damaged base offset
     while pos < end:
         remaining = end - pos
         claimed = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
@@ -443,6 +457,18 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
                 batch = _decode_v2(data, pos)
             else:
                 batch = _decode_legacy(data, pos, magic)
+            if ((floor is not None and batch.base_offset < floor)
+                    or (next_base_offset is not None and batch.last_offset >= next_base_offset)):
+                claimed = (batch.base_offset, batch.last_offset, len(batch.records), magic)
+                raise BadBatch("offset_overlap",
+                               f"its offsets {batch.base_offset}-{batch.last_offset} lie outside this segment's "
+                               f"offsets (from {floor} to the next segment's {next_base_offset}); no CRC covers a "
+                               "batch's base offset, so a damaged one still reads")
+            if expected is not None and batch.base_offset < expected and _overlaps(spans, batch):
+                claimed = (batch.base_offset, batch.last_offset, len(batch.records), magic)
+                raise BadBatch("offset_overlap",
+                               f"its offsets {batch.base_offset}-{batch.last_offset} repeat offsets already read "
+                               "from this file (no CRC covers a batch's base offset, so a damaged one still reads)")
         except BadBatch as bad:
             skip = _skip_length(buf, pos, end, bad.code, size)
             code = bad.code
@@ -458,6 +484,7 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
             stretches = []
         counted_before = False
         expected = batch.last_offset + 1
+        spans.append((batch.base_offset, batch.last_offset))
         yield batch
         pos += size
     if stretches:
@@ -469,6 +496,12 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
         if following is None and next_base_offset is not None:
             following, where = next_base_offset, "the next segment's base offset"
         _settle(buf, path, partition, stretches, expected, following, where, counted_before, report)
+
+
+def _overlaps(spans: list, batch: RecordBatch) -> bool:
+    """Whether ``batch`` repeats offsets of a batch read before it (checked only when it runs backwards, which a
+    healthy log never does; two swapped batches run backwards without repeating anything and are read)."""
+    return any(base <= batch.last_offset and batch.base_offset <= last for base, last in spans)
 
 
 def _settle(buf, path, partition, stretches: list, expected: int | None, following: int | None,
@@ -496,6 +529,11 @@ def _settle(buf, path, partition, stretches: list, expected: int | None, followi
             lost_to = lost_from + count - 1
             note = "nothing follows it, so the damaged header's own claim gives the offsets lost"
     records_lost = 0 if lost_from is None or lost_to is None else max(0, lost_to - lost_from + 1)
+    if records_lost > _MAX_LOST_OFFSETS:
+        records_lost = 0
+        note = (f"the readable batches around it state offsets {lost_from} and {lost_to + 1}, too far apart to "
+                "believe (a damaged base offset, which no CRC covers), so the number of records lost is unknown "
+                "(counted as 0)")
     if records_lost == 0:
         lost_from = lost_to = None
     for index, stretch in enumerate(stretches):
@@ -513,6 +551,8 @@ def _claimed_records(claimed: tuple, expected: int | None) -> int | None:
     base, last, count, magic = claimed
     if base is not None and last is not None:
         delta_count = last - base + 1
+        if base != expected and delta_count != count:
+            return None  # neither the base offset nor the two counts agree: bytes that are not a batch header
         counts = [n for n in (delta_count, count) if n is not None and 0 < n <= _MAX_CLAIMED_RECORDS]
         return min(counts) if counts else None
     if magic in (0, 1) and base is not None and expected is not None:  # a legacy entry's offset is its last
@@ -524,7 +564,7 @@ def _claimed_records(claimed: tuple, expected: int | None) -> int | None:
 def _skip_length(buf, pos: int, end: int, code: str, size: int | None) -> int:
     """How many bytes a bad batch at ``pos`` covers: its own size when trustworthy, else up to the next plausible
     batch header (or the end)."""
-    if size is not None and code in ("decompression_failed", "bad_record", "unknown_compression"):
+    if size is not None and code in ("decompression_failed", "bad_record", "unknown_compression", "offset_overlap"):
         return size  # the CRC matched, so the length is right
     if size is not None and code == "crc_mismatch":
         after = pos + size
