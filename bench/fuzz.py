@@ -65,6 +65,8 @@ def batch_extents(data: bytes) -> list[tuple[int, int]]:
     out, pos = [], 0
     while pos + 12 <= len(data):
         (length,) = struct.unpack_from(">i", data, pos + 8)
+        if length <= 0 or pos + 12 + length > len(data):
+            break  # already damaged here
         out.append((pos, pos + 12 + length))
         pos += 12 + length
     return out
@@ -226,11 +228,13 @@ def pure_campaign(histories: list[Path], damages: int, seed: int, scratch: Path,
             figures["user_error (exit 2)"] += 1
             if not info["extra"] or all(how in ("backup", "notes", "kafka_name_after_end") for how, _ in info["extra"]):
                 failures.append((i, kind, f"unexpected UserError: {exc}"))
+                print("  FAIL", failures[-1], file=sys.stderr, flush=True)
             shutil.rmtree(work)
             continue
         except Exception:  # noqa: BLE001 - a traceback is what the campaign looks for
             figures["traceback"] += 1
             failures.append((i, kind, traceback.format_exc(limit=3)))
+            print("  FAIL", failures[-1], file=sys.stderr, flush=True)
             shutil.rmtree(work)
             continue
         figures["read"] += read
@@ -246,6 +250,7 @@ def pure_campaign(histories: list[Path], damages: int, seed: int, scratch: Path,
             figures["count mismatch"] += 1
             failures.append((i, kind, f"read {read} + lost {lost} != on disk {truth} ({info['kind']}, "
                                       f"truncated {info['truncated']})"))
+            print("  FAIL", failures[-1], file=sys.stderr, flush=True)
         shutil.rmtree(work)
         if (i + 1) % 1000 == 0:
             print(f"  ... {i + 1:,} damaged inputs, {time.perf_counter() - started:.0f} s, {len(failures)} failures",

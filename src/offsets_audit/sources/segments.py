@@ -259,12 +259,57 @@ def check_overlaps(files: list, ends: dict) -> None:
             spans.append((first, last if last is not None and last >= first else first, f.path))
         spans.sort()
         for (first_a, last_a, path_a), (first_b, last_b, path_b) in zip(spans, spans[1:]):
-            if first_b <= last_a:
+            if first_b <= last_a and (first_a == first_b or _holds_copy_of_last_batch(path_b, path_a)):
                 raise UserError(
                     f"partition {partition}: offsets {first_b}-{min(last_a, last_b)} are in both {path_a} and "
                     f"{path_b}, so they would be read twice",
                     fix="point the input at one copy of each partition (one broker's log dir), or remove the "
                         "duplicate file")
+
+
+def _holds_copy_of_last_batch(path: str, other: str) -> bool:
+    """Whether ``path`` holds a byte-identical copy of the last readable batch of ``other``.
+
+    Replicas and copies hold the very same batch bytes (Kafka replicates batches as they are), so this tells a
+    second copy of a partition from a segment whose last batch merely claims offsets past its successor's start
+    because its base offset was damaged (no CRC covers it): that is damage, quarantined when read.
+    """
+    wanted = None
+    for position, size, _ in _headers_of(other):
+        wanted = (position, size)
+    if wanted is None:
+        return False
+    with open(other, "rb") as handle:
+        handle.seek(wanted[0])
+        data = handle.read(wanted[1])
+    if _try_batch(data, 0, len(data)) is None:
+        return False
+    (base_offset,) = _INT64.unpack_from(data)
+    with open(path, "rb") as handle:
+        for position, size, base in _headers_of(path):
+            if base == base_offset and size == len(data):
+                handle.seek(position)
+                if handle.read(size) == data:
+                    return True
+            if base > base_offset:
+                break
+    return False
+
+
+def _headers_of(path: str) -> Iterator[tuple[int, int, int]]:
+    """``(position, size, base offset)`` of each batch header while the length chain holds."""
+    size = os.path.getsize(path)
+    pos = 0
+    with open(path, "rb") as handle:
+        while pos + LOG_OVERHEAD + 5 <= size:
+            handle.seek(pos)
+            head = handle.read(LOG_OVERHEAD + 5)
+            base, length = _OFFSET_LENGTH.unpack_from(head)
+            magic = head[16]
+            if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
+                return
+            yield pos, LOG_OVERHEAD + length, base
+            pos += LOG_OVERHEAD + length
 
 
 def read_segment(path: str | os.PathLike, partition: int | None = None, quarantine: Quarantine = None,
