@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import struct
 
 import pytest
 
@@ -29,7 +30,7 @@ def expected_row(record: dict, path: str, position: int, topic: str = "__consume
         "coordinator_epoch": record["coordinator_epoch"], "batch_base_offset": record["batch_base_offset"],
         "batch_last_offset": record["batch_last_offset"], "batch_magic": record["batch_magic"],
         "compression": record["compression"], "source_file": path, "file_position": position,
-        "read_error_code": None, "read_error_message": None,
+        "read_error_code": None, "read_error_message": None, "records_lost": None, "raw_bytes": None,
     }
 
 
@@ -84,6 +85,12 @@ def test_quarantine_rows_carry_the_error_and_no_record(tmp_path, golden):
     assert bad[0]["key"] is None and bad[0]["value"] is None and bad[0]["offset"] is None
     assert bad[0]["source_file"] == str(path) and bad[0]["partition"] == 3
     assert str(path) in bad[0]["read_error_message"]
+    position = bad[0]["file_position"]
+    assert bad[0]["raw_bytes"] == data[position:len(data) - 10]
+    # the tail of the partition: the truncated header's own claim says what was lost
+    (delta,) = struct.unpack_from(">i", data, position + 23)
+    assert bad[0]["records_lost"] == delta + 1
+    assert bad[0]["batch_last_offset"] - bad[0]["batch_base_offset"] == delta
     good = [r for r in rows if r["read_error_code"] is None]
     assert len(good) == len(list(read_segment(path)))
 

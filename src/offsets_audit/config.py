@@ -1,13 +1,18 @@
 """Configuration: documented defaults in ``conf/defaults.yaml`` overridden by a user's YAML file.
 
-Every key a user writes must exist in the defaults (except inside free-form maps such as
-``source.options``), and values must have the default's type; a mistake is a ``UserError`` naming the
-file, the key and the fix, e.g. ``conf/x.yaml: unknown key 'output.fromat'; did you mean 'output.format'?``.
+Everything is checked when the config is loaded, before any Spark work, and driven by the defaults file: a key
+a user writes must exist there (rules included: every rule and threshold is listed), a value must have the
+default's type, an enumerated value must be one the defaults file lists (a trailing ``# one of: a, b, c``
+comment on the key's line, or ``CHOICES`` below), and a mapping whose default is empty (``{}``) holds the
+user's own keys (``source.options``, ``spark.conf``, group overrides). Source options are checked per source
+kind by ``offsets_audit.sources.check_options``. A mistake is a ``UserError`` naming the file, the key and the
+fix, e.g. ``conf/x.yaml: unknown key 'output.fromat'; did you mean 'output.format'?``.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import datetime as _dt
 import difflib
 from importlib import resources
@@ -18,21 +23,72 @@ import yaml
 
 from offsets_audit.errors import UserError
 
-#: Maps whose keys are the user's own (options, overrides, rule ids): checked by their owners, not here.
-FREE_FORM = {"source.options", "spark.conf", "broker.group_overrides", "rules"}
+#: Maps whose keys are the user's own (options, overrides); any mapping whose default is ``{}`` is one too.
+FREE_FORM = {"source.options", "spark.conf", "broker.group_overrides"}
 
-#: Allowed values of enumerated keys.
+#: Allowed values of enumerated keys (``*`` matches one key); ``# one of:`` comments in the defaults add more.
 CHOICES = {
     "source.kind": ("segments", "parquet", "kafka"),
     "output.format": ("parquet", "delta"),
     "topic_metadata.source": ("none", "file", "kafka"),
     "check.fail_on": ("info", "warning", "error", "never"),
+    "rules.*.severity": ("info", "warning", "error"),
+    "rules.*.min_confidence": ("low", "medium", "high"),
 }
+
+_ONE_OF = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_.\-]+):[^#]*#.*?\bone of:\s*(?P<values>[^#]+)$")
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_.\-]+):")
+
+
+def _defaults_text() -> str:
+    return (resources.files("offsets_audit") / "defaults.yaml").read_text(encoding="utf-8")
 
 
 def load_defaults() -> dict:
     """``conf/defaults.yaml``, packaged as ``offsets_audit/defaults.yaml`` (readable from a wheel or a zip)."""
-    return yaml.safe_load((resources.files("offsets_audit") / "defaults.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(_defaults_text())
+
+
+def documented_choices(text: str | None = None) -> dict[str, tuple[str, ...]]:
+    """``{dotted key: values}`` from ``key: value  # ... one of: a, b, c`` lines of the defaults file."""
+    text = _defaults_text() if text is None else text
+    found: dict[str, tuple[str, ...]] = {}
+    path: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        match = _KEY_LINE.match(line)
+        if not match or line.lstrip().startswith("#"):
+            continue
+        indent = len(match.group("indent"))
+        while path and path[-1][0] >= indent:
+            path.pop()
+        path.append((indent, match.group("key")))
+        one_of = _ONE_OF.match(line)
+        if one_of:
+            values = tuple(v.strip().strip("'\"") for v in re.split(r"[,|]", one_of.group("values")) if v.strip())
+            found[".".join(key for _, key in path)] = values
+    return found
+
+
+def _choices_for(dotted: str) -> tuple | None:
+    table = {**CHOICES, **_documented()}
+    if dotted in table:
+        return table[dotted]
+    parts = dotted.split(".")
+    for pattern, values in table.items():
+        pattern_parts = pattern.split(".")
+        if len(pattern_parts) == len(parts) and all(p in ("*", q) for p, q in zip(pattern_parts, parts)):
+            return values
+    return None
+
+
+_DOCUMENTED: dict | None = None
+
+
+def _documented() -> dict:
+    global _DOCUMENTED
+    if _DOCUMENTED is None:
+        _DOCUMENTED = documented_choices()
+    return _DOCUMENTED
 
 
 def _merge(base: dict, override: dict, where: str, origin: str) -> dict:
@@ -45,7 +101,7 @@ def _merge(base: dict, override: dict, where: str, origin: str) -> dict:
                 f"valid keys here: {', '.join(sorted(map(str, base)))}"
             raise UserError(f"{origin}: unknown key '{dotted}'", fix=fix)
         default = base[key]
-        if dotted in FREE_FORM:
+        if dotted in FREE_FORM or (isinstance(default, dict) and not default):
             if value is None:
                 value = {}
             if not isinstance(value, dict):
@@ -76,9 +132,42 @@ def _check_type(dotted: str, default: Any, value: Any, origin: str) -> Any:
             raise UserError(f"{origin}: '{dotted}' must be a list", fix=f"e.g. {dotted.rsplit('.', 1)[-1]}: [a, b]")
     elif isinstance(default, str) and not isinstance(value, str):
         value = str(value)
-    if dotted in CHOICES and value not in CHOICES[dotted]:
-        raise UserError(f"{origin}: '{dotted}' is {value!r}", fix=f"use one of: {', '.join(CHOICES[dotted])}")
+    choices = _choices_for(dotted)
+    if choices is not None and value is not None and value not in choices:
+        hint = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        raise UserError(f"{origin}: '{dotted}' is {value!r}",
+                        fix=(f"did you mean '{hint[0]}'? " if hint else "") + f"use one of: {', '.join(choices)}")
     return value
+
+
+def validate(config: dict, origin: str = "config") -> None:
+    """Checks that need more than one key or another module's knowledge, run before any Spark work: the source
+    options for the chosen source kind, what-if assignor names, paths that a setting requires."""
+    from offsets_audit.sources import SOURCE_OPTIONS, check_options
+
+    source = config.get("source") or {}
+    kind = source.get("kind")
+    options = source.get("options") or {}
+    if kind in SOURCE_OPTIONS:
+        try:
+            check_options(kind, {k: v for k, v in options.items() if v is not None})
+        except UserError as exc:
+            raise UserError(f"{origin}: {exc}") from None
+    assignors = config.get("assignors") or {}
+    if assignors.get("what_if"):
+        from offsets_audit.assignors import known_assignors
+
+        names = known_assignors()
+        for name in assignors["what_if"]:
+            if name not in names and ":" not in str(name):  # module:attribute plug-ins load later
+                hint = difflib.get_close_matches(str(name), names, n=1)
+                raise UserError(f"{origin}: 'assignors.what_if' names an unknown assignor {name!r}",
+                                fix=(f"did you mean '{hint[0]}'? " if hint else "")
+                                + f"known: {', '.join(names)}; own assignors go in assignors.custom")
+    metadata = config.get("topic_metadata") or {}
+    if metadata.get("source") == "file" and not metadata.get("path"):
+        raise UserError(f"{origin}: 'topic_metadata.source' is file but 'topic_metadata.path' is not set",
+                        fix="set topic_metadata.path (or pass --topic-metadata FILE)")
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> dict:
@@ -100,6 +189,7 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
         config = _merge(config, user, "", str(path))
     if overrides:
         config = _merge(config, overrides, "", "command line")
+    validate(config, str(path) if path is not None else "config")
     if not config.get("run_id"):
         config["run_id"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
     return config

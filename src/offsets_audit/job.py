@@ -94,7 +94,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         return _Stage()
 
     with stage("read+decode"):
-        raw = read(spark, source_config(config))
+        input_report: dict = {}  # files read and skipped, notes: summary["input"]
+        raw = read(spark, source_config(config), report=input_report)
         decoded_all = codec_spark.decode(raw).persist()
         decoded, quarantined = codec_spark.split(decoded_all)
         counts = _counts(decoded_all)
@@ -118,6 +119,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         paths = sinks.write_run(spark, out["path"], run_id, out["format"], frames, timings=timings)
 
     summary = _summary(config, counts, tables, timings, paths)
+    summary["input"] = input_report
     if out.get("html_report"):
         from offsets_audit.audit.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
@@ -149,22 +151,38 @@ def _assignor_audit(spark, config: dict, tables: dict):
 
 
 def _counts(decoded_all) -> dict:
+    """Records read, decoded and quarantined, and what unreadable input cost (one Spark job).
+
+    ``read`` counts records (each with its offset); a stretch of bytes a source could not read at all is not a
+    record but one ``unreadable`` quarantine row that says how many offsets it cost (``records_lost``). So
+    ``read = decoded + quarantined`` and ``read + records_lost`` is the number of records the input held; the
+    quarantine table holds ``quarantined + unreadable`` rows.
+    """
     from pyspark.sql import functions as F
 
-    rows = (decoded_all.groupBy("record_name", "error_code").agg(F.count("*").alias("n")).collect())
+    unreadable_row = F.col("read_error_code").isNotNull()
+    rows = (decoded_all.groupBy("record_name", "error_code", unreadable_row.alias("unreadable"))
+            .agg(F.count("*").alias("n"), F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost"))
+            .collect())
     by_type: dict = {}
     by_error: dict = {}
-    read = decoded = quarantined = 0
+    read = decoded = quarantined = unreadable = lost = 0
     for r in rows:
+        if r["error_code"] is not None:
+            by_error[r["error_code"]] = by_error.get(r["error_code"], 0) + r["n"]
+        if r["unreadable"]:
+            unreadable += r["n"]
+            lost += r["lost"] or 0
+            continue
         read += r["n"]
         if r["error_code"] is None:
             decoded += r["n"]
             by_type[r["record_name"] or "?"] = by_type.get(r["record_name"] or "?", 0) + r["n"]
         else:
             quarantined += r["n"]
-            by_error[r["error_code"]] = by_error.get(r["error_code"], 0) + r["n"]
-    return {"read": read, "decoded": decoded, "quarantined": quarantined,
-            "by_record_type": dict(sorted(by_type.items())), "by_error_code": dict(sorted(by_error.items()))}
+    return {"read": read, "decoded": decoded, "quarantined": quarantined, "unreadable": unreadable,
+            "records_lost": lost, "by_record_type": dict(sorted(by_type.items())),
+            "by_error_code": dict(sorted(by_error.items()))}
 
 
 def _summary(config, counts, tables, timings, paths) -> dict:
@@ -194,9 +212,12 @@ def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
 def print_summary(summary: dict, file=sys.stdout) -> None:
     r = summary["records"]
     print(f"run {summary['run_id']}: read {r['read']:,} records = {r['decoded']:,} decoded + "
-          f"{r['quarantined']:,} quarantined", file=file)
+          f"{r['quarantined']:,} quarantined; {r.get('records_lost', 0):,} records lost in "
+          f"{r.get('unreadable', 0):,} unreadable stretches", file=file)
     if summary.get("groups"):
         print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
+    for note in (summary.get("input") or {}).get("notes") or []:
+        print(f"input: {note}", file=file)
     if r["by_error_code"]:
         print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
     findings = summary.get("findings") or {}
@@ -220,10 +241,11 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
 def run(args) -> int:
     config = load_config(args.config, overrides_from_args(args))
     from offsets_audit.sinks import check_output_path
+    from offsets_audit.sources import preflight
     from offsets_audit.spark_session import get_spark
 
     check_output_path(config["output"]["path"])
-
+    preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
     spark = get_spark("offsets-audit", master=config["spark"]["master"],
                       extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
     if args.incremental:

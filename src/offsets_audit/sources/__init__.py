@@ -31,7 +31,7 @@ _PYTHON_ONLY_OPTIONS = ("fetchretries", "retrybackoffms", "polltimeoutms", "rows
 _SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
-def read(spark, source_config):
+def read(spark, source_config, *, report: dict | None = None):
     """The one entry point the jobs use: a DataFrame with SOURCE_SCHEMA's columns from a source config.
 
     ``source_config`` is a mapping with ``kind`` and the source's options:
@@ -41,6 +41,10 @@ def read(spark, source_config):
       ``reader: spark|kafka-python`` forces one. Isolation defaults to read_committed.
     * ``{"kind": "parquet", "path": ...}``: a dump written by ``offsets-audit dump`` (or any Kafka-source columns).
     * ``{"kind": "segments", "path": ...}``: broker log segments through the ``kafka-segments`` source.
+
+    Options are checked (``check_options``) and files planned on the driver before any Spark work, so a
+    mistake is one line. ``report``, when given, receives ``skipped_files`` (path, why) and ``notes`` (what a
+    person should know about how the input was read); both are also printed to stderr.
     """
     from offsets_audit.errors import UserError
 
@@ -49,6 +53,8 @@ def read(spark, source_config):
                         fix="write source: {kind: kafka|parquet|segments, ...}")
     kind = str(source_config.get("kind") or "").strip().lower()
     options = {str(k): v for k, v in source_config.items() if str(k) not in _CONFIG_KEYS and v is not None}
+    if kind in SOURCE_OPTIONS:
+        check_options(kind, options)
     if kind == "kafka":
         return _read_kafka(spark, options, str(source_config.get("reader") or "auto").lower())
     if kind == "parquet":
@@ -57,11 +63,159 @@ def read(spark, source_config):
         return read_parquet(spark, _required_path(source_config, kind), options)
     if kind == "segments":
         path = _required_path(source_config, kind)
+        text = _text_options(options)
+        text["plan"] = _plan_segments(path, text, report)
         register(spark)
-        df = spark.read.format("kafka-segments").options(**_text_options(options)).load(path)
+        df = spark.read.format("kafka-segments").options(**text).load(path)
         return _as_source_schema(df)
     raise UserError(f"source kind {source_config.get('kind')!r} is unknown",
                     fix="set source kind to kafka, parquet or segments")
+
+
+#: Options each source kind understands, as a user writes them under ``source.options`` (matched without
+#: regard to case, as Spark matches reader options). ``kafka.*`` keys are the Kafka consumer's own settings.
+SOURCE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "segments": ("partition", "topic", "segmentNames", "maxBytesPerPartition", "rowsPerBatch",
+                 "maxFilesPerTrigger", "maxBytesPerTrigger"),
+    # Spark's Parquet reader options that make sense for a dump.
+    "parquet": ("mergeSchema", "recursiveFileLookup", "pathGlobFilter", "modifiedBefore", "modifiedAfter",
+                "datetimeRebaseMode", "int96RebaseMode"),
+    # Spark's Kafka source options plus the kafka-python reader's own.
+    "kafka": ("subscribe", "assign", "subscribePattern", "startingOffsets", "endingOffsets",
+              "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp", "endingTimestamp",
+              "startingOffsetsByTimestampStrategy", "failOnDataLoss", "minPartitions", "maxRecordsPerPartition",
+              "includeHeaders", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+              "kafkaConsumer.pollTimeoutMs", "groupIdPrefix", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+              "maxTriggerDelay", "fetchRetries", "retryBackoffMs", "pollTimeoutMs", "rowsPerBatch",
+              "isolation.level"),
+}
+
+#: Allowed values of enumerated options (lower-case option name -> values, compared without regard to case).
+OPTION_CHOICES: dict[str, tuple[str, ...]] = {
+    "kafka.security.protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    "kafka.sasl.mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"),
+    "kafka.isolation.level": ("read_committed", "read_uncommitted"),
+    "isolation.level": ("read_committed", "read_uncommitted"),
+    "segmentnames": ("kafka", "any"),
+}
+
+#: Kafka consumer settings (``kafka.<name>``) known to Kafka's ``ConsumerConfig``: a misspelt one would be passed
+#: to the consumer and ignored with a log warning, so it is refused here with the nearest valid name.
+KAFKA_CONSUMER_CONFIGS = (
+    "bootstrap.servers", "client.dns.lookup", "client.id", "client.rack", "connections.max.idle.ms",
+    "default.api.timeout.ms", "fetch.max.bytes", "fetch.max.wait.ms", "fetch.min.bytes", "isolation.level",
+    "max.partition.fetch.bytes", "max.poll.records", "metadata.max.age.ms", "receive.buffer.bytes",
+    "reconnect.backoff.max.ms", "reconnect.backoff.ms", "request.timeout.ms", "retry.backoff.ms",
+    "retry.backoff.max.ms", "send.buffer.bytes", "check.crcs", "security.protocol",
+    "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", "metadata.recovery.strategy",
+    "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.client.callback.handler.class",
+    "sasl.login.callback.handler.class", "sasl.login.class", "sasl.login.connect.timeout.ms",
+    "sasl.login.read.timeout.ms", "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.retry.backoff.max.ms",
+    "sasl.login.retry.backoff.ms", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.clock.skew.seconds",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "ssl.protocol", "ssl.enabled.protocols",
+    "ssl.provider", "ssl.cipher.suites", "ssl.endpoint.identification.algorithm", "ssl.key.password",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.certificates", "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.engine.factory.class",
+    # librdkafka-style names the kafka-python reader also maps (see sources.kafka._RENAMED)
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "sasl.username", "sasl.password",
+)
+
+
+def check_options(kind: str, options: dict) -> None:
+    """Refuse an option ``kind``'s source does not know, or an enumerated option's unknown value, with the
+    nearest valid name (a ``UserError``: one line, exit 2, before any Spark work)."""
+    import difflib
+
+    from offsets_audit.errors import UserError
+
+    known = {name.lower(): name for name in SOURCE_OPTIONS[kind]}
+    consumer = {f"kafka.{name}" for name in KAFKA_CONSUMER_CONFIGS}
+    for key, value in options.items():
+        lowered = str(key).lower()
+        if kind == "kafka" and lowered.startswith("kafka."):
+            if lowered not in consumer:
+                hint = difflib.get_close_matches(lowered, sorted(consumer), n=1)
+                raise UserError(f"source.options: '{key}' is not a Kafka consumer setting",
+                                fix=f"did you mean '{hint[0]}'?" if hint else
+                                "see Kafka's consumer configs; kafka.<name> passes <name> to the consumer")
+        elif lowered not in known:
+            names = sorted(known.values()) + (["kafka.<consumer setting>"] if kind == "kafka" else [])
+            hint = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.6)
+            raise UserError(f"source.options: '{key}' is not an option of the {kind} source",
+                            fix=f"did you mean '{known[hint[0]]}'?" if hint else f"valid options: {', '.join(names)}")
+        choices = OPTION_CHOICES.get(lowered)
+        if choices is not None and value is not None:
+            text = option_text(value)
+            if text.lower() not in {c.lower() for c in choices}:
+                hint = difflib.get_close_matches(text.upper(), [c.upper() for c in choices], n=1, cutoff=0.6)
+                nearest = next((c for c in choices if hint and c.upper() == hint[0]), None)
+                raise UserError(f"source.options: '{key}' is {text!r}",
+                                fix=(f"did you mean '{nearest}'? " if nearest else "") + f"use one of: {', '.join(choices)}")
+        if kind == "segments" and lowered in ("partition", "maxbytesperpartition", "rowsperbatch",
+                                              "maxfilespertrigger", "maxbytespertrigger"):
+            minimum = 0 if lowered == "partition" else 1
+            try:
+                number = int(option_text(value))
+            except ValueError:
+                raise UserError(f"source.options: '{key}' is {value!r}, not a whole number",
+                                fix=f"write a whole number >= {minimum}") from None
+            if number < minimum:
+                raise UserError(f"source.options: '{key}' is {number}", fix=f"write a whole number >= {minimum}")
+
+
+def _plan_segments(path: str, options: dict, report: dict | None) -> str:
+    """Plan the segment read on the driver (pure Python): files, byte ranges, overlap check; say what was skipped."""
+    import sys
+
+    from offsets_audit.sources import segments_spark as ss
+
+    lowered = {k.lower(): v for k, v in options.items()}
+    partition = lowered.get("partition")
+    ranges, scan = ss.plan(
+        path, topic=str(lowered.get("topic", ss.DEFAULT_TOPIC)), names=str(lowered.get("segmentnames", "kafka")).lower(),
+        partition=None if partition in (None, "") else int(partition),
+        max_bytes=int(lowered.get("maxbytesperpartition", ss.DEFAULT_MAX_BYTES_PER_PARTITION)))
+    notes = list(scan.notes)
+    if scan.skipped:
+        shown = ", ".join(p for p, _ in scan.skipped[:3]) + (f" and {len(scan.skipped) - 3} more"
+                                                             if len(scan.skipped) > 3 else "")
+        notes.insert(0, f"skipped {len(scan.skipped)} *.log file{'s' if len(scan.skipped) > 1 else ''} not named as "
+                        f"Kafka names segments (20-digit base offset + .log): {shown}; set "
+                        "source.options.segmentNames: any to read them")
+    for note in notes:
+        print(f"offsets-audit: note: {note}", file=sys.stderr)
+    if report is not None:
+        report["files_read"] = len(scan.files)
+        report["skipped_files"] = [{"path": p, "reason": why} for p, why in scan.skipped]
+        report["notes"] = notes
+    return ss.plan_to_option(ranges)
+
+
+def preflight(source_config) -> None:
+    """Everything about the input that can be checked without Spark, before a session is started: the path,
+    the options, segment names and overlaps, Parquet footers. Raises a ``UserError`` (one line, exit 2)."""
+    import io
+    import contextlib
+
+    kind = str(source_config.get("kind") or "").strip().lower()
+    options = {str(k): v for k, v in source_config.items() if str(k) not in _CONFIG_KEYS and v is not None}
+    if kind in SOURCE_OPTIONS:
+        check_options(kind, options)
+    if kind == "segments":
+        with contextlib.redirect_stderr(io.StringIO()):  # read() says what it skips; say it once
+            _plan_segments(_required_path(source_config, kind), _text_options(options), None)
+    elif kind == "parquet":
+        from offsets_audit.sources.parquet import check_parquet_files
+
+        check_parquet_files(_required_path(source_config, kind))
 
 
 def option_text(value) -> str:

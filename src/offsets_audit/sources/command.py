@@ -76,8 +76,11 @@ def run(args: argparse.Namespace) -> int:
     from offsets_audit.sources.progress import SparkProgress
     from offsets_audit.spark_session import get_spark
 
+    from offsets_audit.sources import preflight
+
     config = source_config(args)
     _check_output(args.output, args.overwrite)
+    preflight(config)  # a wrong path, option or segment layout: one line before Spark starts
     spark = get_spark("offsets-audit dump", master=args.master)
     started = time.monotonic()
     df = read(spark, config)

@@ -22,10 +22,91 @@ def missing_columns(columns: Iterable[str]) -> list[str]:
     return [name for name in REQUIRED_COLUMNS if name not in present]
 
 
+def check_parquet_files(path: str) -> int:
+    """Open the footer of every file Spark would read under a local ``path``; return how many there are.
+
+    A file that is not Parquet (a ``notes.txt`` left in the dump folder) or whose footer is damaged (a copy cut
+    short) would fail the Spark job at the write stage with a long Java traceback; here it is one line naming the
+    file, before any Spark work. Only footers are read (a few KiB per file). Files Spark skips (names starting
+    with ``_`` or ``.``, e.g. ``_SUCCESS``, ``.part-0.crc``) are skipped here too. Remote paths are left to Spark.
+    """
+    import os
+    from urllib.parse import urlparse
+
+    import pyarrow.parquet as pq
+
+    if urlparse(path).scheme not in ("", "file"):
+        return 0
+    local = path.removeprefix("file://")
+    if os.path.isfile(local):
+        files = [local]
+    else:
+        files = []
+        for folder, dirs, names in os.walk(local):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+            files += [os.path.join(folder, n) for n in sorted(names) if not n.startswith(("_", "."))]
+    seen: dict[tuple, str] = {}
+    for file in files:
+        try:
+            with open(file, "rb") as handle:
+                head = handle.read(4)
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - 4))
+                tail = handle.read(4)
+            if head != b"PAR1" or tail != b"PAR1":
+                reason = "it does not start and end with Parquet's PAR1 marker"
+                if size >= 4 and head == b"PAR1":
+                    reason = "it is cut short (no Parquet footer at its end)"
+                raise ValueError(reason)
+            metadata = pq.ParquetFile(file).metadata  # parses the footer: schema, row groups
+        except OSError as exc:
+            raise UserError(f"cannot read {file} in the Parquet dump {path}: {exc.strerror or exc}",
+                            fix="check the file's permissions, or move it out of the dump folder") from None
+        except Exception as exc:  # noqa: BLE001 - any footer pyarrow cannot parse is a bad file, named here
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"{file} in the Parquet dump {path} is not a readable Parquet file ({detail})",
+                            fix="move it out of the dump folder, or write the dump again with `offsets-audit dump`"
+                            ) from None
+        fingerprint = _fingerprint(file, metadata)
+        if fingerprint is not None:
+            if fingerprint in seen:
+                raise UserError(f"{file} and {seen[fingerprint]} hold the same records (partition, offsets and row "
+                                "count), so they would be read twice",
+                                fix="remove the copy from the dump folder")
+            seen[fingerprint] = file
+    return len(files)
+
+
+def _fingerprint(file: str, metadata) -> tuple | None:
+    """``(partition, first offset, last offset, rows)`` from a file's footer statistics, when it has them: two files
+    with the same fingerprint are copies of each other (a file duplicated inside a dump)."""
+    import re
+
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    if "offset" not in names or metadata.num_rows == 0:
+        return None
+    column = names.index("offset")
+    low = high = None
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        low = stats.min if low is None else min(low, stats.min)
+        high = stats.max if high is None else max(high, stats.max)
+    match = re.search(r"(?:^|/)partition=(-?\d+)(?:/|$)", file)
+    partition = int(match.group(1)) if match else None
+    if partition is None and "partition" in names:
+        stats = metadata.row_group(0).column(names.index("partition")).statistics
+        partition = stats.min if stats is not None and stats.has_min_max else None
+    return partition, low, high, metadata.num_rows
+
+
 def read_parquet(spark, path: str, options: dict | None = None):
     """Read a Parquet dump as a DataFrame with SOURCE_SCHEMA's columns first (typed as SOURCE_SCHEMA)."""
     from pyspark.sql import functions as F
 
+    check_parquet_files(path)
     reader = spark.read
     if options:
         from offsets_audit.sources import option_text

@@ -18,7 +18,7 @@ KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "t
 BATCH_COLUMNS = [
     "producer_id", "producer_epoch", "is_transactional", "is_control", "control_type",
     "coordinator_epoch", "batch_base_offset", "batch_last_offset", "batch_magic", "compression",
-    "source_file", "file_position", "read_error_code", "read_error_message",
+    "source_file", "file_position", "read_error_code", "read_error_message", "records_lost", "raw_bytes",
 ]
 
 KAFKA_SCHEMA = StructType([
@@ -44,10 +44,14 @@ BATCH_SCHEMA = StructType([
     StructField("compression", StringType(), True),
     StructField("source_file", StringType(), True),
     StructField("file_position", LongType(), True),
-    # Set only on a quarantine row a source emits for bytes it could not read (key/value null then):
-    # e.g. read_error_code "crc_mismatch", read_error_message naming file, byte position and what was skipped.
+    # Set only on a quarantine row a source emits for bytes it could not read (key/value/offset null then):
+    # e.g. read_error_code "crc_mismatch", read_error_message naming file, byte position, the offsets lost and
+    # the fix. On such a row batch_base_offset/batch_last_offset are the offsets it cost (null when none),
+    # records_lost how many, and raw_bytes the bytes it covers (at most segments.RAW_BYTES_CAP, 64 KiB).
     StructField("read_error_code", StringType(), True),
     StructField("read_error_message", StringType(), True),
+    StructField("records_lost", LongType(), True),
+    StructField("raw_bytes", BinaryType(), True),
 ])
 
 #: What every source returns: Kafka columns then batch attributes.

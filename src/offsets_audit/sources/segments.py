@@ -14,9 +14,16 @@ Unlike Kafka, bad bytes never raise. Each unreadable stretch becomes one *quaran
 
 ``file``, ``partition``, ``position`` (byte position of the first skipped byte), ``error_code``
 (``truncated_batch``, ``crc_mismatch``, ``bad_length``, ``unknown_magic``, ``unknown_compression``,
-``decompression_failed``, ``bad_record``), ``message`` (names file, position, offsets, the fix),
-``base_offset`` / ``last_offset`` (as claimed by the batch header, None when not readable) and
-``skipped_bytes`` (how many bytes the entry covers).
+``decompression_failed``, ``bad_record``, ``offset_overlap``), ``message`` (names file, position, offsets, the fix),
+``base_offset`` / ``last_offset`` (as claimed by the batch header, None when not readable),
+``skipped_bytes`` (how many bytes the entry covers), ``raw_bytes`` (the first ``RAW_BYTES_CAP`` of them) and
+the offsets the stretch cost: ``lost_from`` / ``lost_to`` / ``records_lost``. Where the framing is lost the
+header's claim cannot be trusted, so the lost offsets run from the offset after the last good batch (or the
+segment's base offset, from its file name) to the offset before the next good batch (or the next segment's
+base offset); only at the very end of a partition, where nothing follows, does the damaged header's own
+claim (its last offset delta and record count, whichever is smaller) say how many records were lost, and an
+unreadable claim there is 0 lost with a message saying the count is unknown. Several stretches between the
+same two good batches share one lost range: the first carries it, the others say they are counted there.
 
 Pass ``quarantine`` as a list (entries are appended) or as a callable (called with each entry). Reading then
 resumes at the next readable batch: right after the bad batch when its length is trustworthy, else at the
@@ -75,6 +82,19 @@ _HEADER_CANDIDATE = re.compile(rb"(?s)(?=[\x00-\x7f].{7}[\x00-\x3f].{7}[\x00-\x0
 
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
 _TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+#: How Kafka names a segment (``LogFileUtils.logFile``): its base offset as 20 digits, then ``.log``.
+KAFKA_SEGMENT_NAME = re.compile(r"^(?P<base_offset>\d{20})\.log$")
+#: ``segmentNames`` option values: only Kafka's own names (default), or every ``*.log`` file.
+SEGMENT_NAME_MODES = ("kafka", "any")
+#: A segment-level quarantine entry keeps at most this many of the bytes it covers (``raw_bytes``).
+RAW_BYTES_CAP = 64 * 1024
+#: ``plan_ranges`` checks the CRC of at most this many of a file's last batches to find its last offset.
+_VERIFY_LAST = 16
+#: A lost offset range longer than this is not believed: a batch's base offset is not covered by its CRC, so a
+#: damaged one can look readable; the stretch then says the count is unknown rather than claim billions lost.
+_MAX_LOST_OFFSETS = 1 << 31
+#: A partition's tail claim above this many records is not believed (a damaged header, not a real batch).
+_MAX_CLAIMED_RECORDS = 1 << 20
 
 Quarantine = Union[list, Callable[[dict], None], None]
 
@@ -119,27 +139,98 @@ def partition_of(path: str | os.PathLike) -> int | None:
     return int(match.group("partition")) if match else None
 
 
-def list_segments(root: str | os.PathLike, topic: str | None = "__consumer_offsets") -> list[tuple[str, int | None]]:
-    """All ``*.log`` segment files under ``root`` (a file, a partition folder or a log dir), sorted.
+def segment_base_offset(path: str | os.PathLike) -> int | None:
+    """The base offset a Kafka segment file name states (``00000000000000001234.log`` -> 1234), else None."""
+    match = KAFKA_SEGMENT_NAME.match(Path(path).name)
+    return int(match.group("base_offset")) if match else None
 
-    Returns ``(path, partition)`` pairs; index, snapshot and checkpoint files are ignored. When ``root`` is a whole
-    broker log dir holding ``<topic>-N`` folders, only those are listed (other topics' segments are skipped);
-    a folder without any is read entirely.
+
+@dataclass(slots=True)
+class SegmentFile:
+    """One segment file to read: its partition, the base offset its name states and, when another segment of
+    the same partition follows it, that segment's base offset (where this one's offsets must end)."""
+
+    path: str
+    partition: int | None
+    base_offset: int | None
+    next_base_offset: int | None = None
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    """What ``scan_segments`` found: the files to read, the ``*.log`` files it skipped (path, why) and notes for a
+    person (e.g. a partition that had to be assumed)."""
+
+    files: list
+    skipped: list
+    notes: list
+
+
+def scan_segments(root: str | os.PathLike, topic: str | None = "__consumer_offsets", *, names: str = "kafka",
+                  partition: int | None = None) -> SegmentScan:
+    """The segment files under ``root`` (a file, a partition folder or a log dir), sorted, with what was skipped.
+
+    ``names="kafka"`` (the default) reads only files named as Kafka names segments (20-digit base offset +
+    ``.log``): a ``backup-of-segment.log`` or ``notes.log`` beside them would otherwise be read as more of the
+    partition. A file given as ``root`` itself is read whatever its name. The partition is ``partition`` when
+    given, else the ``<topic>-N`` parent folder's number, else 0 (and a note says so).
     """
+    if names not in SEGMENT_NAME_MODES:
+        raise UserError(f"segmentNames={names!r} is unknown", fix="use segmentNames kafka (the default) or any")
     root_path = Path(root)
     if not root_path.exists():
         raise UserError(f"log segment path {str(root_path)!r} does not exist",
                         fix="pass a broker log dir, a __consumer_offsets-N folder or a .log file")
+    skipped: list[tuple[str, str]] = []
     if root_path.is_file():
-        files = [root_path]
+        found = [root_path]
     else:
-        files = [p for p in root_path.rglob("*.log") if p.is_file()]
+        found = [p for p in root_path.rglob("*.log") if p.is_file()]
         if topic is not None:
-            of_topic = [p for p in files if _is_topic_folder(p.parent.name, topic)]
+            of_topic = [p for p in found if _is_topic_folder(p.parent.name, topic)]
             if of_topic:
-                files = of_topic
-    files.sort(key=lambda p: (str(p.parent), p.name))
-    return [(str(p), partition_of(p)) for p in files]
+                found = of_topic
+        if names == "kafka":
+            for p in found:
+                if not KAFKA_SEGMENT_NAME.match(p.name):
+                    skipped.append((str(p), "not a Kafka segment name (20-digit base offset + .log)"))
+            found = [p for p in found if KAFKA_SEGMENT_NAME.match(p.name)]
+    found.sort(key=lambda p: (str(p.parent), p.name))
+    notes: list[str] = []
+    files = []
+    unplaced = []
+    for p in found:
+        number = partition if partition is not None else partition_of(p)
+        if number is None:
+            number = 0
+            unplaced.append(str(p))
+        files.append(SegmentFile(str(p), number, segment_base_offset(p)))
+    if unplaced:
+        shown = unplaced[0] if len(unplaced) == 1 else f"{len(unplaced)} files (e.g. {unplaced[0]})"
+        notes.append(f"{shown} not in a <topic>-N folder: read as partition 0; "
+                     "set source.options.partition to name its partition")
+    by_partition: dict = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f)
+    for group in by_partition.values():
+        named = sorted((f for f in group if f.base_offset is not None), key=lambda f: f.base_offset)
+        for this, following in zip(named, named[1:]):
+            if following.base_offset > this.base_offset:
+                this.next_base_offset = following.base_offset
+    return SegmentScan(files, skipped, notes)
+
+
+def list_segments(root: str | os.PathLike, topic: str | None = "__consumer_offsets", *,
+                  names: str = "kafka") -> list[tuple[str, int | None]]:
+    """``(path, partition)`` of every segment ``scan_segments`` reads under ``root``, sorted.
+
+    Index, snapshot and checkpoint files are ignored, and so (by default) are ``*.log`` files not named as Kafka
+    names segments. When ``root`` is a whole broker log dir holding ``<topic>-N`` folders, only those are listed
+    (other topics' segments are skipped); a folder without any is read entirely. A file outside a ``<topic>-N``
+    folder has partition None here (the Spark source reads it as partition 0 unless told otherwise).
+    """
+    scan = scan_segments(root, topic, names=names)
+    return [(f.path, partition_of(f.path)) for f in scan.files]
 
 
 def _is_topic_folder(name: str, topic: str) -> bool:
@@ -147,18 +238,95 @@ def _is_topic_folder(name: str, topic: str) -> bool:
     return match is not None and match.group("topic") == topic
 
 
+def check_overlaps(files: list, ends: dict) -> None:
+    """Raise a ``UserError`` naming both files when two segments of one partition hold the same offsets.
+
+    ``ends`` maps a path to the last offset its final batch holds (checked by CRC, None when unknown). Two copies
+    of one partition (two brokers' replicas under one root, a restored backup beside the original) would
+    otherwise be read twice and every record counted double.
+    """
+    by_partition: dict = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f)
+    for partition, group in by_partition.items():
+        spans = []
+        for f in group:
+            first = f.base_offset
+            if first is None or os.path.getsize(f.path) == 0:
+                continue
+            last = ends.get(f.path)
+            # a non-empty segment holds at least the offset its name states, whatever its end
+            spans.append((first, last if last is not None and last >= first else first, f.path))
+        spans.sort()
+        for (first_a, last_a, path_a), (first_b, last_b, path_b) in zip(spans, spans[1:]):
+            if first_b <= last_a and (first_a == first_b or _holds_copy_of_last_batch(path_b, path_a)):
+                raise UserError(
+                    f"partition {partition}: offsets {first_b}-{min(last_a, last_b)} are in both {path_a} and "
+                    f"{path_b}, so they would be read twice",
+                    fix="point the input at one copy of each partition (one broker's log dir), or remove the "
+                        "duplicate file")
+
+
+def _holds_copy_of_last_batch(path: str, other: str) -> bool:
+    """Whether ``path`` holds a byte-identical copy of the last readable batch of ``other``.
+
+    Replicas and copies hold the very same batch bytes (Kafka replicates batches as they are), so this tells a
+    second copy of a partition from a segment whose last batch merely claims offsets past its successor's start
+    because its base offset was damaged (no CRC covers it): that is damage, quarantined when read.
+    """
+    wanted = None
+    for position, size, _ in _headers_of(other):
+        wanted = (position, size)
+    if wanted is None:
+        return False
+    with open(other, "rb") as handle:
+        handle.seek(wanted[0])
+        data = handle.read(wanted[1])
+    if _try_batch(data, 0, len(data)) is None:
+        return False
+    (base_offset,) = _INT64.unpack_from(data)
+    with open(path, "rb") as handle:
+        for position, size, base in _headers_of(path):
+            if base == base_offset and size == len(data):
+                handle.seek(position)
+                if handle.read(size) == data:
+                    return True
+            if base > base_offset:
+                break
+    return False
+
+
+def _headers_of(path: str) -> Iterator[tuple[int, int, int]]:
+    """``(position, size, base offset)`` of each batch header while the length chain holds."""
+    size = os.path.getsize(path)
+    pos = 0
+    with open(path, "rb") as handle:
+        while pos + LOG_OVERHEAD + 5 <= size:
+            handle.seek(pos)
+            head = handle.read(LOG_OVERHEAD + 5)
+            base, length = _OFFSET_LENGTH.unpack_from(head)
+            magic = head[16]
+            if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
+                return
+            yield pos, LOG_OVERHEAD + length, base
+            pos += LOG_OVERHEAD + length
+
+
 def read_segment(path: str | os.PathLike, partition: int | None = None, quarantine: Quarantine = None,
-                 start: int = 0, end: int | None = None) -> Iterator[dict]:
+                 start: int = 0, end: int | None = None, *, first_offset: int | None = None,
+                 next_base_offset: int | None = None, previous_batch: int | None = None) -> Iterator[dict]:
     """Yield one dict per record (control records included) of a segment file, in log order.
 
     Keys are ``RECORD_FIELDS``: the golden ``*.expected.jsonl`` fields with ``key``/``value`` as bytes (value None
     for a tombstone) plus ``headers`` (a list of ``(str, bytes | None)``). ``partition`` defaults to the one named
     by the parent directory. ``start``/``end`` restrict reading to a byte range that begins at a batch boundary
-    (see ``batch_boundaries``). Bad bytes go to ``quarantine`` (see module doc), never raise.
+    (see ``batch_boundaries``). Bad bytes go to ``quarantine`` (see module doc), never raise; the keyword-only
+    arguments say where lost offsets end (see ``iter_batches``).
     """
     if partition is None:
         partition = partition_of(path)
-    for batch in iter_batches(path, quarantine, start, end, partition=partition):
+    for batch in iter_batches(path, quarantine, start, end, partition=partition, first_offset=first_offset,
+                              next_base_offset=next_base_offset, previous_batch=previous_batch):
         base = {
             "offset": None, "timestamp": None, "timestamp_type": batch.timestamp_type, "partition": partition,
             "batch_base_offset": batch.base_offset, "batch_last_offset": batch.last_offset,
@@ -192,8 +360,17 @@ def read_segment(path: str | os.PathLike, partition: int | None = None, quaranti
 
 
 def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: int = 0,
-                 end: int | None = None, partition: int | None = None) -> Iterator[RecordBatch]:
-    """Yield every readable batch of ``path`` within ``[start, end)``; unreadable bytes go to ``quarantine``."""
+                 end: int | None = None, partition: int | None = None, *, first_offset: int | None = None,
+                 next_base_offset: int | None = None, previous_batch: int | None = None) -> Iterator[RecordBatch]:
+    """Yield every readable batch of ``path`` within ``[start, end)``; unreadable bytes go to ``quarantine``.
+
+    Lost offsets (see the module doc) are counted from ``first_offset`` (default: the base offset the file name
+    states, when ``start`` is 0) to the next good batch, looked for past ``end`` in the same file too, else to
+    ``next_base_offset`` (the next segment of the partition). A range that starts mid-file passes
+    ``previous_batch``, the position of the batch that ends at ``start``: when that batch is readable its last
+    offset starts the count; when it is not, the range before this one already counted the offsets up to this
+    range's first good batch, so this range's leading stretches count none.
+    """
     path = str(path)
     report = _reporter(quarantine)
     if not os.path.isfile(path):
@@ -206,20 +383,40 @@ def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: 
         if start >= end:
             return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            yield from _walk(buf, path, partition, start, end, report)
+            counted_before = False
+            if start == 0 and first_offset is None:
+                first_offset = segment_base_offset(path)
+            elif start > 0 and first_offset is None and previous_batch is not None and previous_batch < start:
+                before = _try_batch(buf, previous_batch, start)
+                if before is None:
+                    counted_before = True
+                else:
+                    first_offset = before.last_offset + 1
+            yield from _walk(buf, path, partition, start, end, report, first_offset, next_base_offset, counted_before)
 
 
 def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int, int]]:
-    """Split a segment into ``[start, end)`` byte ranges of about ``max_bytes`` that start at batch boundaries.
+    """Split a segment into ``[start, end)`` byte ranges of about ``max_bytes`` that start at batch boundaries."""
+    return [(start, end) for start, end, _ in plan_ranges(path, max_bytes)[0]]
+
+
+def plan_ranges(path: str | os.PathLike, max_bytes: int) -> tuple[list[tuple[int, int, int | None]], int | None]:
+    """``([(start, end, previous_batch), ...], last_offset)``: byte ranges of about ``max_bytes`` that start at
+    batch boundaries, each with the position of the batch ending at its start, and the file's last known offset.
 
     Walks batch headers only (12 bytes each). Where a header is not plausible (corruption, truncated tail) the
-    walk stops and the rest of the file becomes the last range; the reader resyncs inside it.
+    walk stops and the rest of the file becomes the last range; the reader resyncs inside it. ``last_offset`` is
+    the last offset of the file's final batch when the walk reached the end and that batch's CRC holds, else
+    None (the overlap check then relies on the file names alone).
     """
     size = os.path.getsize(path)
-    ranges: list[tuple[int, int]] = []
+    ranges: list[tuple[int, int, int | None]] = []
     if size == 0:
-        return ranges
+        return ranges, None
     range_start = pos = 0
+    previous = None
+    range_previous = None
+    recent: list[tuple[int, int]] = []  # (position, size) of the last batches walked
     with open(path, "rb") as handle:
         while pos < size:
             handle.seek(pos)
@@ -230,12 +427,38 @@ def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int,
             magic = head[16]
             if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
                 break
+            previous = pos
+            recent.append((pos, LOG_OVERHEAD + length))
+            if len(recent) > _VERIFY_LAST:
+                del recent[0]
             pos += LOG_OVERHEAD + length
             if pos - range_start >= max_bytes and pos < size:
-                ranges.append((range_start, pos))
-                range_start = pos
-    ranges.append((range_start, size))
-    return ranges
+                ranges.append((range_start, pos, range_previous))
+                range_start, range_previous = pos, previous
+        last_offset = None
+        for position, length in reversed(recent):  # the last walked batch whose CRC holds
+            handle.seek(position)
+            batch = _try_batch(handle.read(length), 0, length)
+            if batch is not None:
+                last_offset = batch.last_offset
+                break
+    ranges.append((range_start, size, range_previous))
+    return ranges, last_offset
+
+
+def _try_batch(buf, pos: int, end: int) -> RecordBatch | None:
+    """The batch at ``buf[pos:end]`` if it is exactly one readable batch, else None."""
+    if end - pos < LOG_OVERHEAD + 5:
+        return None
+    _, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+    magic = buf[pos + 16]
+    if magic not in _MIN_LENGTH or LOG_OVERHEAD + length != end - pos:
+        return None
+    try:
+        data = buf[pos:end]
+        return _decode_v2(data, pos) if magic == 2 else _decode_legacy(data, pos, magic)
+    except BadBatch:
+        return None
 
 
 def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
@@ -246,20 +469,26 @@ def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
     return quarantine.append
 
 
-def _walk(buf, path: str, partition, start: int, end: int, report) -> Iterator[RecordBatch]:
+def _walk(buf, path: str, partition, start: int, end: int, report, first_offset: int | None = None,
+          next_base_offset: int | None = None, counted_before: bool = False) -> Iterator[RecordBatch]:
     pos = start
+    floor = segment_base_offset(path)  # a segment holds no offset below the base offset its name states
+    expected = first_offset  # the first offset no read batch or quarantine entry has accounted for yet
+    stretches: list[dict] = []
+    spans: list[tuple[int, int]] = []  # offsets of the batches read, to catch a damaged base offset
     while pos < end:
         remaining = end - pos
-        claimed = (None, None)
+        claimed = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
         size = None
         try:
             if remaining < LOG_OVERHEAD + 5:
                 raise BadBatch("truncated_batch", f"only {remaining} bytes left, less than a batch header")
             base_offset, length = _OFFSET_LENGTH.unpack_from(buf, pos)
             magic = buf[pos + 16]
-            claimed = (base_offset, None)
-            if magic == 2 and remaining >= V2_HEADER_SIZE:
-                claimed = (base_offset, base_offset + _INT32.unpack_from(buf, pos + 23)[0])
+            claimed = (base_offset, None, None, magic)
+            if magic == 2 and remaining >= 27:
+                claimed = (base_offset, base_offset + _INT32.unpack_from(buf, pos + 23)[0],
+                           _INT32.unpack_from(buf, pos + 57)[0] if remaining >= V2_HEADER_SIZE else None, magic)
             if magic not in _MIN_LENGTH:
                 raise BadBatch("unknown_magic", f"magic byte {magic} is not 0, 1 or 2")
             if length < _MIN_LENGTH[magic] or length > MAX_BATCH_LENGTH:
@@ -273,22 +502,114 @@ def _walk(buf, path: str, partition, start: int, end: int, report) -> Iterator[R
                 batch = _decode_v2(data, pos)
             else:
                 batch = _decode_legacy(data, pos, magic)
+            if ((floor is not None and batch.base_offset < floor)
+                    or (next_base_offset is not None and batch.last_offset >= next_base_offset)):
+                claimed = (batch.base_offset, batch.last_offset, len(batch.records), magic)
+                raise BadBatch("offset_overlap",
+                               f"its offsets {batch.base_offset}-{batch.last_offset} lie outside this segment's "
+                               f"offsets (from {floor} to the next segment's {next_base_offset}); no CRC covers a "
+                               "batch's base offset, so a damaged one still reads")
+            if expected is not None and batch.base_offset < expected and _overlaps(spans, batch):
+                claimed = (batch.base_offset, batch.last_offset, len(batch.records), magic)
+                raise BadBatch("offset_overlap",
+                               f"its offsets {batch.base_offset}-{batch.last_offset} repeat offsets already read "
+                               "from this file (no CRC covers a batch's base offset, so a damaged one still reads)")
         except BadBatch as bad:
             skip = _skip_length(buf, pos, end, bad.code, size)
             code = bad.code
             if code == "truncated_batch" and pos + skip < end:
                 code = "bad_length"
-            report(_quarantine_entry(path, partition, pos, code, bad.detail, claimed, skip, pos + skip >= end))
+            stretches.append({"position": pos, "code": code, "detail": bad.detail, "claimed": claimed,
+                              "skipped": skip, "to_end": pos + skip >= end})
             pos += skip
             continue
+        if stretches:
+            _settle(buf, path, partition, stretches, expected, batch.base_offset, "the next readable batch",
+                    counted_before, report)
+            stretches = []
+        counted_before = False
+        expected = batch.last_offset + 1
+        spans.append((batch.base_offset, batch.last_offset))
         yield batch
         pos += size
+    if stretches:
+        following, where = None, None
+        if end < len(buf):  # a range of a split file: the next good batch may lie in a later range
+            for batch in _walk(buf, path, partition, end, len(buf), lambda entry: None):
+                following, where = batch.base_offset, "the next readable batch"
+                break
+        if following is None and next_base_offset is not None:
+            following, where = next_base_offset, "the next segment's base offset"
+        _settle(buf, path, partition, stretches, expected, following, where, counted_before, report)
+
+
+def _overlaps(spans: list, batch: RecordBatch) -> bool:
+    """Whether ``batch`` repeats offsets of a batch read before it (checked only when it runs backwards, which a
+    healthy log never does; two swapped batches run backwards without repeating anything and are read)."""
+    return any(base <= batch.last_offset and batch.base_offset <= last for base, last in spans)
+
+
+def _settle(buf, path, partition, stretches: list, expected: int | None, following: int | None,
+            where: str | None, counted_before: bool, report) -> None:
+    """Report the stretches found between two good batches with the offsets they cost (see the module doc)."""
+    first = stretches[0]
+    if counted_before:
+        lost_from = lost_to = None
+        note = "its offsets are counted by the quarantine row that precedes it in this file"
+    elif following is not None:
+        lost_from = expected
+        if lost_from is None:
+            claim = first["claimed"][0]
+            lost_from = claim if claim is not None and 0 <= claim <= following else following
+        lost_to = following - 1
+        note = f"offsets up to {where} ({following}) are lost"
+    else:
+        count = _claimed_records(first["claimed"], expected)
+        if count is None:
+            lost_from = lost_to = None
+            note = ("nothing after it says which offsets it held, so the number of records lost is unknown "
+                    "(counted as 0)")
+        else:
+            lost_from = expected if expected is not None else first["claimed"][0]
+            lost_to = lost_from + count - 1
+            note = "nothing follows it, so the damaged header's own claim gives the offsets lost"
+    records_lost = 0 if lost_from is None or lost_to is None else max(0, lost_to - lost_from + 1)
+    if records_lost > _MAX_LOST_OFFSETS:
+        records_lost = 0
+        note = (f"the readable batches around it state offsets {lost_from} and {lost_to + 1}, too far apart to "
+                "believe (a damaged base offset, which no CRC covers), so the number of records lost is unknown "
+                "(counted as 0)")
+    if records_lost == 0:
+        lost_from = lost_to = None
+    for index, stretch in enumerate(stretches):
+        if index == 0:
+            report(_quarantine_entry(buf, path, partition, stretch, lost_from, lost_to, records_lost, note,
+                                     len(stretches) - 1))
+        else:
+            report(_quarantine_entry(buf, path, partition, stretch, None, None, 0,
+                                     f"its offsets are counted by the quarantine row at byte {first['position']}",
+                                     0))
+
+
+def _claimed_records(claimed: tuple, expected: int | None) -> int | None:
+    """How many records a damaged header at a partition's end says its batch held, when it can be believed."""
+    base, last, count, magic = claimed
+    if base is not None and last is not None:
+        delta_count = last - base + 1
+        if base != expected and delta_count != count:
+            return None  # neither the base offset nor the two counts agree: bytes that are not a batch header
+        counts = [n for n in (delta_count, count) if n is not None and 0 < n <= _MAX_CLAIMED_RECORDS]
+        return min(counts) if counts else None
+    if magic in (0, 1) and base is not None and expected is not None:  # a legacy entry's offset is its last
+        n = base - expected + 1
+        return n if 0 < n <= _MAX_CLAIMED_RECORDS else None
+    return None
 
 
 def _skip_length(buf, pos: int, end: int, code: str, size: int | None) -> int:
     """How many bytes a bad batch at ``pos`` covers: its own size when trustworthy, else up to the next plausible
     batch header (or the end)."""
-    if size is not None and code in ("decompression_failed", "bad_record", "unknown_compression"):
+    if size is not None and code in ("decompression_failed", "bad_record", "unknown_compression", "offset_overlap"):
         return size  # the CRC matched, so the length is right
     if size is not None and code == "crc_mismatch":
         after = pos + size
@@ -316,20 +637,39 @@ def _plausible_header(buf, pos: int, end: int) -> bool:
     return struct.unpack_from(">I", buf, pos + 12)[0] == zlib.crc32(memoryview(buf)[pos + 16:batch_end])
 
 
-def _quarantine_entry(path, partition, pos, code, detail, claimed, skipped, to_end) -> dict:
-    base_offset, last_offset = claimed
-    offsets = ""
-    if base_offset is not None:
-        offsets = (f" (batch claims offsets {base_offset}-{last_offset})" if last_offset is not None
-                   else f" (batch claims offset {base_offset})")
-    where = "to the end of the file" if to_end else "to the next readable batch"
-    message = (f"{code} in {path} (partition {partition}) at byte {pos}{offsets}: {detail}; "
-               f"skipped {skipped} bytes {where}")
-    if code == "truncated_batch" and to_end:
-        message += "; if the broker is still writing this segment, read it again once it is rolled"
+_FIXES = {
+    "truncated_batch": "if the broker is still writing this segment, copy it again once it is rolled; otherwise "
+                       "restore the segment from another replica",
+    "crc_mismatch": "restore the segment from another replica (kafka-dump-log --verify-index-only finds bad copies)",
+}
+_DEFAULT_FIX = "restore the segment from another replica, or read it with segmentNames any only if it is a segment"
+
+
+def _quarantine_entry(buf, path, partition, stretch, lost_from, lost_to, records_lost, note, shared) -> dict:
+    pos, code, skipped = stretch["position"], stretch["code"], stretch["skipped"]
+    base_offset, last_offset, count, _ = stretch["claimed"]
+    claims = ""
+    if base_offset is not None and last_offset is not None:
+        claims = f" (its header claims offsets {base_offset}-{last_offset}" + (
+            f", {count} records)" if count is not None else ")")
+    elif base_offset is not None or last_offset is not None:
+        claims = f" (its header claims offset {base_offset if base_offset is not None else last_offset})"
+    where = "to the end of the file" if stretch["to_end"] else "to the next readable batch"
+    if records_lost:
+        lost = f"{records_lost:,} records lost, offsets {lost_from}-{lost_to}" + (
+            f" (with the next {shared} quarantine row{'s' if shared > 1 else ''})" if shared else "")
+    else:
+        lost = "no records lost here" if "counted by" in note else "0 records counted lost"
+    raw_bytes = bytes(buf[pos:pos + min(skipped, RAW_BYTES_CAP)])
+    kept = (f"raw_bytes holds all {skipped} bytes" if skipped <= RAW_BYTES_CAP
+            else f"raw_bytes holds the first {RAW_BYTES_CAP:,} of {skipped:,} bytes (cap {RAW_BYTES_CAP:,})")
+    message = (f"{code} in {path} (partition {partition}) at byte {pos}{claims}: {stretch['detail']}; "
+               f"skipped {skipped} bytes {where}; {lost}: {note}; {kept}; "
+               f"fix: {_FIXES.get(code, _DEFAULT_FIX)}")
     return {
         "file": path, "partition": partition, "position": pos, "error_code": code, "message": message,
         "base_offset": base_offset, "last_offset": last_offset, "skipped_bytes": skipped,
+        "lost_from": lost_from, "lost_to": lost_to, "records_lost": records_lost, "raw_bytes": raw_bytes,
     }
 
 

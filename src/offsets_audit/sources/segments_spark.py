@@ -7,9 +7,13 @@ and offset null, ``batch_base_offset``/``batch_last_offset`` as the bad header c
 Options:
 
 * ``path``: a ``.log`` file, a ``__consumer_offsets-N`` folder or a broker log dir (``load(path)`` sets it).
-* ``partition``: force this partition number (default: from the ``<topic>-N`` folder name, else null).
+* ``partition``: force this partition number (default: from the ``<topic>-N`` folder name, else 0, which a
+  note on stderr states: a lone segment file outside a partition folder still gets a partition).
 * ``topic``: value of the ``topic`` column (default ``__consumer_offsets``); in a whole broker log dir only
   ``<topic>-N`` folders are read when there are any.
+* ``segmentNames``: ``kafka`` (default) reads only files named as Kafka names segments (20-digit base offset +
+  ``.log``) and says on stderr which other ``*.log`` files it skipped; ``any`` reads every ``*.log``. Two
+  files of one partition holding the same offsets (two replicas' copies) are refused, naming both.
 * ``maxBytesPerPartition``: files larger than this are split at batch boundaries into several input
   partitions (default 128 MiB). The driver finds the boundaries by walking 12-byte batch headers only.
 * ``rowsPerBatch``: rows per Arrow record batch handed to Spark (default 10000).
@@ -32,12 +36,50 @@ DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
 DEFAULT_ROWS_PER_BATCH = 10_000
 
 
-class SegmentRange(InputPartition):
-    """Bytes ``[start, end)`` of one segment file (``end`` None: to the end of the file)."""
+#: Options the source understands (lower-case, as Spark hands them over); ``plan`` is set by ``sources.read``.
+OPTIONS = ("path", "partition", "topic", "segmentnames", "maxbytesperpartition", "rowsperbatch", "plan")
 
-    def __init__(self, path: str, partition: int | None, start: int, end: int | None):
-        super().__init__((path, partition, start, end))
+
+class SegmentRange(InputPartition):
+    """Bytes ``[start, end)`` of one segment file (``end`` None: to the end of the file), with what the reader
+    needs to count lost offsets across range and file ends (see ``segments.iter_batches``)."""
+
+    def __init__(self, path: str, partition: int | None, start: int, end: int | None,
+                 previous_batch: int | None = None, next_base_offset: int | None = None):
+        super().__init__((path, partition, start, end, previous_batch, next_base_offset))
         self.path, self.partition, self.start, self.end = path, partition, start, end
+        self.previous_batch, self.next_base_offset = previous_batch, next_base_offset
+
+
+def plan(path: str, *, topic: str = DEFAULT_TOPIC, names: str = "kafka", partition: int | None = None,
+         max_bytes: int = DEFAULT_MAX_BYTES_PER_PARTITION) -> tuple[list[SegmentRange], object]:
+    """The input partitions for ``path`` and the ``SegmentScan`` behind them (skipped files, notes).
+
+    Pure Python on the driver: ``sources.read`` calls it before any Spark work, so a wrong path, two copies of a
+    partition or an unknown option is one line, not a failed Spark job.
+    """
+    from offsets_audit.sources.segments import check_overlaps, plan_ranges, scan_segments
+
+    scan = scan_segments(path, topic, names=names, partition=partition)
+    ranges, ends = [], {}
+    for f in scan.files:
+        file_ranges, ends[f.path] = plan_ranges(f.path, max_bytes)
+        for start, end, previous in file_ranges:
+            ranges.append(SegmentRange(f.path, f.partition, start, end, previous, f.next_base_offset))
+    check_overlaps(scan.files, ends)
+    return ranges, scan
+
+
+def plan_to_option(ranges: list[SegmentRange]) -> str:
+    import json
+
+    return json.dumps([[r.path, r.partition, r.start, r.end, r.previous_batch, r.next_base_offset] for r in ranges])
+
+
+def _plan_from_option(text: str) -> list[SegmentRange]:
+    import json
+
+    return [SegmentRange(*entry) for entry in json.loads(text)]
 
 
 class SegmentsDataSource(DataSource):
@@ -66,28 +108,32 @@ class SegmentsReader(DataSourceReader):
         if not options.get("path"):
             raise UserError("the kafka-segments source needs a path",
                             fix='use spark.read.format("kafka-segments").load("/path/to/log-dir")')
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise UserError(f"kafka-segments has no option {unknown[0]!r}",
+                            fix=f"use one of: {', '.join(o for o in OPTIONS if o != 'plan')}")
         self.path = str(options["path"])
         self.topic = str(options.get("topic", DEFAULT_TOPIC))
         self.partition_override = _int_option(options, "partition", None, minimum=0)
         self.max_bytes = _int_option(options, "maxbytesperpartition", DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1)
         self.rows_per_batch = _int_option(options, "rowsperbatch", DEFAULT_ROWS_PER_BATCH, minimum=1)
+        self.names = str(options.get("segmentnames") or "kafka").lower()
+        self.plan = options.get("plan")
 
     def partitions(self) -> list[SegmentRange]:
-        from offsets_audit.sources.segments import batch_boundaries, list_segments
-
-        ranges = []
-        for path, partition in list_segments(self.path, topic=self.topic):
-            if self.partition_override is not None:
-                partition = self.partition_override
-            for start, end in batch_boundaries(path, self.max_bytes):
-                ranges.append(SegmentRange(path, partition, start, end))
+        if self.plan:
+            ranges = _plan_from_option(self.plan)
+        else:
+            ranges, _ = plan(self.path, topic=self.topic, names=self.names, partition=self.partition_override,
+                             max_bytes=self.max_bytes)
         return ranges or [SegmentRange("", None, 0, 0)]
 
     def read(self, partition: SegmentRange) -> Iterator:
         if not partition.path:
             return
         yield from read_arrow(partition.path, partition.partition, self.topic, partition.start, partition.end,
-                              self.rows_per_batch)
+                              self.rows_per_batch, previous_batch=partition.previous_batch,
+                              next_base_offset=partition.next_base_offset)
 
 
 def source_arrow_schema():
@@ -98,13 +144,15 @@ def source_arrow_schema():
 
 
 def read_arrow(path: str, partition: int | None, topic: str = DEFAULT_TOPIC, start: int = 0, end: int | None = None,
-               rows_per_batch: int = DEFAULT_ROWS_PER_BATCH) -> Iterator:
+               rows_per_batch: int = DEFAULT_ROWS_PER_BATCH, *, previous_batch: int | None = None,
+               next_base_offset: int | None = None) -> Iterator:
     """Decode ``[start, end)`` of a segment into ``pyarrow.RecordBatch`` es of ``SOURCE_SCHEMA`` rows."""
     from offsets_audit.sources.segments import iter_batches
 
     columns = _Columns(path, partition, topic)
     pending: list[dict] = []
-    for batch in iter_batches(path, pending.append, start, end, partition=partition):
+    for batch in iter_batches(path, pending.append, start, end, partition=partition, previous_batch=previous_batch,
+                              next_base_offset=next_base_offset):
         if pending:
             columns.add_quarantine(pending)
             pending.clear()
@@ -128,6 +176,7 @@ class _Columns:
     _BATCH_COLUMNS = (
         "timestampType", "producer_id", "producer_epoch", "is_transactional", "is_control", "batch_base_offset",
         "batch_last_offset", "batch_magic", "compression", "file_position", "read_error_code", "read_error_message",
+        "records_lost", "raw_bytes",
     )
 
     def __init__(self, path: str, partition: int | None, topic: str):
@@ -162,15 +211,18 @@ class _Columns:
             records["coordinator_epoch"].extend(nulls)
         self._add_batch_values(count, TIMESTAMP_TYPE_IDS[batch.timestamp_type], batch.producer_id,
                                batch.producer_epoch, batch.is_transactional, batch.is_control, batch.base_offset,
-                               batch.last_offset, batch.magic, batch.compression, batch.position, None, None)
+                               batch.last_offset, batch.magic, batch.compression, batch.position, None, None,
+                               None, None)
 
     def add_quarantine(self, entries: list[dict]) -> None:
         for entry in entries:
             for name in self._RECORD_COLUMNS:
                 self.records[name].append(None)
             self.timestamps.append(-1)
-            self._add_batch_values(1, None, None, None, None, None, entry["base_offset"], entry["last_offset"], None,
-                                   None, entry["position"], entry["error_code"], entry["message"])
+            # batch_base_offset/batch_last_offset: the offsets the stretch cost (the header's claim is in the message)
+            self._add_batch_values(1, None, None, None, None, None, entry["lost_from"], entry["lost_to"], None,
+                                   None, entry["position"], entry["error_code"], entry["message"],
+                                   entry["records_lost"], entry["raw_bytes"])
 
     def _add_batch_values(self, count: int, *values) -> None:
         for name, value in zip(self._BATCH_COLUMNS, values):

@@ -80,14 +80,19 @@ def batch_ends(path: str, start: int, end: int) -> Iterator[int]:
         yield end
 
 
+#: Options only the streaming reader understands (lower-case).
+STREAM_OPTIONS = ("maxfilespertrigger", "maxbytespertrigger")
+
+
 class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of new segment bytes; offsets are per-file byte positions of complete batches."""
 
     def __init__(self, options: dict):
-        batch = SegmentsReader(options)  # the batch reader's option checks and defaults
-        self.path, self.topic, self.partition_override = batch.path, batch.topic, batch.partition_override
-        self.max_bytes, self.rows_per_batch = batch.max_bytes, batch.rows_per_batch
         lowered = {str(k).lower(): v for k, v in options.items()}
+        # the batch reader's option checks and defaults, for every option but the stream's own
+        batch = SegmentsReader({k: v for k, v in lowered.items() if k not in STREAM_OPTIONS})
+        self.path, self.topic, self.partition_override = batch.path, batch.topic, batch.partition_override
+        self.max_bytes, self.rows_per_batch, self.names = batch.max_bytes, batch.rows_per_batch, batch.names
         self.max_files = _int_option(lowered, "maxfilespertrigger", None, minimum=1)
         self.max_bytes_per_trigger = _int_option(lowered, "maxbytespertrigger", None, minimum=1)
         self.target: dict | None = None
@@ -98,7 +103,7 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from offsets_audit.sources.segments import list_segments
 
         known = (start or {}).get("files", {})
-        segments = list_segments(self.path)
+        segments = list_segments(self.path, self.topic, names=self.names)
         last_of_folder = {}
         for path, _ in segments:
             last_of_folder[os.path.dirname(path)] = path
@@ -162,6 +167,8 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if stop <= begin:
                 continue
             partition = self.partition_override if self.partition_override is not None else partition_of(path)
+            if partition is None:
+                partition = 0  # as the batch source reads a file outside a <topic>-N folder
             range_start = begin
             for position in batch_ends(path, begin, stop):
                 if position - range_start >= self.max_bytes and position < stop:
