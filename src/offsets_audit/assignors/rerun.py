@@ -6,6 +6,17 @@ assignment says whether Kafka's assignor, fed the input rebuilt by ``inputs.reco
 the recorded target (``match``); ``what_if`` rows show what another assignor would have done and never
 count as mismatches (``match`` is null there, ``same_as_recorded`` tells).
 
+Re-runs follow the coordinator's chain (``current_order`` column): the current assignment the coordinator
+hands its assignor is the previous target as ``Assignment.fromRecord`` rebuilt it (a default ``HashMap`` filled
+in record order, ``new HashSet<>(partitions)``), and the order-sensitive assignors (uniform, simple) break ties
+by that order. Per group and assignor, in log order, each re-run that matched carries its output in Java
+iteration order into the next re-run (``chained``, as ``assign_chained`` does in the golden scenarios). Where the
+chain breaks -- the group's first recorded assignment, a new incarnation or a conversion from classic, a change
+of assignor, a re-run that did not match -- the current assignment is rebuilt from the records in record order
+(``record_order``), which is what a coordinator that loaded the group from the log iterates. What-if rows,
+streams groups and plug-ins always take record order; ``range`` ignores the current assignment
+(``not_order_sensitive``).
+
 Balance metrics per row: ``spread`` = max - min partitions (streams: active tasks) per member, and,
 where committed and end offsets are known, ``lag_spread`` = max - min summed lag per member.
 """
@@ -16,6 +27,7 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from offsets_audit.assignors import run as run_assignor
+from offsets_audit.assignors import is_order_insensitive, run_chained
 from offsets_audit.assignors.inputs import INFERRED, AssignorRun, reconstruct_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
@@ -23,15 +35,20 @@ ASSIGNOR_AUDIT_COLUMNS = (
     "group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset", "kind",
     "assignor", "confidence", "metadata_source", "metadata_hash_match", "snapshot_hash_match", "match", "same_as_recorded",
     "moved_partitions", "member_count_diff", "recorded_spread", "result_spread", "recorded_lag_spread",
-    "result_lag_spread", "num_members", "error", "notes",
+    "result_lag_spread", "num_members", "error", "notes", "current_order",
 )
 ASSIGNOR_AUDIT_DDL = (
     "group_id string, group_type string, assignment_epoch int, assignment_timestamp long, partition int, "
     "offset long, kind string, assignor string, confidence string, metadata_source string, "
     "metadata_hash_match boolean, snapshot_hash_match boolean, match boolean, same_as_recorded boolean, moved_partitions int, "
     "member_count_diff string, recorded_spread int, result_spread int, recorded_lag_spread long, "
-    "result_lag_spread long, num_members int, error string, notes string"
+    "result_lag_spread long, num_members int, error string, notes string, current_order string"
 )
+
+#: ``current_order`` values: how the current assignment's Java iteration order was obtained.
+ORDER_CHAINED = "chained"
+ORDER_RECORDS = "record_order"
+ORDER_NOT_SENSITIVE = "not_order_sensitive"
 
 #: What-if assignors that read the consumer/share layout (streams groups only re-run their own assignor).
 PARTITION_ASSIGNORS = frozenset({"uniform", "range", "simple", "lag_aware"})
@@ -144,11 +161,52 @@ def _invoke(assignor: str, case_input: dict) -> dict:
         return {"error": type(exc).__name__, "message": str(exc)}
 
 
+def _invoke_chained(assignor: str, case_input: dict, carried: Mapping | None) -> tuple[dict, dict | None, str]:
+    """``(result, java_order, current_order)`` of one re-run continuing the group's chain."""
+    if not case_input.get("members"):
+        return {"error": None, "members": {}}, {}, ORDER_RECORDS
+    try:
+        result, java_order = run_chained(assignor, case_input, carried)
+    except Exception as exc:  # an assignor bug or a bad input must not stop the audit of the other groups
+        return {"error": type(exc).__name__, "message": str(exc)}, None, ORDER_RECORDS
+    return result, java_order, _order_used(assignor, carried is not None and java_order is not None)
+
+
+def _order_used(assignor: str, chained: bool) -> str:
+    if is_order_insensitive(assignor):
+        return ORDER_NOT_SENSITIVE
+    return ORDER_CHAINED if chained else ORDER_RECORDS
+
+
+class RerunChain:
+    """The output of the group's last matching re-run, in Java order, per assignor (``assign_chained``'s
+    ``carried``). ``carried_for`` hands it over only when the run continues the same incarnation of the
+    group: the run's current assignment is the previous recorded target."""
+
+    def __init__(self) -> None:
+        self.assignor: str | None = None
+        self.java_order: dict | None = None
+        self.recorded_target: dict | None = None
+
+    def carried_for(self, run: AssignorRun) -> dict | None:
+        if self.java_order is None or run.assignor != self.assignor:
+            return None
+        current = {m["member_id"]: m.get("current_assignment") for m in run.case_input.get("members") or ()}
+        if not any(current.values()):
+            return None  # a new incarnation, or a group converted from classic: nothing to carry
+        return self.java_order
+
+    def after(self, run: AssignorRun, matched: bool, java_order: dict | None) -> None:
+        self.assignor = run.assignor
+        self.java_order = java_order if matched else None
+
+
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
                 offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest",
                 default_consumer_assignor: str = "uniform") -> list[dict]:
     """``assignor_audit`` rows of one group: a ``rerun`` row per recorded assignment, plus ``what_if`` rows."""
     out = []
+    chain = RerunChain()
     for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor):
         notes = list(run.notes)
         confidence = run.confidence
@@ -165,8 +223,13 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
             case_input = run.case_input
             if assignor == "lag_aware":
                 case_input = dict(case_input, offsets=offsets or {}, auto_offset_reset=auto_offset_reset)
-            result = _invoke(assignor, case_input)
+            if kind == "rerun":
+                result, java_order, current_order = _invoke_chained(assignor, case_input, chain.carried_for(run))
+            else:
+                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
             cmp = compare(run.recorded, result, run.group_type)
+            if kind == "rerun":
+                chain.after(run, cmp["same"], java_order)
             res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
             row = _base_row(run)
             row.update(
@@ -177,6 +240,6 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
                 recorded_lag_spread=spread(rec_lags) if rec_lags else None,
                 result_lag_spread=spread(res_lags) if res_lags else None,
                 error=None if result.get("error") is None else f"{result['error']}: {result.get('message')}",
-                notes="; ".join(notes) or None)
+                notes="; ".join(notes) or None, current_order=current_order)
             out.append(row)
     return out
