@@ -295,8 +295,12 @@ def configs_from_response(response) -> dict[tuple[int, str], dict[str, dict]]:
     return out
 
 
-def capture_group_configs(bootstrap_server: str, *, timeout_ms: int = 30_000, admin_client=None) -> dict:
-    """Every group's configs and the brokers' ``group.*`` configs, as a snapshot (``parse_group_configs``)."""
+def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = (), timeout_ms: int = 30_000,
+                          admin_client=None) -> dict:
+    """Every group's configs and the brokers' ``group.*`` configs, as a snapshot (``parse_group_configs``).
+
+    Groups are the ones ListGroups and ListConfigResources name, plus ``groups`` (e.g. groups without members on
+    a broker older than 4.1, which only ListConfigResources would list)."""
     from kafka.admin import ConfigResourceType
 
     own = admin_client is None
@@ -320,6 +324,7 @@ def capture_group_configs(bootstrap_server: str, *, timeout_ms: int = 30_000, ad
             complete = True
         except Exception:  # older brokers (and tansu) lack ListConfigResources
             complete = False
+        group_ids |= set(groups or ())
         group_ids.discard(None)
         resources = [(ConfigResourceType.GROUP.value, g) for g in sorted(group_ids)]
         brokers = [b.get("broker_id", b.get("node_id")) for b in (admin.describe_cluster().get("brokers") or ())]
@@ -362,13 +367,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker of the cluster")
     parser.add_argument("--output", required=True,
                         help="snapshot file to write: JSON, or Parquet when it ends in .parquet")
+    parser.add_argument("--group", action="append", dest="groups", default=[],
+                        help="also describe this group (repeatable): one that ListGroups does not list")
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="admin request timeout")
 
 
 def run(args) -> int:
     import sys
 
-    snapshot = capture_group_configs(args.bootstrap_server, timeout_ms=args.timeout_ms)
+    snapshot = capture_group_configs(args.bootstrap_server, groups=args.groups, timeout_ms=args.timeout_ms)
     path = write_group_configs(snapshot, args.output)
     overridden = sum(1 for configs in snapshot["groups"].values()
                      for e in configs.values() if e.get("source") == DYNAMIC_GROUP_CONFIG)

@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-format", choices=["parquet", "delta"], help="override output.format")
     parser.add_argument("--run-id", help="override run_id (a rerun with the same id replaces its rows)")
     parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
+    parser.add_argument("--group-configs", help="group configs snapshot (capture-group-configs; JSON or Parquet)")
     parser.add_argument("--incremental", action="store_true",
                         help="replay only what is new since the last run, state kept in --checkpoint")
     parser.add_argument("--checkpoint", help="checkpoint folder for --incremental")
@@ -53,6 +54,8 @@ def overrides_from_args(args) -> dict:
         overrides["run_id"] = args.run_id
     if getattr(args, "topic_metadata", None):
         overrides["topic_metadata"] = {"source": "file", "path": args.topic_metadata}
+    if getattr(args, "group_configs", None):
+        overrides["broker"] = {"group_configs": args.group_configs}
     return overrides
 
 
@@ -76,6 +79,11 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.sources import read
+
+    # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
+    # before any Spark work, so a wrong path fails at once and the rules get plain data (offsets_audit.group_configs).
+    from offsets_audit.group_configs import with_group_configs
+    config = with_group_configs(config)
 
     timings: dict[str, float] = {}
     out = config["output"]
