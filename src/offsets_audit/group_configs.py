@@ -192,7 +192,8 @@ def _load_cached(path: str) -> dict:
 def assignment_interval(config: Mapping, group_id: str | None, group_type: str | None) -> IntervalBasis | None:
     """``GroupConfigManager``'s answer for one group's ``<type>.assignment.interval.ms``, as far as it is known:
 
-    1. ``broker.group_overrides.<group>.assignment_interval_ms`` in the audit's config (not -1): known;
+    1. ``broker.group_overrides.<group>.assignment_interval_ms`` in the audit's config (not -1): known; a group
+       absent from it is known too when ``broker.group_overrides_complete`` says the list is complete;
     2. the snapshot's group config for the group: known;
     3. a complete snapshot without an entry for the group: the broker default (snapshot, else config): known;
     4. otherwise the broker default (``broker.<type>_assignment_interval_ms``, else Kafka's 1000 ms), which a
@@ -206,6 +207,10 @@ def assignment_interval(config: Mapping, group_id: str | None, group_type: str |
         return IntervalBasis(override, True, f"broker.group_overrides.{group_id}.assignment_interval_ms in the config")
     snapshot = loaded_group_configs(config)
     configured = _int(broker.get(f"{group_type}_assignment_interval_ms"))
+    if snapshot is None and broker.get("group_overrides_complete"):
+        value = configured if configured is not None else KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS
+        return IntervalBasis(value, True, f"broker.{group_type}_assignment_interval_ms={value} in the config "
+                                          "(broker.group_overrides_complete: the group has no override)")
     if snapshot is not None:
         where = snapshot.get("where") or "the group configs snapshot"
         entry = (snapshot["groups"].get(group_id) or {}).get(group_interval_key(group_type))
