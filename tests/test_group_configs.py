@@ -174,3 +174,31 @@ def test_capture_of_an_unreachable_cluster_is_a_user_error():
 
     with pytest.raises(UserError):
         capture_group_configs(f"127.0.0.1:{free_port()}", timeout_ms=1000)
+
+
+@pytest.mark.spark
+def test_spark_audit_reads_the_snapshot_on_the_executors(spark, tmp_path):
+    """The job's path: segments -> codec -> replay -> audit on Spark, with the snapshot loaded on the driver."""
+    import shutil
+
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.sources import read
+    from replay_support import HISTORIES
+
+    root = tmp_path / "logs" / "__consumer_offsets-0"
+    root.mkdir(parents=True)
+    shutil.copy(HISTORIES / "history-assignment-batching-00000000000000000000.log", root / "00000000000000000000.log")
+    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
+    tables = replay_spark.replay(decoded)
+    snapshot = write_group_configs(parse_group_configs(
+        {"complete": True, "broker": {}, "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
+                                                     "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}),
+        tmp_path / "gc.parquet")
+    with_snapshot = audit_spark.audit(tables, with_group_configs(cfg(group_configs=str(snapshot))), decoded=decoded)
+    without = audit_spark.audit(tables, with_group_configs(cfg()), decoded=decoded)
+    rules = lambda out: sorted({(r.rule, r.severity, r.group_id) for r in out["findings"].collect()  # noqa: E731
+                                if r.rule != "offset_committed_backwards"})
+    assert rules(with_snapshot) == []
+    assert rules(without) == [("assignment_interval_overridden", "info", "batch-override-0")]
