@@ -39,6 +39,12 @@ ORDER_SENSITIVE = frozenset({"uniform", "simple"})
 ORDER_INSENSITIVE = frozenset({"range"})
 
 
+def is_chainable(name: str) -> bool:
+    """Whether ``name`` is a built-in with ``assign_chained`` (its result follows the current assignment's order)."""
+    builtin = None if name in _registered or ":" in name else builtin_name(name)
+    return builtin is not None and _BUILTIN_MODULES[builtin] in ORDER_SENSITIVE
+
+
 def is_order_insensitive(name: str) -> bool:
     """Whether ``name`` is a built-in whose result ignores the current assignment (``range``)."""
     builtin = None if name in _registered else builtin_name(name)

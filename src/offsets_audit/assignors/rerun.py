@@ -6,19 +6,17 @@ assignment says whether Kafka's assignor, fed the input rebuilt by ``inputs.reco
 the recorded target (``match``); ``what_if`` rows show what another assignor would have done and never
 count as mismatches (``match`` is null there, ``same_as_recorded`` tells).
 
-Re-runs follow the coordinator's chain (``current_order`` column): the current assignment the coordinator
-hands its assignor is the previous target as ``Assignment.fromRecord`` rebuilt it (a default ``HashMap`` filled
-in record order, ``new HashSet<>(partitions)``), and the order-sensitive assignors (uniform, simple) break ties
-by that order. Per group and assignor, in log order, each re-run that matched carries its output in Java
-iteration order into the next re-run (``chained``, as ``assign_chained`` does in the golden scenarios). Where the
-chain breaks -- the group's first recorded assignment, a new incarnation or a conversion from classic, a change
-of assignor, a re-run that did not match -- the current assignment is rebuilt from the records in record order
-(``record_order``), which is what a coordinator that loaded the group from the log iterates. Kafka writes each
-target record in its output map's iteration order, so on Kafka's logs the two agree; where they differ (the
-order was lost, or the log was written by something else) a chained re-run that does not match is retried in
-record order before it counts as a mismatch, and the row says which order gave the result. What-if rows,
-streams groups and plug-ins always take record order; ``range`` ignores the current assignment
-(``not_order_sensitive``).
+Re-runs follow the order the coordinator iterated (``current_order`` column, docs/rules.md). The current
+assignment it hands its assignor is the previous target as ``Assignment.fromRecord`` rebuilt it (a default
+``HashMap`` filled in record order, ``new HashSet<>(partitions)``), and the order-sensitive assignors (uniform,
+simple) break ties by that order. Kafka writes each target record in its output map's iteration order, so record
+order is exact on Kafka's logs and every re-run first runs in it (``record_order``, the fast ``run`` path). Where
+that does not give the recorded target, the re-run is repeated with the chain (``RerunChain``): the previous
+matching re-runs' outputs in Java iteration order, carried forward as ``assign_chained`` does in the golden
+scenarios (``chained``), which recovers an order lost on the way. The chain breaks at the group's first recorded
+assignment, a new incarnation or a conversion from classic, a change of assignor and a re-run that matched in
+neither order. What-if rows, streams groups and plug-ins take record order; ``range`` ignores the current
+assignment (``not_order_sensitive``).
 
 Balance metrics per row: ``spread`` = max - min partitions (streams: active tasks) per member, and,
 where committed and end offsets are known, ``lag_spread`` = max - min summed lag per member.
@@ -30,7 +28,7 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from offsets_audit.assignors import run as run_assignor
-from offsets_audit.assignors import is_order_insensitive, run_chained
+from offsets_audit.assignors import is_chainable, is_order_insensitive, run_chained
 from offsets_audit.assignors.inputs import INFERRED, AssignorRun, reconstruct_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
@@ -182,26 +180,65 @@ def _order_used(assignor: str, chained: bool) -> str:
 
 
 class RerunChain:
-    """The output of the group's last matching re-run, in Java order, per assignor (``assign_chained``'s
-    ``carried``). ``carried_for`` hands it over only when the run continues the same incarnation of the
-    group: the run's current assignment is the previous recorded target."""
+    """The group's chain of matching re-runs since it last broke, for ``assign_chained``'s ``carried``.
+
+    Kept lazily: each step stores its input, and the Java order of a step's output is computed (``assign_chained``,
+    fed the previous step's) only when a later re-run needs it, i.e. when a re-run in record order did not match. On Kafka's logs record order is what the coordinator iterated, so the
+    fast ``run`` path is all that runs; the chain costs something only where the order was lost. At most
+    ``MAX_STEPS`` inputs are kept: the oldest kept step starts from record order (exact on Kafka's logs).
+    """
+
+    MAX_STEPS = 8
 
     def __init__(self) -> None:
-        self.assignor: str | None = None
-        self.java_order: dict | None = None
-        self.recorded_target: dict | None = None
+        self.steps: list[tuple[str, dict, bool]] = []   # (assignor, case input, chained)
+        self.orders: dict[int, dict | None] = {}         # step index -> Java order of its output
+        self.first = 0                                    # index of steps[0]
 
-    def carried_for(self, run: AssignorRun) -> dict | None:
-        if self.java_order is None or run.assignor != self.assignor:
-            return None
-        current = {m["member_id"]: m.get("current_assignment") for m in run.case_input.get("members") or ()}
-        if not any(current.values()):
-            return None  # a new incarnation, or a group converted from classic: nothing to carry
-        return self.java_order
+    def continues(self, run: AssignorRun) -> bool:
+        """Whether ``run`` continues the chain: same assignor, same incarnation (it has a current assignment)."""
+        if not self.steps or self.steps[-1][0] != run.assignor:
+            return False
+        return any(m.get("current_assignment") for m in run.case_input.get("members") or ())
 
-    def after(self, run: AssignorRun, matched: bool, java_order: dict | None) -> None:
-        self.assignor = run.assignor
-        self.java_order = java_order if matched else None
+    def carried(self) -> dict | None:
+        """The last step's output in Java iteration order (computing the chain's missing links)."""
+        last = self.first + len(self.steps) - 1
+        start = last
+        while start > self.first and start - 1 not in self.orders:
+            start -= 1
+        for index in range(start, last + 1):
+            if index in self.orders:
+                continue
+            # Every link is chained, also after a step that matched in record order: its input maps were built
+            # from the previous output, and its output's Java order depends on that history even where the
+            # content does not.
+            assignor, case_input, _ = self.steps[index - self.first]
+            carried = self.orders.get(index - 1) if index > self.first else None
+            try:
+                _, self.orders[index] = run_chained(assignor, case_input, carried)
+            except Exception:  # an assignor bug: the chain ends here
+                self.orders[index] = None
+        return self.orders.get(last)
+
+    def after(self, run: AssignorRun, matched: bool, chained: bool, java_order: dict | None = None) -> None:
+        if not matched:
+            self.steps, self.orders, self.first = [], {}, self.first + len(self.steps)
+            return
+        if not self.continues(run) and self.steps:
+            self.first += len(self.steps)
+            self.steps, self.orders = [], {}
+        index = self.first + len(self.steps)
+        self.steps.append((run.assignor, run.case_input, chained))
+        if java_order is not None:
+            self.orders[index] = java_order
+        if len(self.steps) > self.MAX_STEPS:
+            self.steps.pop(0)
+            self.orders.pop(self.first, None)
+            self.first += 1
+            # the new first step starts from record order unless its output order is known already
+            assignor, case_input, _ = self.steps[0]
+            self.steps[0] = (assignor, case_input, False)
 
 
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
@@ -227,22 +264,23 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
             if assignor == "lag_aware":
                 case_input = dict(case_input, offsets=offsets or {}, auto_offset_reset=auto_offset_reset)
             if kind == "rerun":
-                carried = chain.carried_for(run)
-                result, java_order, current_order = _invoke_chained(assignor, case_input, carried)
+                # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
+                # and the fast path is all that runs. Where it does not give the target, the chain's carried
+                # Java order may (the order was lost on the way, or the log was written by something else).
+                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
                 cmp = compare(run.recorded, result, run.group_type)
-                if not cmp["same"] and current_order == ORDER_CHAINED:
-                    # The record order is what Assignment.fromRecord rebuilds; it differs from the carried one
-                    # only when the log was not written in the output maps' iteration order. Either is an
-                    # order a coordinator could have held, so the re-run stands if one of them gives the target.
-                    alt = _invoke_chained(assignor, case_input, None)
-                    alt_cmp = compare(run.recorded, alt[0], run.group_type)
-                    if alt_cmp["same"]:
-                        (result, java_order, current_order), cmp = alt, alt_cmp
+                if (not cmp["same"] and current_order == ORDER_RECORDS and is_chainable(assignor)
+                        and chain.continues(run)):
+                    carried = chain.carried()
+                    if carried is not None:
+                        alt = _invoke_chained(assignor, case_input, carried)
+                        alt_cmp = compare(run.recorded, alt[0], run.group_type)
+                        if alt_cmp["same"]:
+                            (result, java_order, current_order), cmp = alt, alt_cmp
+                chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
             else:
                 result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
                 cmp = compare(run.recorded, result, run.group_type)
-            if kind == "rerun":
-                chain.after(run, cmp["same"], java_order)
             res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
             row = _base_row(run)
             row.update(
