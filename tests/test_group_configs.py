@@ -202,3 +202,11 @@ def test_spark_audit_reads_the_snapshot_on_the_executors(spark, tmp_path):
                                 if r.rule != "offset_committed_backwards"})
     assert rules(with_snapshot) == []
     assert rules(without) == [("assignment_interval_overridden", "info", "batch-override-0")]
+
+
+def test_run_with_a_missing_snapshot_exits_2_before_spark(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "offsets_audit.cli", "run", "--input", str(tmp_path),
+                           "--group-configs", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "capture-group-configs" in done.stderr and "Traceback" not in done.stderr

@@ -233,6 +233,8 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
 
 def run(args) -> int:
     config = load_config(args.config, overrides_from_args(args))
+    from offsets_audit.group_configs import with_group_configs
+    config = with_group_configs(config)  # a wrong --group-configs path fails here, before Spark starts
     from offsets_audit.spark_session import get_spark
 
     spark = get_spark("offsets-audit", master=config["spark"]["master"],
