@@ -224,3 +224,11 @@ def pd_topics(snapshot: TopicMetadata):
     rows = [dict(t, partition_racks=json.dumps(t["partition_racks"])) for versions in snapshot._versions.values()
             for t in versions]
     return pd.DataFrame(rows)
+
+
+def test_a_chain_trimmed_to_its_last_steps_still_carries_the_order(_golden_member_order, monkeypatch):
+    """Only the last ``MAX_STEPS`` inputs are kept (memory on long histories); two already reproduce every step."""
+    monkeypatch.setattr(rerun.RerunChain, "MAX_STEPS", 2)
+    for assignor in ("uniform", "simple"):
+        for sid in SCENARIOS[assignor]:
+            assert all(r["match"] for r in _audit(assignor, sid)), sid
