@@ -43,7 +43,8 @@ def test_junit_one_testcase_per_rule_with_evidence():
 
 @pytest.mark.spark
 def test_check_command_fails_the_build_on_the_batching_history(spark, tmp_path, capsys):
-    """Audited without batch-override-0's interval override, its assignments break the 1000 ms default."""
+    """With a group-configs snapshot that says batch-override-0 runs on the 1000 ms default (its override
+    forgotten), its assignments break it. (Without a snapshot the interval is not known: one info finding.)"""
     from offsets_audit.cli import main
     from offsets_audit.sources import read
 
@@ -56,6 +57,10 @@ def test_check_command_fails_the_build_on_the_batching_history(spark, tmp_path, 
     ci["output"] = {"path": str(tmp_path / "out"), "format": "parquet", "html_report": True}
     ci["check"] = {"fail_on": "error", "junit_xml": str(tmp_path / "junit.xml"),
                    "json_summary": str(tmp_path / "summary.json")}
+    snapshot = tmp_path / "group-configs.json"
+    snapshot.write_text(json.dumps({"complete": True, "broker": {"group.consumer.assignment.interval.ms": "1000"},
+                                    "groups": {"batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}))
+    ci["broker"] = {"group_configs": str(snapshot)}
     config_path = tmp_path / "ci.yaml"
     config_path.write_text(yaml.safe_dump(ci))
 

@@ -45,12 +45,36 @@ def test_kafka_histories_break_no_rule(name):
 
 
 def test_assignment_interval_violated_on_batching_history_with_wrong_interval():
-    """With the override of batch-override-0 forgotten, its assignments break the 1000 ms interval."""
-    findings, _ = audit_events(_events("history-assignment-batching"), _config())
+    """With a snapshot that says batch-override-0 runs on the 1000 ms default, its assignments break it."""
+    snapshot = {"complete": True, "broker": {"group.consumer.assignment.interval.ms": "1000"},
+                "groups": {"batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}
+    cfg = _config()
+    cfg["broker"]["group_configs"] = snapshot
+    findings, _ = audit_events(_events("history-assignment-batching"), cfg)
     violated = collections.Counter(f.group_id for f in findings if f.rule == "assignment_interval_violated")
     assert set(violated) == {"batch-override-0"} and violated["batch-override-0"] >= 10
     one = next(f for f in findings if f.rule == "assignment_interval_violated")
     assert len(one.evidence) == 2 and one.details["assignment_interval_ms"] == 1000
+    assert "group.consumer.assignment.interval.ms=1000" in one.details["judged_against"]
+
+
+def test_batching_history_without_group_configs_gives_one_info_finding():
+    """Nothing says how batch-override-0 is configured: one info finding, no error per assignment."""
+    findings, _ = audit_events(_events("history-assignment-batching"), _config())
+    unexplained = [f for f in findings if f.rule != "offset_committed_backwards"]
+    assert [(f.rule, f.severity, f.group_id) for f in unexplained] == [
+        ("assignment_interval_overridden", "info", "batch-override-0")]
+    assert "interval appears overridden (smallest gap" in unexplained[0].message
+
+
+def test_batching_history_with_the_real_group_configs_is_clean():
+    snapshot = {"complete": True, "broker": {},
+                "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
+                           "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}
+    cfg = _config()
+    cfg["broker"]["group_configs"] = snapshot
+    findings, _ = audit_events(_events("history-assignment-batching"), cfg)
+    assert {f.rule for f in findings} == {"offset_committed_backwards"}
 
 
 def test_batching_latency_by_value():

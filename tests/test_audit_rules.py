@@ -88,19 +88,89 @@ def test_new_group_epoch_unexpected():
     assert "new_group_epoch_unexpected" in fired(h.events, config(kafka_version="4.3"))
     assert "new_group_epoch_unexpected" not in fired(h.events, config(kafka_version="4.2"))
     assert "new_group_epoch_unexpected" not in fired(stable_group(History()).events, config(kafka_version="4.3"))
+    # unknown version: both numberings are Kafka's, and no message says "Kafka None"
+    assert "new_group_epoch_unexpected" not in fired(h.events, config(kafka_version=None))
+    odd = History()
+    odd.created()
+    odd.joined("a")
+    odd.bump(0, 5)
+    findings, _ = audit_group(odd.events, config(kafka_version=None))
+    [finding] = [f for f in findings if f.rule == "new_group_epoch_unexpected"]
+    assert "None" not in finding.message and "unknown" in finding.message
+
+
+def test_new_group_epoch_unexpected_exempts_groups_converted_from_classic_and_back():
+    """Kafka converts in one batch: the old group's tombstones, then the new group's records; the converted
+    group keeps the classic generation (here 1) as its group and assignment epoch."""
+    h = History(group_type="classic")
+    h.add("group_created", simple=False)
+    h.add("classic_generation_changed", old_generation=None, generation=1, protocol_type="consumer",
+          protocol="range", leader="a", members=["a"])
+    h.after(5000)
+    h.add("group_deleted")                                    # GroupMetadata tombstone ...
+    h.group_type = "consumer"
+    h.created()                                               # ... and the consumer group, same append
+    h.joined("a")
+    h.bump(0, 1)
+    h.target(1)
+    h.epoch("a", 1, 0, old=0)
+    h.after(1000).bump(1, 2)
+    h.after(1000).target(2)
+    h.after(60_000)
+    h.add("group_deleted")                                    # back to classic, one batch again
+    h.group_type = "classic"
+    h.add("group_created", simple=False)
+    h.add("classic_generation_changed", old_generation=None, generation=3, protocol_type="consumer",
+          protocol="range", leader="a", members=["a"])
+    findings, _ = audit_group(h.events, config(kafka_version="4.3"))
+    assert [f.rule for f in findings if f.severity in ("warning", "error")] == []
+    # the same records without the tombstone in the same append: a new group, judged as one
+    fresh = History()
+    fresh.created()
+    fresh.joined("a")
+    fresh.bump(0, 1)
+    fresh.target(1)
+    assert "new_group_epoch_unexpected" in fired(fresh.events, config(kafka_version="4.3"))
 
 
 def test_assignment_interval_violated():
     h = stable_group(History())
     h.after(10).bump(2, 3)
     h.after(500).target(3)              # 510 ms after the previous assignment, interval 1000
-    assert "assignment_interval_violated" in fired(h.events)
+    known = config(group_overrides={"g": {"assignment_interval_ms": 1000}})
+    assert "assignment_interval_violated" in fired(h.events, known)
     assert "assignment_interval_violated" not in fired(h.events, config(group_overrides={"g": {"assignment_interval_ms": 0}}))
-    assert "assignment_interval_violated" in fired(h.events, config(group_overrides={"g": {"assignment_interval_ms": -1}}))
+    # -1 = the broker default, which a group config may override unseen: an info finding, not an error
+    assert "assignment_interval_violated" not in fired(h.events, config(group_overrides={"g": {"assignment_interval_ms": -1}}))
+    # a captured snapshot makes the interval known: the group's own config, else the broker default
+    snapshot = {"complete": True, "broker": {"group.consumer.assignment.interval.ms": "1000"}, "groups": {}}
+    findings, _ = audit_group(h.events, config(group_configs=snapshot))
+    [finding] = [f for f in findings if f.rule == "assignment_interval_violated"]
+    assert "group.consumer.assignment.interval.ms=1000" in finding.message
+    snapshot["groups"] = {"g": {"consumer.assignment.interval.ms": {"value": "0", "source": "DYNAMIC_GROUP_CONFIG"}}}
+    assert not {"assignment_interval_violated", "assignment_interval_overridden"} & set(
+        fired(h.events, config(group_configs=snapshot)))
     ok = stable_group(History())
     ok.after(10).bump(2, 3)
     ok.after(990).target(3)
-    assert "assignment_interval_violated" not in fired(ok.events)
+    assert "assignment_interval_violated" not in fired(ok.events, known)
+
+
+def test_assignment_interval_overridden():
+    """No snapshot: a group configured with consumer.assignment.interval.ms=0 must not raise an error per
+    assignment, only one info finding naming its smallest gap and what it was judged against."""
+    h = stable_group(History())
+    for epoch, gap in ((3, 300), (4, 40), (5, 700)):
+        h.after(5).bump(epoch - 1, epoch)
+        h.after(gap).target(epoch)
+    findings, _ = audit_group(h.events, BASE)
+    assert [f.rule for f in findings if f.severity != "info"] == []
+    [finding] = [f for f in findings if f.rule == "assignment_interval_overridden"]
+    assert finding.severity == "info"
+    assert "interval appears overridden (smallest gap 45 ms)" in finding.message
+    assert "no group configs snapshot" in finding.details["judged_against"]
+    assert finding.details["assignments_sooner"] == 3
+    assert "assignment_interval_overridden" not in fired(stable_group(History()).events)
 
 
 def test_assignment_timestamp_zero_unexpected():

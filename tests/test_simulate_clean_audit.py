@@ -137,7 +137,8 @@ def test_each_injected_fault_is_found_by_its_rule_with_the_written_group_configs
     faults = json.loads((tmp_path / "faults.json").read_text())["faults"]
     assert sorted(f["kind"] for f in faults) == sorted(FAULT_KINDS)
     result = replay_records(r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part))
-    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"],
+                                               "group_overrides_complete": True}})
     findings, _ = audit_events(result.events, config)
     snapshot = TopicMetadata(load_topics(tmp_path / "topics.json"))
     for fault in faults:
@@ -151,3 +152,12 @@ def test_each_injected_fault_is_found_by_its_rule_with_the_written_group_configs
                     and where in f.evidence], fault
     faulty = {f["group"] for f in faults}
     assert [(f.rule, f.group_id) for f in findings if f.severity == "error" and f.group_id not in faulty] == []
+
+
+def test_no_warning_either_and_every_rerun_at_provided_metadata_or_better_matches(clean):
+    """No false alarms on a clean simulated cluster: nothing of warning or error severity (the simulated
+    clients commit offsets only forward), and every re-run the assignor audit trusts matches."""
+    noisy = [(f.rule, f.group_id, f.message) for f in clean["findings"] if f.severity in ("warning", "error")]
+    assert noisy == []
+    trusted = [r for r in clean["reruns"] if r["confidence"] in ("metadata_provided", "metadata_verified")]
+    assert trusted and [r for r in trusted if not r["match"]] == []

@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decode": ("offsets_audit.codec.command", "decode raw __consumer_offsets records into typed tables"),
     "dump": ("offsets_audit.sources.command", "copy __consumer_offsets from Kafka or log segments into a Parquet dump"),
     "capture-topics": ("offsets_audit.assignors.command", "capture a topic-metadata snapshot from a live cluster"),
+    "capture-group-configs": ("offsets_audit.group_configs",
+                              "capture every group's configs and the brokers' group.* defaults from a live cluster"),
     "run": ("offsets_audit.job", "run the audit job: source -> decode -> replay -> assignor audit -> audit -> sinks"),
     "check": ("offsets_audit.audit.command", "CI gate: exit 1 when findings pass the configured severity thresholds"),
     "simulate": ("offsets_audit.simulate.command", "write a realistic generated __consumer_offsets history"),

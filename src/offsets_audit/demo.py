@@ -39,7 +39,7 @@ def run(args) -> int:
         "run_id": "demo",
         "source": {"kind": "segments", "path": str(history / "segments")},
         "output": {"path": str(out / "tables"), "format": args.output_format},
-        "broker": {"group_overrides": sim["group_overrides"]},
+        "broker": {"group_overrides": sim["group_overrides"], "group_overrides_complete": True},
         "topic_metadata": {"source": "file", "path": sim["topics_path"]},
     })
     spark = get_spark("offsets-audit-demo", master=config["spark"]["master"])

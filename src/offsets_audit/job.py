@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-format", choices=["parquet", "delta"], help="override output.format")
     parser.add_argument("--run-id", help="override run_id (a rerun with the same id replaces its rows)")
     parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
+    parser.add_argument("--group-configs", help="group configs snapshot (capture-group-configs; JSON or Parquet)")
     parser.add_argument("--incremental", action="store_true",
                         help="replay only what is new since the last run, state kept in --checkpoint")
     parser.add_argument("--checkpoint", help="checkpoint folder for --incremental")
@@ -53,6 +54,8 @@ def overrides_from_args(args) -> dict:
         overrides["run_id"] = args.run_id
     if getattr(args, "topic_metadata", None):
         overrides["topic_metadata"] = {"source": "file", "path": args.topic_metadata}
+    if getattr(args, "group_configs", None):
+        overrides["broker"] = {"group_configs": args.group_configs}
     return overrides
 
 
@@ -76,6 +79,11 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.sources import read
+
+    # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
+    # before any Spark work, so a wrong path fails at once and the rules get plain data (offsets_audit.group_configs).
+    from offsets_audit.group_configs import with_group_configs
+    config = with_group_configs(config)
 
     timings: dict[str, float] = {}
     out = config["output"]
@@ -240,12 +248,14 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
 
 def run(args) -> int:
     config = load_config(args.config, overrides_from_args(args))
+    from offsets_audit.group_configs import with_group_configs
     from offsets_audit.sinks import check_output_path
     from offsets_audit.sources import preflight
     from offsets_audit.spark_session import get_spark
 
     check_output_path(config["output"]["path"])
     preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
+    config = with_group_configs(config)  # a wrong --group-configs path fails here, before Spark starts
     spark = get_spark("offsets-audit", master=config["spark"]["master"],
                       extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
     if args.incremental:

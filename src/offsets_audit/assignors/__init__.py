@@ -5,8 +5,9 @@ and returns that file's ``expected`` layout: ``{"error": None, "members": {membe
 ``{"error": "<Java exception simple name>", "message": ...}`` where Kafka's assignor throws.
 
 Built-in names (the ``name()`` Kafka's assignors report): ``uniform`` (``UniformAssignor``), ``range``
-(``RangeAssignor``), ``simple`` (share groups' ``SimpleAssignor``), ``sticky`` / ``streams_sticky`` (streams'
-``StickyTaskAssignor``) and ``lag_aware``. Each lives in its own module, imported only when first used. A module
+(``RangeAssignor``), ``simple`` (share groups' ``SimpleAssignor``), ``sticky`` / ``streams_sticky`` /
+``streams-sticky`` (streams' ``StickyTaskAssignor``; the last is the golden files' ``assignor`` field) and
+``lag_aware``. Names are matched case-insensitively and ``-`` equals ``_``. Each lives in its own module, imported only when first used. A module
 provides either ``run(case_input) -> dict`` (the full result layout) or ``assign(group_spec) -> dict`` over the
 parsed ``common.GroupSpec`` (member id -> topic id -> partitions).
 
@@ -27,8 +28,27 @@ _BUILTIN_MODULES = {
     "simple": "simple",
     "sticky": "streams_sticky",
     "streams_sticky": "streams_sticky",
+    "streams-sticky": "streams_sticky",
     "lag_aware": "lag_aware",
 }
+
+#: Built-in modules whose result depends on the Java iteration order of the current assignment and that
+#: offer ``assign_chained(case_input, carried) -> (result, java_order)``.
+ORDER_SENSITIVE = frozenset({"uniform", "simple"})
+#: Built-in modules whose result does not depend on the current assignment at all.
+ORDER_INSENSITIVE = frozenset({"range"})
+
+
+def is_chainable(name: str) -> bool:
+    """Whether ``name`` is a built-in with ``assign_chained`` (its result follows the current assignment's order)."""
+    builtin = None if name in _registered or ":" in name else builtin_name(name)
+    return builtin is not None and _BUILTIN_MODULES[builtin] in ORDER_SENSITIVE
+
+
+def is_order_insensitive(name: str) -> bool:
+    """Whether ``name`` is a built-in whose result ignores the current assignment (``range``)."""
+    builtin = None if name in _registered else builtin_name(name)
+    return builtin is not None and _BUILTIN_MODULES[builtin] in ORDER_INSENSITIVE
 
 _registered: dict[str, Callable[[dict], Mapping]] = {}
 
@@ -51,6 +71,17 @@ def register_assignor(name: str, fn: Callable[[dict], Mapping]) -> None:
 def unregister_assignor(name: str) -> None:
     """Forget a registered assignor (built-ins stay)."""
     _registered.pop(name, None)
+
+
+def builtin_name(name: str) -> str | None:
+    """The built-in module key for ``name`` (``Streams-Sticky`` -> ``streams-sticky``), or ``None``."""
+    if name in _BUILTIN_MODULES:
+        return name
+    folded = name.strip().lower() if isinstance(name, str) else None
+    if folded in _BUILTIN_MODULES:
+        return folded
+    folded = folded.replace("-", "_") if folded else folded
+    return folded if folded in _BUILTIN_MODULES else None
 
 
 def _builtin(name: str):
@@ -76,9 +107,10 @@ def run(assignor: str, case_input: dict) -> dict:
         from offsets_audit.assignors.plugin import load_assignor, run_plugin
 
         return run_plugin(load_assignor(assignor), case_input, name=assignor)
-    if assignor not in _BUILTIN_MODULES:
+    builtin = builtin_name(assignor)
+    if builtin is None:
         raise UserError(f"unknown assignor {assignor!r}", fix=f"use one of {', '.join(known_assignors())}")
-    module = _builtin(assignor)
+    module = _builtin(builtin)
     try:
         if hasattr(module, "run"):
             return _as_result(module.run(case_input))
@@ -91,3 +123,22 @@ def run(assignor: str, case_input: dict) -> dict:
             raise
         message = getattr(exc, "message", None)
         return {"error": java_name, "message": str(exc) if message is None else message}
+
+
+def run_chained(assignor: str, case_input: dict, carried: Mapping | None = None) -> tuple[dict, dict | None]:
+    """``run`` for a re-run that continues the previous one, the way the coordinator feeds its assignor.
+
+    For an order-sensitive built-in (``ORDER_SENSITIVE``) this calls the module's ``assign_chained``:
+    ``carried`` (the previous step's second value, member -> {topic -> partitions} in Java iteration order)
+    becomes each member's current assignment where its content is what ``case_input`` says; otherwise, and
+    without ``carried``, the input lists are taken as record order (a default ``HashMap`` filled in record
+    order, ``new HashSet<>(partitions)``, as ``Assignment.fromRecord`` rebuilds it on load). Returns
+    ``(result, java_order)``; ``java_order`` is ``None`` for assignors whose result ignores that order (or
+    registered/plug-in ones, run as ``run`` does).
+    """
+    builtin = None if assignor in _registered or ":" in assignor else builtin_name(assignor)
+    if builtin is None or _BUILTIN_MODULES[builtin] not in ORDER_SENSITIVE:
+        return run(assignor, case_input), None
+    module = _builtin(builtin)
+    result, java_order = module.assign_chained(case_input, carried or None)
+    return _as_result(result), (java_order if result.get("error") is None else None)

@@ -6,6 +6,18 @@ assignment says whether Kafka's assignor, fed the input rebuilt by ``inputs.reco
 the recorded target (``match``); ``what_if`` rows show what another assignor would have done and never
 count as mismatches (``match`` is null there, ``same_as_recorded`` tells).
 
+Re-runs follow the order the coordinator iterated (``current_order`` column, docs/rules.md). The current
+assignment it hands its assignor is the previous target as ``Assignment.fromRecord`` rebuilt it (a default
+``HashMap`` filled in record order, ``new HashSet<>(partitions)``), and the order-sensitive assignors (uniform,
+simple) break ties by that order. Kafka writes each target record in its output map's iteration order, so record
+order is exact on Kafka's logs and every re-run first runs in it (``record_order``, the fast ``run`` path). Where
+that does not give the recorded target, the re-run is repeated with the chain (``RerunChain``): the previous
+matching re-runs' outputs in Java iteration order, carried forward as ``assign_chained`` does in the golden
+scenarios (``chained``), which recovers an order lost on the way. The chain breaks at the group's first recorded
+assignment, a new incarnation or a conversion from classic, a change of assignor and a re-run that matched in
+neither order. What-if rows, streams groups and plug-ins take record order; ``range`` ignores the current
+assignment (``not_order_sensitive``).
+
 Balance metrics per row: ``spread`` = max - min partitions (streams: active tasks) per member, and,
 where committed and end offsets are known, ``lag_spread`` = max - min summed lag per member.
 """
@@ -16,6 +28,7 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from offsets_audit.assignors import run as run_assignor
+from offsets_audit.assignors import is_chainable, is_order_insensitive, run_chained
 from offsets_audit.assignors.inputs import INFERRED, AssignorRun, reconstruct_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
@@ -23,15 +36,20 @@ ASSIGNOR_AUDIT_COLUMNS = (
     "group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset", "kind",
     "assignor", "confidence", "metadata_source", "metadata_hash_match", "snapshot_hash_match", "match", "same_as_recorded",
     "moved_partitions", "member_count_diff", "recorded_spread", "result_spread", "recorded_lag_spread",
-    "result_lag_spread", "num_members", "error", "notes",
+    "result_lag_spread", "num_members", "error", "notes", "current_order",
 )
 ASSIGNOR_AUDIT_DDL = (
     "group_id string, group_type string, assignment_epoch int, assignment_timestamp long, partition int, "
     "offset long, kind string, assignor string, confidence string, metadata_source string, "
     "metadata_hash_match boolean, snapshot_hash_match boolean, match boolean, same_as_recorded boolean, moved_partitions int, "
     "member_count_diff string, recorded_spread int, result_spread int, recorded_lag_spread long, "
-    "result_lag_spread long, num_members int, error string, notes string"
+    "result_lag_spread long, num_members int, error string, notes string, current_order string"
 )
+
+#: ``current_order`` values: how the current assignment's Java iteration order was obtained.
+ORDER_CHAINED = "chained"
+ORDER_RECORDS = "record_order"
+ORDER_NOT_SENSITIVE = "not_order_sensitive"
 
 #: What-if assignors that read the consumer/share layout (streams groups only re-run their own assignor).
 PARTITION_ASSIGNORS = frozenset({"uniform", "range", "simple", "lag_aware"})
@@ -144,11 +162,91 @@ def _invoke(assignor: str, case_input: dict) -> dict:
         return {"error": type(exc).__name__, "message": str(exc)}
 
 
+def _invoke_chained(assignor: str, case_input: dict, carried: Mapping | None) -> tuple[dict, dict | None, str]:
+    """``(result, java_order, current_order)`` of one re-run continuing the group's chain."""
+    if not case_input.get("members"):
+        return {"error": None, "members": {}}, {}, ORDER_RECORDS
+    try:
+        result, java_order = run_chained(assignor, case_input, carried)
+    except Exception as exc:  # an assignor bug or a bad input must not stop the audit of the other groups
+        return {"error": type(exc).__name__, "message": str(exc)}, None, ORDER_RECORDS
+    return result, java_order, _order_used(assignor, carried is not None and java_order is not None)
+
+
+def _order_used(assignor: str, chained: bool) -> str:
+    if is_order_insensitive(assignor):
+        return ORDER_NOT_SENSITIVE
+    return ORDER_CHAINED if chained else ORDER_RECORDS
+
+
+class RerunChain:
+    """The group's chain of matching re-runs since it last broke, for ``assign_chained``'s ``carried``.
+
+    Kept lazily: each step stores its input, and the Java order of a step's output is computed (``assign_chained``,
+    fed the previous step's) only when a later re-run needs it, i.e. when a re-run in record order did not match. On Kafka's logs record order is what the coordinator iterated, so the
+    fast ``run`` path is all that runs; the chain costs something only where the order was lost. At most
+    ``MAX_STEPS`` inputs are kept: the oldest kept step starts from record order (exact on Kafka's logs).
+    """
+
+    MAX_STEPS = 8
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, dict, bool]] = []   # (assignor, case input, chained)
+        self.orders: dict[int, dict | None] = {}         # step index -> Java order of its output
+        self.first = 0                                    # index of steps[0]
+
+    def continues(self, run: AssignorRun) -> bool:
+        """Whether ``run`` continues the chain: same assignor, same incarnation (it has a current assignment)."""
+        if not self.steps or self.steps[-1][0] != run.assignor:
+            return False
+        return any(m.get("current_assignment") for m in run.case_input.get("members") or ())
+
+    def carried(self) -> dict | None:
+        """The last step's output in Java iteration order (computing the chain's missing links)."""
+        last = self.first + len(self.steps) - 1
+        start = last
+        while start > self.first and start - 1 not in self.orders:
+            start -= 1
+        for index in range(start, last + 1):
+            if index in self.orders:
+                continue
+            # Every link is chained, also after a step that matched in record order: its input maps were built
+            # from the previous output, and its output's Java order depends on that history even where the
+            # content does not.
+            assignor, case_input, _ = self.steps[index - self.first]
+            carried = self.orders.get(index - 1) if index > self.first else None
+            try:
+                _, self.orders[index] = run_chained(assignor, case_input, carried)
+            except Exception:  # an assignor bug: the chain ends here
+                self.orders[index] = None
+        return self.orders.get(last)
+
+    def after(self, run: AssignorRun, matched: bool, chained: bool, java_order: dict | None = None) -> None:
+        if not matched:
+            self.steps, self.orders, self.first = [], {}, self.first + len(self.steps)
+            return
+        if not self.continues(run) and self.steps:
+            self.first += len(self.steps)
+            self.steps, self.orders = [], {}
+        index = self.first + len(self.steps)
+        self.steps.append((run.assignor, run.case_input, chained))
+        if java_order is not None:
+            self.orders[index] = java_order
+        if len(self.steps) > self.MAX_STEPS:
+            self.steps.pop(0)
+            self.orders.pop(self.first, None)
+            self.first += 1
+            # the new first step starts from record order unless its output order is known already
+            assignor, case_input, _ = self.steps[0]
+            self.steps[0] = (assignor, case_input, False)
+
+
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
                 offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest",
                 default_consumer_assignor: str = "uniform") -> list[dict]:
     """``assignor_audit`` rows of one group: a ``rerun`` row per recorded assignment, plus ``what_if`` rows."""
     out = []
+    chain = RerunChain()
     for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor):
         notes = list(run.notes)
         confidence = run.confidence
@@ -165,8 +263,24 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
             case_input = run.case_input
             if assignor == "lag_aware":
                 case_input = dict(case_input, offsets=offsets or {}, auto_offset_reset=auto_offset_reset)
-            result = _invoke(assignor, case_input)
-            cmp = compare(run.recorded, result, run.group_type)
+            if kind == "rerun":
+                # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
+                # and the fast path is all that runs. Where it does not give the target, the chain's carried
+                # Java order may (the order was lost on the way, or the log was written by something else).
+                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+                cmp = compare(run.recorded, result, run.group_type)
+                if (not cmp["same"] and current_order == ORDER_RECORDS and is_chainable(assignor)
+                        and chain.continues(run)):
+                    carried = chain.carried()
+                    if carried is not None:
+                        alt = _invoke_chained(assignor, case_input, carried)
+                        alt_cmp = compare(run.recorded, alt[0], run.group_type)
+                        if alt_cmp["same"]:
+                            (result, java_order, current_order), cmp = alt, alt_cmp
+                chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
+            else:
+                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+                cmp = compare(run.recorded, result, run.group_type)
             res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
             row = _base_row(run)
             row.update(
@@ -177,6 +291,6 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
                 recorded_lag_spread=spread(rec_lags) if rec_lags else None,
                 result_lag_spread=spread(res_lags) if res_lags else None,
                 error=None if result.get("error") is None else f"{result['error']}: {result.get('message')}",
-                notes="; ".join(notes) or None)
+                notes="; ".join(notes) or None, current_order=current_order)
             out.append(row)
     return out

@@ -65,7 +65,8 @@ def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
     for row in fold.pop_target_assignment_rows():
         for column in _JSON_COLUMNS_OF_TARGETS:
             if column in row:
-                row[column] = json.dumps(row[column], sort_keys=True)
+                # Targets keep record order (no sort_keys): the assignor re-runs' tie-breaks follow it.
+                row[column] = json.dumps(row[column], sort_keys=column not in ("target", "previous_target"))
         out.append(("target", group_id, json.dumps(row)))
     return out
 

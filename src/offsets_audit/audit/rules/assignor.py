@@ -46,7 +46,9 @@ def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
             group_type=row.get("group_type"), time=to_millis(time),
             message=(f"target assignment at epoch {row.get('assignment_epoch')} differs from a re-run of the "
                      f"{row.get('assignor')} assignor ({confidence} confidence"
-                     + (f", {moved_n} partition(s) placed differently)" if moved_n is not None else ")")),
+                     + (f", {moved_n} partition(s) placed differently" if moved_n is not None else "")
+                     + (f", current assignment order: {row['current_order']}" if row.get("current_order") else "")
+                     + ")"),
             evidence=evidence, details=details,
             id=finding_id("assignor_mismatch", row.get("group_id"), evidence, row.get("assignment_epoch"))))
     return out

@@ -56,6 +56,8 @@ class GroupView:
         self.topology_ready: bool | None = None
         self.last_time: int | None = None
         self.first_time: int | None = None
+        #: (time, group type, had members) of a deletion that the very next event may turn into a conversion
+        self._just_deleted: tuple | None = None
 
     # -- derived state (ConsumerGroup.maybeUpdateGroupState) ---------------------------------------
 
@@ -96,10 +98,19 @@ class GroupView:
             if self.first_time is None:
                 self.first_time = ev.timestamp
         kind = ev.event
+        deleted_before, self._just_deleted = self._just_deleted, None
         if kind == "group_created":
             self._reset()
             self.exists = True
             self.created_in_log = not ev.get("simple", False)
+            # A conversion (classic <-> consumer) is written in one batch: the old group's tombstones, then
+            # the new group's records (GroupMetadataManager.convertToConsumerGroup / convertToClassicGroup).
+            # A classic group must have had members (an empty one is simply replaced); a modern group's members
+            # are tombstoned before the group itself, so only the type change is checked there.
+            if (deleted_before is not None and deleted_before[0] == ev.timestamp
+                    and deleted_before[1] != self.group_type
+                    and (deleted_before[2] or deleted_before[1] != "classic")):
+                self.converted = True
             self.incarnation += 1
             if self.group_type in ("consumer", "share", "streams"):
                 # TargetAssignmentMetadata.INITIAL: epoch 1, timestamp 0 (KIP-1263), never written.
@@ -110,6 +121,7 @@ class GroupView:
             self.converted = True
             self.group_type = ev.get("new_type", self.group_type)
         elif kind == "group_deleted":
+            self._just_deleted = (ev.timestamp, self.group_type, bool(self.classic_members or self.members))
             self._reset()
             self.exists = False
         elif kind == "group_epoch_bumped":

@@ -4,6 +4,9 @@ Kafka's coordinator only ever moves a group epoch forward; the target assignment
 epoch (so it can never be ahead of it); a member reaches at most the target assignment epoch; the
 previous epoch it stores is the epoch it had before; every assigned partition carries the epoch at
 which it was assigned (``assignmentEpochs``), never later than the member's own epoch.
+
+Groups converted from classic (and back) keep the classic generation as their epoch, so the new-group rules
+skip them (``GroupView.converted``: the old group's tombstones and the new group's records in one batch).
 """
 from __future__ import annotations
 
@@ -28,12 +31,13 @@ class EpochRules(RuleFamily):
                           [view.bumps[old].where if old in view.bumps else None, ev.where],
                           {"old_group_epoch": old, "new_group_epoch": new})
         if view.created_in_log and not view.converted and not old and view.assignment_count == 0:
-            expected = 2 if kafka_version_at_least(self.ctx.kafka_version, 4, 3) else 1
-            if new != expected:
+            expected = self._first_group_epochs()
+            if new not in expected:
                 self.ctx.emit("new_group_epoch_unexpected", view, ev.timestamp,
-                              f"first group epoch of a new group is {new}; Kafka {self.ctx.kafka_version} writes "
-                              f"{expected} (KIP-1263: epoch 1 is the empty initial assignment)",
-                              [ev.where], {"group_epoch": new, "expected": expected})
+                              f"first group epoch of a new group is {new}; {self._version_text()} writes "
+                              f"{' or '.join(map(str, expected))} (KIP-1263: epoch 1 is the empty initial assignment)",
+                              [ev.where], {"group_epoch": new, "expected": expected[0] if len(expected) == 1 else expected,
+                                           "kafka_version": self.ctx.kafka_version or "unknown"})
 
     def _target_assignment_computed(self, ev: Event, view: GroupView) -> None:
         epoch = int(ev.get("assignment_epoch", 0))
@@ -44,11 +48,24 @@ class EpochRules(RuleFamily):
                           [ev.where, view.bumps[group_epoch].where if group_epoch in view.bumps else None],
                           {"assignment_epoch": epoch, "group_epoch": group_epoch})
         if (view.created_in_log and not view.converted and view.assignment_count == 0
-                and kafka_version_at_least(self.ctx.kafka_version, 4, 3) and epoch < 2):
+                and self._first_group_epochs() == (2,) and epoch < 2):
             self.ctx.emit("new_group_epoch_unexpected", view, ev.timestamp,
-                          f"first computed target assignment of a new group has epoch {epoch}; Kafka >= 4.3 "
-                          "keeps epoch 1 for the empty initial assignment and computes the first at epoch >= 2",
-                          [ev.where], {"assignment_epoch": epoch, "expected_at_least": 2})
+                          f"first computed target assignment of a new group has epoch {epoch}; "
+                          f"{self._version_text()} keeps epoch 1 for the empty initial assignment and computes the "
+                          "first at epoch >= 2",
+                          [ev.where], {"assignment_epoch": epoch, "expected_at_least": 2,
+                                       "kafka_version": self.ctx.kafka_version})
+
+    def _first_group_epochs(self) -> tuple:
+        """First group epoch(s) a new modern group gets: 2 from Kafka 4.3 (KIP-1263), 1 before; either when the
+        brokers' version is not configured (``broker.kafka_version`` null)."""
+        if not self.ctx.kafka_version:
+            return (1, 2)
+        return (2,) if kafka_version_at_least(self.ctx.kafka_version, 4, 3) else (1,)
+
+    def _version_text(self) -> str:
+        version = self.ctx.kafka_version
+        return f"Kafka {version} (broker.kafka_version)" if version else "Kafka (version unknown: broker.kafka_version is not set)"
 
     def _member_epoch_advanced(self, ev: Event, view: GroupView) -> None:
         member_epoch = int(ev.get("member_epoch", 0))

@@ -46,6 +46,8 @@ _rule("new_group_epoch_unexpected", "epochs", "warning",
 # -- assignment batching (KIP-1263) ------------------------------------------------------------------
 _rule("assignment_interval_violated", "batching", "error",
       "two target assignments of a group are closer than its assignment interval", tolerance_ms=0)
+_rule("assignment_interval_overridden", "batching", "info",
+      "target assignments come faster than the broker default and no group config says why (not known: no snapshot)")
 _rule("assignment_timestamp_zero_unexpected", "batching", "warning",
       "a target assignment has AssignmentTimestamp 0 where Kafka >= 4.3 writes the real time")
 _rule("assignment_timestamp_before_group_epoch_bump", "batching", "error",

@@ -1,0 +1,212 @@
+"""Group configs as an input: the snapshot, the interval a group is judged against, the capture.
+
+tansu (the broker of these tests) lists groups and answers DescribeConfigs for GROUP resources, but with no
+entries, and has neither group configs (its AlterConfigs refuses them) nor ListConfigResources. So the capture
+is run against it end to end (a snapshot with the group and no configs), and the DescribeConfigs request and
+response are checked byte for byte against the layout of Kafka's message definitions
+(``DescribeConfigsRequest.json`` / ``DescribeConfigsResponse.json``, version 4, flexible).
+"""
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from offsets_audit.config import load_config
+from offsets_audit.errors import UserError
+from offsets_audit.group_configs import (
+    assignment_interval,
+    capture_group_configs,
+    configs_from_response,
+    describe_configs_request,
+    load_group_configs,
+    parse_group_configs,
+    with_group_configs,
+    write_group_configs,
+)
+
+SNAPSHOT = {"captured_at_ms": 1, "bootstrap_server": "kafka:9092", "complete": True,
+            "broker": {"group.consumer.assignment.interval.ms": {"value": "2000", "source": "STATIC_BROKER_CONFIG"},
+                       "group.consumer.session.timeout.ms": {"value": "45000", "source": "DEFAULT_CONFIG"}},
+            "groups": {"fast": {"consumer.assignment.interval.ms": {"value": "0", "source": "DYNAMIC_GROUP_CONFIG"}},
+                       "plain": {"consumer.assignment.interval.ms": {"value": "2000", "source": "DEFAULT_CONFIG"}}}}
+
+
+def cfg(**broker):
+    config = load_config()
+    config["broker"].update(broker)
+    return config
+
+
+@pytest.mark.parametrize("suffix", [".json", ".parquet"])
+def test_snapshot_round_trips_through_json_and_parquet(tmp_path, suffix):
+    path = write_group_configs(parse_group_configs(SNAPSHOT), tmp_path / f"gc{suffix}")
+    back = load_group_configs(path)
+    for key in ("broker", "groups", "complete", "captured_at_ms"):
+        assert back[key] == parse_group_configs(SNAPSHOT)[key]
+
+
+def test_interval_read_from_a_captured_snapshot(tmp_path):
+    path = write_group_configs(parse_group_configs(SNAPSHOT), tmp_path / "gc.json")
+    config = cfg(group_configs=str(path))
+    fast = assignment_interval(config, "fast", "consumer")
+    assert (fast.interval_ms, fast.known) == (0, True) and "group config" in fast.source and str(path) in fast.source
+    other = assignment_interval(config, "absent", "consumer")   # complete snapshot: the broker default
+    assert (other.interval_ms, other.known) == (2000, True)
+    assert "group.consumer.assignment.interval.ms=2000" in other.source
+    partial = cfg(group_configs=dict(SNAPSHOT, complete=False))
+    assert assignment_interval(partial, "absent", "consumer").known is False
+
+
+def test_interval_without_snapshot_is_the_broker_default_and_not_known():
+    basis = assignment_interval(cfg(), "g", "consumer")
+    assert (basis.interval_ms, basis.known) == (1000, False)
+    assert "no group configs snapshot" in basis.source
+    override = assignment_interval(cfg(group_overrides={"g": {"assignment_interval_ms": 0}}), "g", "consumer")
+    assert (override.interval_ms, override.known) == (0, True)
+
+
+def test_audit_with_snapshot_override_raises_nothing_and_without_snapshot_one_info(tmp_path):
+    from audit_events import History, stable_group
+    from offsets_audit.audit import audit_events
+
+    h = stable_group(History(group_id="fast"))
+    for epoch in (3, 4, 5, 6):
+        h.after(5).bump(epoch - 1, epoch)
+        h.after(20).target(epoch)
+    path = write_group_configs(parse_group_configs(SNAPSHOT), tmp_path / "gc.parquet")
+    findings, _ = audit_events(h.events, with_group_configs(cfg(group_configs=str(path))))
+    assert [f.rule for f in findings] == []
+    findings, _ = audit_events(h.events, cfg())
+    assert [(f.rule, f.severity) for f in findings] == [("assignment_interval_overridden", "info")]
+    assert "smallest gap 25 ms" in findings[0].message
+
+
+def test_a_wrong_snapshot_path_is_a_one_line_user_error(tmp_path):
+    with pytest.raises(UserError) as err:
+        with_group_configs(cfg(group_configs=str(tmp_path / "missing.json")))
+    assert "capture-group-configs" in str(err.value.fix if hasattr(err.value, "fix") else err.value)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UserError):
+        load_group_configs(bad)
+
+
+def test_config_accepts_broker_group_configs():
+    assert load_config(overrides={"broker": {"group_configs": "gc.json"}})["broker"]["group_configs"] == "gc.json"
+    assert load_config()["broker"]["group_configs"] is None
+
+
+# -- the wire format, against Kafka's message definitions -------------------------------------------------------
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _compact_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    data = s.encode("utf-8")
+    return _uvarint(len(data) + 1) + data
+
+
+def test_describe_configs_request_v4_bytes_follow_kafkas_message_definition():
+    """Resources: compact array of {ResourceType int8, ResourceName compact string, ConfigurationKeys compact
+    nullable array, tags}; IncludeSynonyms bool; IncludeDocumentation bool; tags. GROUP is resource type 32."""
+    body = describe_configs_request([(32, "orders")]).encode()
+    expected = (_uvarint(2) + struct.pack(">b", 32) + _compact_string("orders") + b"\x00" + b"\x00"
+                + b"\x00" + b"\x00" + b"\x00")
+    assert body == expected
+
+
+def test_describe_configs_response_v4_bytes_decode_to_group_configs():
+    """ThrottleTimeMs int32; Results: compact array of {ErrorCode int16, ErrorMessage, ResourceType int8,
+    ResourceName, Configs: compact array of {Name, Value, ReadOnly, ConfigSource int8 (8 = GROUP_CONFIG),
+    IsSensitive, Synonyms, ConfigType int8, Documentation, tags}, tags}; tags."""
+    from kafka.protocol.admin import DescribeConfigsResponse
+
+    config = (_compact_string("consumer.assignment.interval.ms") + _compact_string("0") + b"\x00"
+              + struct.pack(">b", 8) + b"\x00" + _uvarint(1) + struct.pack(">b", 3) + b"\x00" + b"\x00")
+    default = (_compact_string("consumer.session.timeout.ms") + _compact_string("45000") + b"\x00"
+               + struct.pack(">b", 5) + b"\x00" + _uvarint(1) + struct.pack(">b", 3) + b"\x00" + b"\x00")
+    result = (struct.pack(">h", 0) + b"\x00" + struct.pack(">b", 32) + _compact_string("orders")
+              + _uvarint(3) + config + default + b"\x00")
+    failed = (struct.pack(">h", 69) + _compact_string("group not found") + struct.pack(">b", 32)
+              + _compact_string("gone") + _uvarint(1) + b"\x00")
+    wire = struct.pack(">i", 0) + _uvarint(3) + result + failed + b"\x00"
+    response = DescribeConfigsResponse[4].decode(wire)
+    assert configs_from_response(response) == {(32, "orders"): {
+        "consumer.assignment.interval.ms": {"value": "0", "source": "DYNAMIC_GROUP_CONFIG"},
+        "consumer.session.timeout.ms": {"value": "45000", "source": "DEFAULT_CONFIG"}}}
+
+
+# -- against the real broker of the tests ----------------------------------------------------------------------
+
+@pytest.mark.broker
+def test_capture_group_configs_from_the_test_broker(tmp_path):
+    """ListGroups, DescribeCluster and DescribeConfigs (GROUP and BROKER) against a real broker process."""
+    from broker import tansu_broker
+
+    with tansu_broker() as bootstrap:
+        snapshot = capture_group_configs(bootstrap, groups=["audited-group"], timeout_ms=5000)
+        out = tmp_path / "gc.json"
+        done = subprocess.run([sys.executable, "-m", "offsets_audit.cli", "capture-group-configs",
+                               "--bootstrap-server", bootstrap, "--group", "audited-group", "--output", str(out)],
+                              capture_output=True, text=True, timeout=120)
+    assert snapshot["groups"] == {"audited-group": {}}   # tansu answers GROUP resources with no entries
+    assert snapshot["complete"] is False                 # and has no ListConfigResources
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["groups"] == {"audited-group": {}}
+    basis = assignment_interval(cfg(group_configs=str(out)), "audited-group", "consumer")
+    assert (basis.interval_ms, basis.known) == (1000, False)
+
+
+def test_capture_of_an_unreachable_cluster_is_a_user_error():
+    from broker import free_port
+
+    with pytest.raises(UserError):
+        capture_group_configs(f"127.0.0.1:{free_port()}", timeout_ms=1000)
+
+
+@pytest.mark.spark
+def test_spark_audit_reads_the_snapshot_on_the_executors(spark, tmp_path):
+    """The job's path: segments -> codec -> replay -> audit on Spark, with the snapshot loaded on the driver."""
+    import shutil
+
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.sources import read
+    from replay_support import HISTORIES
+
+    root = tmp_path / "logs" / "__consumer_offsets-0"
+    root.mkdir(parents=True)
+    shutil.copy(HISTORIES / "history-assignment-batching-00000000000000000000.log", root / "00000000000000000000.log")
+    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
+    tables = replay_spark.replay(decoded)
+    snapshot = write_group_configs(parse_group_configs(
+        {"complete": True, "broker": {}, "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
+                                                     "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}),
+        tmp_path / "gc.parquet")
+    with_snapshot = audit_spark.audit(tables, with_group_configs(cfg(group_configs=str(snapshot))), decoded=decoded)
+    without = audit_spark.audit(tables, with_group_configs(cfg()), decoded=decoded)
+    rules = lambda out: sorted({(r.rule, r.severity, r.group_id) for r in out["findings"].collect()  # noqa: E731
+                                if r.rule != "offset_committed_backwards"})
+    assert rules(with_snapshot) == []
+    assert rules(without) == [("assignment_interval_overridden", "info", "batch-override-0")]
+
+
+def test_run_with_a_missing_snapshot_exits_2_before_spark(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "offsets_audit.cli", "run", "--input", str(tmp_path),
+                           "--group-configs", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "capture-group-configs" in done.stderr and "Traceback" not in done.stderr
