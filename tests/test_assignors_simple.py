@@ -121,3 +121,44 @@ def test_unsubscribed_topic_is_revoked_from_current_assignment():
     members = [_member("m0", [TOPIC_A], {TOPIC_B: [0, 1]})]
     result = simple.assign(_input(members, {TOPIC_A: 1, TOPIC_B: 2}))
     assert result["members"] == {"m0": {TOPIC_A: [0]}}
+
+
+# -- chaining across a deleted topic ------------------------------------------------------------------------------
+# Heterogeneous tie-breaks follow each member's HashSet order, which history decides: a partition added after
+# another of the same bucket iterates after it, and an overfilled member gives back the first ones in that order.
+# Once a topic is deleted the next input no longer lists it, but the member's other topics are the same
+# objects; the chain must keep their order (Kafka does) instead of falling back to the sorted input lists.
+
+TOPIC_T = "9bFlIkpYt5HfavHYMD5hzQ"   # 48 partitions: partitions p and p + 16/32 share buckets
+TOPIC_D = "xLuGw9HEJxA8NExBiesvHg"   # 4 partitions, deleted before the last step
+
+
+def _chained_input(subscriptions, topics, previous):
+    members = [_member(member_id, subscribed,
+                       {t: ps for t, ps in previous.get(member_id, {}).items() if t in topics})
+               for member_id, subscribed in subscriptions.items()]
+    return _input(members, topics, "HETEROGENEOUS")
+
+
+def _scenario_until_topic_deleted():
+    topics = {TOPIC_T: 48, TOPIC_D: 4}
+    steps = [{"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T, TOPIC_D], "m3": [TOPIC_T, TOPIC_D]},
+             {"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T, TOPIC_D], "m3": [TOPIC_T, TOPIC_D],
+              "m10": [TOPIC_T, TOPIC_D]}]
+    result, carried = {"members": {}}, None
+    for subscriptions in steps:
+        result, carried = simple.assign_chained(_chained_input(subscriptions, topics, result["members"]), carried)
+    # m3 leaves, m11 and "late" join, and TOPIC_D is deleted: gone from the metadata, subscriptions and the
+    # current assignments the next input lists.
+    last = {"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T], "m10": [TOPIC_T], "m11": [TOPIC_T], "late": [TOPIC_T]}
+    return _chained_input(last, {TOPIC_T: 48}, result["members"]), carried
+
+
+def test_deleted_topic_does_not_reset_the_carried_order_of_other_topics():
+    final_input, carried = _scenario_until_topic_deleted()
+    without_deleted = {member_id: {t: ps for t, ps in topics.items() if t != TOPIC_D}
+                       for member_id, topics in carried.items()}
+    chained = simple.assign_chained(final_input, carried)[0]
+    # Matching whole members dropped the carried order of m2 and m10 (they held TOPIC_D) but kept it for the
+    # others, and this step then handed out different partitions of TOPIC_T.
+    assert chained == simple.assign_chained(final_input, without_deleted)[0]

@@ -122,25 +122,31 @@ def _in_java_order(assignment: JavaHashMap) -> dict[str, list[int]]:
 
 def _carried_assignment(member: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None
                         ) -> Mapping[str, list[int]] | None:
-    """The previous run's assignment of this member in Java iteration order, if its content is what the
-    input says.
+    """The previous run's assignment of this member in Java iteration order, restricted to the topics of its
+    input assignment, if every input topic holds exactly the carried partitions.
 
-    A static member that restarted under a new member id keeps its target assignment; it is found by
-    content among the carried assignments when its member id is unknown.
+    Topics of the carried assignment that the input no longer lists (a topic deleted since, or a set the
+    previous run emptied, which the JSON layout drops) are left out; the member's other topics keep their
+    carried order. Comparing whole members instead would throw away the order of every topic of a member that
+    held a since-deleted topic, and Kafka's tie-breaks then differ wherever two partitions share a bucket.
+    A static member that restarted under a new member id keeps its target assignment; it is found by content
+    among the carried assignments (if exactly one matches) when its member id is unknown.
     """
     if not carried:
         return None
+    wanted = {topic_id: sorted(set(ps)) for topic_id, ps in member["current_assignment"].items()}
 
-    def plain(assignment: Mapping[str, list[int]]) -> dict[str, list[int]]:
-        return {topic_id: sorted(ps) for topic_id, ps in assignment.items()}
+    def restricted(previous: Mapping[str, list[int]]) -> dict[str, list[int]] | None:
+        if any(topic_id not in previous or sorted(previous[topic_id]) != ps for topic_id, ps in wanted.items()):
+            return None
+        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
 
-    wanted = plain(member["current_assignment"])
     previous = carried.get(member["member_id"])
     if previous is not None:
-        return previous if plain(previous) == wanted else None
+        return restricted(previous)
     if not wanted:
         return None
-    matches = [a for a in carried.values() if plain(a) == wanted]
+    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
     return matches[0] if len(matches) == 1 else None
 
 
