@@ -141,16 +141,18 @@ def _chained_input(subscriptions, topics, previous):
 
 
 def _scenario_until_topic_deleted():
+    """Steps 0-2 of a heterogeneous share group, then the step-3 input after TOPIC_D was deleted."""
     topics = {TOPIC_T: 48, TOPIC_D: 4}
-    steps = [{"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T, TOPIC_D], "m3": [TOPIC_T, TOPIC_D]},
-             {"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T, TOPIC_D], "m3": [TOPIC_T, TOPIC_D],
-              "m10": [TOPIC_T, TOPIC_D]}]
+    both = [TOPIC_T, TOPIC_D]
+    steps = [{"m6": both, "m4": both, "m3": both},
+             {"m6": both, "m4": both, "m3": both, "m5": [TOPIC_T], "m2": [TOPIC_T], "m7": both},
+             {"m6": both, "m4": both, "m3": both, "m5": [TOPIC_T], "m7": both}]
     result, carried = {"members": {}}, None
     for subscriptions in steps:
         result, carried = simple.assign_chained(_chained_input(subscriptions, topics, result["members"]), carried)
-    # m3 leaves, m11 and "late" join, and TOPIC_D is deleted: gone from the metadata, subscriptions and the
-    # current assignments the next input lists.
-    last = {"m0": [TOPIC_T], "m1": [TOPIC_T], "m2": [TOPIC_T], "m10": [TOPIC_T], "m11": [TOPIC_T], "late": [TOPIC_T]}
+    # m1 joins and TOPIC_D is deleted: gone from the metadata, the subscriptions and the current assignments
+    # the next input lists.
+    last = {"m6": [TOPIC_T], "m4": [TOPIC_T], "m3": [TOPIC_T], "m5": [TOPIC_T], "m7": [TOPIC_T], "m1": [TOPIC_T]}
     return _chained_input(last, {TOPIC_T: 48}, result["members"]), carried
 
 
@@ -159,6 +161,6 @@ def test_deleted_topic_does_not_reset_the_carried_order_of_other_topics():
     without_deleted = {member_id: {t: ps for t, ps in topics.items() if t != TOPIC_D}
                        for member_id, topics in carried.items()}
     chained = simple.assign_chained(final_input, carried)[0]
-    # Matching whole members dropped the carried order of m2 and m10 (they held TOPIC_D) but kept it for the
-    # others, and this step then handed out different partitions of TOPIC_T.
+    # Matching whole members dropped the carried order of the members that held TOPIC_D (m3, m4, m6, m7) but
+    # kept m5's, and step 3 then swapped partitions of TOPIC_T between members.
     assert chained == simple.assign_chained(final_input, without_deleted)[0]
