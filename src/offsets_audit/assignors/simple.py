@@ -25,6 +25,7 @@ partitions; :func:`assign` reports that as the golden error layout.
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any, Callable, Mapping
 
@@ -471,9 +472,18 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
         else:
             assignments = [m["current_assignment"] for m in members]
         topics = case_input["topics"]
-        status, value, java_order = _KERNEL.assign(
-            members, assignments, topics if isinstance(topics, list) else list(topics),
-            case_input.get("assignable_partitions"), case_input["subscription_type"] == HOMOGENEOUS, with_order)
+        # The cyclic GC is paused while the kernel builds the result (hundreds of thousands of lists and
+        # dicts, no cycles): otherwise full collections walk the whole input several times over.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            status, value, java_order = _KERNEL.assign(
+                members, assignments, topics if isinstance(topics, list) else list(topics),
+                case_input.get("assignable_partitions"), case_input["subscription_type"] == HOMOGENEOUS, with_order)
+        finally:
+            if paused:
+                gc.enable()
     except (_KERNEL.Unsupported, KeyError, TypeError, AttributeError):
         return None
     if status == "ok":
