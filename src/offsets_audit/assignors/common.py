@@ -87,15 +87,31 @@ def uuid_longs(topic_id: str) -> tuple[int, int]:
     return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
+_UUID_HASHES: dict = {}
+
+
 def uuid_hash(topic_id: str) -> int:
-    """``Uuid.hashCode()`` of a topic id string."""
-    msb, lsb = uuid_longs(topic_id)
-    return java_uuid_hash(msb, lsb)
+    """``Uuid.hashCode()`` of a topic id string (memoised: a cluster's topic ids recur in every re-run)."""
+    code = _UUID_HASHES.get(topic_id)
+    if code is None:
+        msb, lsb = uuid_longs(topic_id)
+        code = java_uuid_hash(msb, lsb)
+        if len(_UUID_HASHES) < 1_000_000:
+            _UUID_HASHES[topic_id] = code
+    return code
+
+
+_UUID_LONGS: dict = {}
 
 
 def uuid_sort_key(topic_id: str) -> tuple[int, int]:
     """Sort key giving ``Uuid.compareTo`` order (signed most significant long, then signed least significant)."""
-    return uuid_longs(topic_id)
+    longs = _UUID_LONGS.get(topic_id)
+    if longs is None:
+        longs = uuid_longs(topic_id)
+        if len(_UUID_LONGS) < 1_000_000:
+            _UUID_LONGS[topic_id] = longs
+    return longs
 
 
 def java_string_key(s: str) -> bytes:
