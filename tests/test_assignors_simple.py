@@ -239,3 +239,23 @@ def test_both_paths_report_a_topic_missing_from_the_metadata(monkeypatch, subscr
     assert simple.assign(group) == expected
     monkeypatch.setattr(simple, "_KERNEL", None)
     assert simple.assign(group) == expected
+
+
+def test_inputs_outside_the_kernels_range_take_the_pure_python_path(monkeypatch):
+    """A negative partition or a topic id that is not a Uuid: the kernel declines, the reference answers (or
+    fails) exactly as it always did."""
+    odd = _input([_member("m0", [TOPIC_A], {TOPIC_A: [-1, 0]}), _member("m1", [TOPIC_A])], {TOPIC_A: 4})
+    expected_odd = simple._assign_reference(odd)[0]
+    assert simple.assign(odd) == expected_odd
+    not_uuid = _input([_member("m0", ["topic-a"])], {"topic-a": 2})
+    monkeypatch.setattr(simple, "_KERNEL", None)
+    try:
+        reference = simple.assign(not_uuid)
+    except Exception as exc:  # noqa: BLE001 - whatever the reference does, the kernel path must do too
+        reference = type(exc)
+    monkeypatch.undo()
+    try:
+        compiled = simple.assign(not_uuid)
+    except Exception as exc:  # noqa: BLE001
+        compiled = type(exc)
+    assert compiled == reference

@@ -484,7 +484,7 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
         finally:
             if paused:
                 gc.enable()
-    except (_KERNEL.Unsupported, KeyError, TypeError, AttributeError):
+    except (ValueError, OverflowError, KeyError, TypeError, AttributeError):  # incl. _KERNEL.Unsupported
         return None
     if status == "ok":
         return {"error": None, "members": value}, java_order if with_order else {}
