@@ -156,7 +156,6 @@ def bench_large(repeat: int = 3) -> None:
     measured = _kafka_reference()
     print(f"Large generated cases: 1,000 members / 1,000 topics / 50,000 partitions; best of {repeat} "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"  {'case':<32} {'ours wall':>11} {'ours cpu':>11} {'Kafka':>14}  ratio ours / Kafka")
     print("  Kafka: bench/reference/assignors_kafka.jsonl (assign() on these very cases: wall, and the calling thread's"
           " CPU, which leaves out the JVM's GC threads) or else issue 14's range for its hidden cases")
     print(f"  {'case':<32} {'ours wall':>10} {'ours CPU':>10} {'Kafka wall':>11} {'Kafka CPU':>10}"
