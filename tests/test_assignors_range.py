@@ -29,6 +29,15 @@ def test_matches_kafka_range_assignor(golden_case):
     assert run("range", golden_case["input"]) == golden_case["expected"]
 
 
+def test_every_golden_case_matches_kafka_on_the_numpy_path(monkeypatch):
+    """Golden groups are small and take the plain loops; the numpy path (large groups) must agree on them too."""
+    from offsets_audit.assignors import range as range_assignor
+
+    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", 0)
+    cases = [param.values[0] for param in golden_cases("range")]
+    assert [c["case_id"] for c in cases if run("range", c["input"]) != c["expected"]] == []
+
+
 def test_first_members_get_one_extra_partition():
     result = run("range", case([member("b", [TOPIC_A]), member("a", [TOPIC_A]), member("c", [TOPIC_A])],
                                topics=((TOPIC_A, 7),)))
@@ -75,7 +84,8 @@ def test_empty_group_gets_empty_assignment():
     assert run("range", case([])) == {"error": None, "members": {}}
 
 
-def test_direct_run_equals_the_group_spec_path_on_random_groups():
+@pytest.mark.parametrize("numpy_from_pairs", [0, 2000], ids=["numpy", "loops"])
+def test_direct_run_equals_the_group_spec_path_on_random_groups(monkeypatch, numpy_from_pairs):
     """``range.run`` reads the case directly; ``assign`` over ``parse_group_spec`` is the path it replaced. Random
     groups with shared instance ids, duplicated and unknown subscriptions must answer the same on both."""
     import random
@@ -83,6 +93,7 @@ def test_direct_run_equals_the_group_spec_path_on_random_groups():
     from offsets_audit.assignors import range as range_assignor
     from offsets_audit.assignors.common import PartitionAssignorException, assignment_result, error_result, parse_group_spec
 
+    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", numpy_from_pairs)
     topic_ids = [TOPIC_A, TOPIC_B, "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBA"]
     for seed in range(300):
         rng = random.Random(seed)
