@@ -29,6 +29,15 @@ def test_matches_kafka_range_assignor(golden_case):
     assert run("range", golden_case["input"]) == golden_case["expected"]
 
 
+def test_every_golden_case_matches_kafka_on_the_numpy_path(monkeypatch):
+    """Golden groups are small and take the plain loops; the numpy path (large groups) must agree on them too."""
+    from offsets_audit.assignors import range as range_assignor
+
+    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", 0)
+    cases = [param.values[0] for param in golden_cases("range")]
+    assert [c["case_id"] for c in cases if run("range", c["input"]) != c["expected"]] == []
+
+
 def test_first_members_get_one_extra_partition():
     result = run("range", case([member("b", [TOPIC_A]), member("a", [TOPIC_A]), member("c", [TOPIC_A])],
                                topics=((TOPIC_A, 7),)))
@@ -73,3 +82,35 @@ def test_subscription_to_missing_topic_fails_the_assignment(subscription_type):
 
 def test_empty_group_gets_empty_assignment():
     assert run("range", case([])) == {"error": None, "members": {}}
+
+
+@pytest.mark.parametrize("numpy_from_pairs", [0, 2000], ids=["numpy", "loops"])
+def test_direct_run_equals_the_group_spec_path_on_random_groups(monkeypatch, numpy_from_pairs):
+    """``range.run`` reads the case directly; ``assign`` over ``parse_group_spec`` is the path it replaced. Random
+    groups with shared instance ids, duplicated and unknown subscriptions must answer the same on both."""
+    import random
+
+    from offsets_audit.assignors import range as range_assignor
+    from offsets_audit.assignors.common import PartitionAssignorException, assignment_result, error_result, parse_group_spec
+
+    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", numpy_from_pairs)
+    topic_ids = [TOPIC_A, TOPIC_B, "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBA"]
+    for seed in range(300):
+        rng = random.Random(seed)
+        topics = tuple((t, rng.choice([0, 1, 3, 7, 20])) for t in rng.sample(topic_ids, rng.randint(1, 4)))
+        known = [t for t, _ in topics]
+        members = []
+        for i in rng.sample(range(30), rng.randint(0, 9)):
+            subscribed = rng.sample(known, rng.randint(0, len(known)))
+            if rng.random() < 0.1:
+                subscribed += subscribed[:1]
+            if rng.random() < 0.05:
+                subscribed.append("CCCCCCCCCCCCCCCCCCCCCA")
+            instance = rng.choice([None, None, "i1", "i2", f"i{i}"])
+            members.append(member(f"member-{i}", subscribed, instance_id=instance))
+        group = case(members, rng.choice(["HOMOGENEOUS", "HETEROGENEOUS"]), topics)
+        try:
+            expected = assignment_result(range_assignor.assign(parse_group_spec(group)))
+        except PartitionAssignorException as exc:
+            expected = error_result(exc)
+        assert range_assignor.run(group) == expected, f"seed {seed}"

@@ -121,3 +121,141 @@ def test_unsubscribed_topic_is_revoked_from_current_assignment():
     members = [_member("m0", [TOPIC_A], {TOPIC_B: [0, 1]})]
     result = simple.assign(_input(members, {TOPIC_A: 1, TOPIC_B: 2}))
     assert result["members"] == {"m0": {TOPIC_A: [0]}}
+
+
+# -- chaining across a deleted topic ------------------------------------------------------------------------------
+# Heterogeneous tie-breaks follow each member's HashSet order, which history decides: a partition added after
+# another of the same bucket iterates after it, and an overfilled member gives back the first ones in that order.
+# Once a topic is deleted the next input no longer lists it, but the member's other topics are the same
+# objects; the chain must keep their order (Kafka does) instead of falling back to the sorted input lists.
+
+TOPIC_T = "9bFlIkpYt5HfavHYMD5hzQ"   # 48 partitions: partitions p and p + 16/32 share buckets
+TOPIC_D = "xLuGw9HEJxA8NExBiesvHg"   # 4 partitions, deleted before the last step
+
+
+def _chained_input(subscriptions, topics, previous):
+    members = [_member(member_id, subscribed,
+                       {t: ps for t, ps in previous.get(member_id, {}).items() if t in topics})
+               for member_id, subscribed in subscriptions.items()]
+    return _input(members, topics, "HETEROGENEOUS")
+
+
+def _scenario_until_topic_deleted():
+    """Steps 0-2 of a heterogeneous share group, then the step-3 input after TOPIC_D was deleted."""
+    topics = {TOPIC_T: 48, TOPIC_D: 4}
+    both = [TOPIC_T, TOPIC_D]
+    steps = [{"m6": both, "m4": both, "m3": both},
+             {"m6": both, "m4": both, "m3": both, "m5": [TOPIC_T], "m2": [TOPIC_T], "m7": both},
+             {"m6": both, "m4": both, "m3": both, "m5": [TOPIC_T], "m7": both}]
+    result, carried = {"members": {}}, None
+    for subscriptions in steps:
+        result, carried = simple.assign_chained(_chained_input(subscriptions, topics, result["members"]), carried)
+    # m1 joins and TOPIC_D is deleted: gone from the metadata, the subscriptions and the current assignments
+    # the next input lists.
+    last = {"m6": [TOPIC_T], "m4": [TOPIC_T], "m3": [TOPIC_T], "m5": [TOPIC_T], "m7": [TOPIC_T], "m1": [TOPIC_T]}
+    return _chained_input(last, {TOPIC_T: 48}, result["members"]), carried
+
+
+def test_deleted_topic_does_not_reset_the_carried_order_of_other_topics():
+    final_input, carried = _scenario_until_topic_deleted()
+    without_deleted = {member_id: {t: ps for t, ps in topics.items() if t != TOPIC_D}
+                       for member_id, topics in carried.items()}
+    chained = simple.assign_chained(final_input, carried)[0]
+    # Matching whole members dropped the carried order of the members that held TOPIC_D (m3, m4, m6, m7) but
+    # kept m5's, and step 3 then swapped partitions of TOPIC_T between members.
+    assert chained == simple.assign_chained(final_input, without_deleted)[0]
+
+
+# -- the compiled kernel and the pure-Python builders ---------------------------------------------------------------
+# simple.py runs _simple_kernel.c when it is built (pip install) and its pure-Python builders otherwise (the
+# --py-files zip on Spark executors, a machine without a C compiler). Both must give Kafka's answer.
+
+def _replay_all(monkeypatch, kernel) -> list:
+    monkeypatch.setattr(simple, "_KERNEL", kernel)
+    results, mismatches = {}, []
+    for case in CASES:
+        match = _STEP.match(case["case_id"])
+        step = int(match["step"])
+        carried = results[f"{match['scenario']}-step{step - 1}"][1] if step else None
+        results[case["case_id"]] = simple.assign_chained(case["input"], carried)
+        if results[case["case_id"]][0] != case["expected"]:
+            mismatches.append(case["case_id"])
+    return mismatches
+
+
+def test_pure_python_builders_match_every_golden_case(monkeypatch):
+    assert _replay_all(monkeypatch, None) == []
+
+
+def test_compiled_kernel_matches_every_golden_case(monkeypatch):
+    if simple._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    assert _replay_all(monkeypatch, simple._KERNEL) == []
+
+
+def _random_group(rng, topics, subscription_type, previous):
+    member_ids = [f"member-{i}" for i in rng.sample(range(40), rng.randint(1, 14))]
+    topic_ids = list(topics)
+    members = []
+    for member_id in member_ids:
+        subscribed = topic_ids if subscription_type == "HOMOGENEOUS" else rng.sample(topic_ids, rng.randint(1, len(topic_ids)))
+        members.append(_member(member_id, subscribed, {t: ps for t, ps in previous.get(member_id, {}).items()}))
+    assignable = None
+    if rng.random() < 0.2:
+        assignable = {t: sorted(rng.sample(range(n), rng.randint(0, n))) for t, n in topics.items() if rng.random() < 0.8}
+    return _input(members, topics, subscription_type, assignable)
+
+
+def test_compiled_kernel_equals_pure_python_on_random_chained_groups(monkeypatch):
+    """Collision-heavy groups (partitions p and p + 16 share buckets, sets grow and shrink), chained four steps,
+    assignments and Java iteration order compared exactly."""
+    if simple._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    import random
+    topic_pool = [TOPIC_A, TOPIC_B, TOPIC_T, TOPIC_D, "AQIDBAUGBwgJCgsMDQ4PEA"]
+    for seed in range(150):
+        rng = random.Random(seed)
+        topics = {t: rng.choice([1, 2, 3, 7, 16, 17, 33, 40]) for t in rng.sample(topic_pool, rng.randint(1, 4))}
+        subscription_type = rng.choice(["HOMOGENEOUS", "HETEROGENEOUS"])
+        previous, carried_kernel, carried_python = {}, None, None
+        for step in range(4):
+            group = _random_group(rng, topics, subscription_type, previous)
+            kernel = simple.assign_chained(group, carried_kernel)
+            monkeypatch.setattr(simple, "_KERNEL", None)
+            python = simple.assign_chained(group, carried_python)
+            monkeypatch.undo()
+            assert kernel == python, f"seed {seed} step {step}"
+            if kernel[0]["error"]:
+                break
+            previous, carried_kernel, carried_python = kernel[0]["members"], kernel[1], python[1]
+
+
+@pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
+def test_both_paths_report_a_topic_missing_from_the_metadata(monkeypatch, subscription_type):
+    group = _input([_member("m0", [TOPIC_A, TOPIC_B]), _member("m1", [TOPIC_A, TOPIC_B])], {TOPIC_A: 3},
+                   subscription_type)
+    expected = {"error": "PartitionAssignorException",
+                "message": f"Members are subscribed to topic {TOPIC_B} which doesn't exist in the topic metadata."}
+    assert simple.assign(group) == expected
+    monkeypatch.setattr(simple, "_KERNEL", None)
+    assert simple.assign(group) == expected
+
+
+def test_inputs_outside_the_kernels_range_take_the_pure_python_path(monkeypatch):
+    """A negative partition or a topic id that is not a Uuid: the kernel declines, the reference answers (or
+    fails) exactly as it always did."""
+    odd = _input([_member("m0", [TOPIC_A], {TOPIC_A: [-1, 0]}), _member("m1", [TOPIC_A])], {TOPIC_A: 4})
+    expected_odd = simple._assign_reference(odd)[0]
+    assert simple.assign(odd) == expected_odd
+    not_uuid = _input([_member("m0", ["topic-a"])], {"topic-a": 2})
+    monkeypatch.setattr(simple, "_KERNEL", None)
+    try:
+        reference = simple.assign(not_uuid)
+    except Exception as exc:  # noqa: BLE001 - whatever the reference does, the kernel path must do too
+        reference = type(exc)
+    monkeypatch.undo()
+    try:
+        compiled = simple.assign(not_uuid)
+    except Exception as exc:  # noqa: BLE001
+        compiled = type(exc)
+    assert compiled == reference

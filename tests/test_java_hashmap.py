@@ -55,3 +55,17 @@ def test_priority_queue_polls_equal_elements_in_heap_order():
     queue = JavaPriorityQueue(lambda a, b: (a[0] > b[0]) - (a[0] < b[0]), [(0, "x"), (0, "y"), (0, "z"), (0, "w")])
     assert [queue.poll()[1] for _ in range(4)] == ["x", "w", "z", "y"]
     assert queue.poll() is None
+
+
+def test_vectorised_string_hashes_equal_string_hash_code():
+    """``java_string_hashes`` (numpy, used for member ids of large groups) against the per-string loop, over
+    ASCII, BMP and supplementary characters (two UTF-16 units each) and the empty string."""
+    import random
+    import string
+
+    from offsets_audit.assignors.java_order import java_string_hash, java_string_hashes
+
+    rng = random.Random(14)
+    alphabet = string.ascii_letters + string.digits + "-_\u00e9\uff21\U0001f600"
+    strings = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    assert java_string_hashes(strings) == [java_string_hash(s) for s in strings]

@@ -87,15 +87,31 @@ def uuid_longs(topic_id: str) -> tuple[int, int]:
     return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
+_UUID_HASHES: dict = {}
+
+
 def uuid_hash(topic_id: str) -> int:
-    """``Uuid.hashCode()`` of a topic id string."""
-    msb, lsb = uuid_longs(topic_id)
-    return java_uuid_hash(msb, lsb)
+    """``Uuid.hashCode()`` of a topic id string (memoised: a cluster's topic ids recur in every re-run)."""
+    code = _UUID_HASHES.get(topic_id)
+    if code is None:
+        msb, lsb = uuid_longs(topic_id)
+        code = java_uuid_hash(msb, lsb)
+        if len(_UUID_HASHES) < 1_000_000:
+            _UUID_HASHES[topic_id] = code
+    return code
+
+
+_UUID_LONGS: dict = {}
 
 
 def uuid_sort_key(topic_id: str) -> tuple[int, int]:
     """Sort key giving ``Uuid.compareTo`` order (signed most significant long, then signed least significant)."""
-    return uuid_longs(topic_id)
+    longs = _UUID_LONGS.get(topic_id)
+    if longs is None:
+        longs = uuid_longs(topic_id)
+        if len(_UUID_LONGS) < 1_000_000:
+            _UUID_LONGS[topic_id] = longs
+    return longs
 
 
 def java_string_key(s: str) -> bytes:
@@ -139,7 +155,8 @@ class MemberSpec:
     """``MemberSubscriptionAndAssignmentImpl``: a member's subscription and current target assignment.
 
     ``subscribed_topic_ids`` and ``current_assignment`` keep the order of the input; assignors that depend on
-    Java's set/map order derive it with ``java_order``.
+    Java's set/map order derive it with ``java_order``. The subscription sequences and partition lists are the
+    input's own objects (not copies): read them, never mutate them.
     """
 
     member_id: str
@@ -201,6 +218,13 @@ def _field(obj: Mapping, key: str, where: str) -> Any:
                         fix="use the layout of golden/assignors/*.jsonl 'input' (see golden/README.md section 4)") from exc
 
 
+def _sequence(value) -> tuple | list:
+    """A list or tuple as is (shared, read-only), anything else iterable as a tuple."""
+    if isinstance(value, (list, tuple)):
+        return value
+    return tuple(value or ())
+
+
 def parse_group_spec(case_input: Mapping) -> GroupSpec:
     """Build a ``GroupSpec`` from the golden ``input`` layout; raises ``UserError`` naming a missing field."""
     subscription_type = _field(case_input, "subscription_type", "")
@@ -217,15 +241,16 @@ def parse_group_spec(case_input: Mapping) -> GroupSpec:
     for index, member in enumerate(_field(case_input, "members", "") or ()):
         where = f"members[{index}]"
         member_id = _field(member, "member_id", where)
-        names = tuple(member.get("subscribed_topic_names") or ())
+        # The input's own lists are kept, not copied (assignors only read them): copying a million subscribed
+        # names and ids was most of parsing a 1,000-member, 1,000-topic group.
+        names = _sequence(member.get("subscribed_topic_names"))
         ids = member.get("subscribed_topic_ids")
         if ids is None:
             by_name = {t.name: t.topic_id for t in topics.values()}
             ids = [by_name[n] for n in names if n in by_name]
-        assignment = {topic_id: list(partitions)
-                      for topic_id, partitions in (member.get("current_assignment") or {}).items()}
+        assignment = dict(member.get("current_assignment") or {})
         by_id[member_id] = MemberSpec(member_id, member.get("instance_id"), member.get("rack_id"),
-                                      names, tuple(ids), assignment)
+                                      names, _sequence(ids), assignment)
     members = {member_id: by_id[member_id] for member_id in hashmap_order(by_id)}
     assignable = case_input.get("assignable_partitions")
     if assignable is not None:

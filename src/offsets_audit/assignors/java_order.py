@@ -33,6 +33,34 @@ def java_string_hash(s: str) -> int:
     return _to_int32(h)
 
 
+_POWERS_OF_31: dict[int, "object"] = {}
+
+
+def java_string_hashes(strings: Sequence[str]) -> list[int]:
+    """``String.hashCode()`` of many strings at once: numpy sums ``c[i] * 31^(n-1-i)`` in wrapping uint32, per
+    group of equal UTF-16 length (member ids of one group mostly share a length). Same values as
+    :func:`java_string_hash`."""
+    import numpy as np
+
+    encoded = [s.encode("utf-16-be") for s in strings]
+    by_length: dict[int, list[int]] = {}
+    for index, data in enumerate(encoded):
+        by_length.setdefault(len(data) // 2, []).append(index)
+    hashes = [0] * len(encoded)
+    for length, indices in by_length.items():
+        if length == 0:
+            continue
+        powers = _POWERS_OF_31.get(length)
+        if powers is None:
+            powers = np.array([pow(31, length - 1 - i, 1 << 32) for i in range(length)], dtype=np.uint32)
+            _POWERS_OF_31[length] = powers
+        units = np.frombuffer(b"".join(encoded[i] for i in indices), dtype=">u2").astype(np.uint32)
+        values = (units.reshape(len(indices), length) * powers).sum(axis=1, dtype=np.uint32)
+        for i, value in zip(indices, values.astype(np.int32).tolist()):
+            hashes[i] = value
+    return hashes
+
+
 def java_long_hash(value: int) -> int:
     """``Long.hashCode()``: ``(int)(value ^ (value >>> 32))``."""
     v = value & 0xFFFFFFFFFFFFFFFF
@@ -77,12 +105,19 @@ def hashmap_order(keys: Iterable[Hashable], hash_codes: Sequence[int] | None = N
     unique: list = []
     seen: set = set()
     codes: list[int] = []
+    positions: list[int] = []
     for index, key in enumerate(keys):
         if key in seen:
             continue
         seen.add(key)
         unique.append(key)
-        codes.append(hash_codes[index] if hash_codes is not None else java_string_hash(key))
+        positions.append(index)
+    if hash_codes is not None:
+        codes = [hash_codes[i] for i in positions]
+    elif len(unique) >= 64:
+        codes = java_string_hashes(unique)
+    else:
+        codes = [java_string_hash(key) for key in unique]
     mask = final_capacity(len(unique), initial_capacity) - 1
     order = sorted(range(len(unique)), key=lambda i: (spread(codes[i]) & mask, i))
     return [unique[i] for i in order]

@@ -25,6 +25,7 @@ partitions; :func:`assign` reports that as the golden error layout.
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any, Callable, Mapping
 
@@ -36,6 +37,11 @@ from offsets_audit.assignors.java_hashmap import (
 )
 from offsets_audit.assignors.java_order import hashmap_order, java_uuid_hash
 from offsets_audit.assignors.metadata_hash import uuid_bits
+
+try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
+    from offsets_audit.assignors import _simple_kernel as _KERNEL
+except ImportError:  # pragma: no cover - depends on the install
+    _KERNEL = None
 
 HOMOGENEOUS = "HOMOGENEOUS"
 
@@ -122,25 +128,31 @@ def _in_java_order(assignment: JavaHashMap) -> dict[str, list[int]]:
 
 def _carried_assignment(member: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None
                         ) -> Mapping[str, list[int]] | None:
-    """The previous run's assignment of this member in Java iteration order, if its content is what the
-    input says.
+    """The previous run's assignment of this member in Java iteration order, restricted to the topics of its
+    input assignment, if every input topic holds exactly the carried partitions.
 
-    A static member that restarted under a new member id keeps its target assignment; it is found by
-    content among the carried assignments when its member id is unknown.
+    Topics of the carried assignment that the input no longer lists (a topic deleted since, or a set the
+    previous run emptied, which the JSON layout drops) are left out; the member's other topics keep their
+    carried order. Comparing whole members instead would throw away the order of every topic of a member that
+    held a since-deleted topic, and Kafka's tie-breaks then differ wherever two partitions share a bucket.
+    A static member that restarted under a new member id keeps its target assignment; it is found by content
+    among the carried assignments (if exactly one matches) when its member id is unknown.
     """
     if not carried:
         return None
+    wanted = {topic_id: sorted(set(ps)) for topic_id, ps in member["current_assignment"].items()}
 
-    def plain(assignment: Mapping[str, list[int]]) -> dict[str, list[int]]:
-        return {topic_id: sorted(ps) for topic_id, ps in assignment.items()}
+    def restricted(previous: Mapping[str, list[int]]) -> dict[str, list[int]] | None:
+        if any(topic_id not in previous or sorted(previous[topic_id]) != ps for topic_id, ps in wanted.items()):
+            return None
+        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
 
-    wanted = plain(member["current_assignment"])
     previous = carried.get(member["member_id"])
     if previous is not None:
-        return previous if plain(previous) == wanted else None
+        return restricted(previous)
     if not wanted:
         return None
-    matches = [a for a in carried.values() if plain(a) == wanted]
+    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -423,6 +435,70 @@ def assign_chained(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[
     ``carried`` reproduces that exactly; members whose input assignment differs from the carried one
     (or without ``carried``) use their input lists, taken as insertion order.
     """
+    if _KERNEL is not None:
+        compiled = _assign_compiled(case_input, carried, with_order=True)
+        if compiled is not None:
+            return compiled
+    return _assign_reference(case_input, carried)
+
+
+def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the share-group ``SimpleAssignor`` on a golden-layout input (golden README section 4).
+
+    Returns ``{"error": None, "members": {member_id: {topic_id: [sorted partitions]}}}`` or, where
+    Kafka throws, ``{"error": "<JavaExceptionSimpleName>", "message": "..."}``.
+    """
+    if _KERNEL is not None:
+        compiled = _assign_compiled(case_input, None, with_order=False)
+        if compiled is not None:
+            return compiled[0]
+    return _assign_reference(case_input)[0]
+
+
+run = assign
+
+
+def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None,
+                     with_order: bool) -> tuple[dict[str, Any], dict[str, dict[str, list[int]]]] | None:
+    """The same builders in ``_simple_kernel.c``; ``None`` when the input needs the reference path (a topic id
+    that is not a Uuid, a field missing), which then raises or answers exactly as before."""
+    try:
+        by_id = {member["member_id"]: member for member in case_input["members"]}
+        members = [by_id[member_id] for member_id in hashmap_order(list(by_id))]
+        if not members:
+            return {"error": None, "members": {}}, {}
+        if carried:
+            assignments = [_carried_assignment(m, carried) or m["current_assignment"] for m in members]
+        else:
+            assignments = [m["current_assignment"] for m in members]
+        topics = case_input["topics"]
+        # The cyclic GC is paused while the kernel builds the result (hundreds of thousands of lists and
+        # dicts, no cycles): otherwise full collections walk the whole input several times over.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            status, value, java_order = _KERNEL.assign(
+                members, assignments, topics if isinstance(topics, list) else list(topics),
+                case_input.get("assignable_partitions"), case_input["subscription_type"] == HOMOGENEOUS, with_order)
+        finally:
+            if paused:
+                gc.enable()
+    except (ValueError, OverflowError, KeyError, TypeError, AttributeError):  # incl. _KERNEL.Unsupported
+        return None
+    if status == "ok":
+        return {"error": None, "members": value}, java_order if with_order else {}
+    if status == "PartitionAssignorException":
+        exc = PartitionAssignorException(
+            f"Members are subscribed to topic {value} which doesn't exist in the topic metadata.")
+    else:
+        exc = NoSuchElementException()
+    return {"error": exc.java_class, "message": exc.java_message}, {}
+
+
+def _assign_reference(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None = None
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, list[int]]]]:
+    """The pure-Python builders over :class:`JavaHashMap` (the reference the kernel is tested against)."""
     spec = _GroupSpec(case_input, carried)
     if not spec.member_ids:
         return {"error": None, "members": {}}, {}
@@ -435,15 +511,3 @@ def assign_chained(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[
         return {"error": exc.java_class, "message": exc.java_message}, {}
     members = {member_id: _as_plain(a) for member_id, a in final.items()}
     return {"error": None, "members": members}, {member_id: _in_java_order(a) for member_id, a in final.items()}
-
-
-def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the share-group ``SimpleAssignor`` on a golden-layout input (golden README section 4).
-
-    Returns ``{"error": None, "members": {member_id: {topic_id: [sorted partitions]}}}`` or, where
-    Kafka throws, ``{"error": "<JavaExceptionSimpleName>", "message": "..."}``.
-    """
-    return assign_chained(case_input)[0]
-
-
-run = assign

@@ -724,7 +724,7 @@ def _fast_heterogeneous(group: GroupSpec) -> dict | None:
     classes: dict = {}
     member_class: list = []
     for index, member in enumerate(members):
-        key = member.subscribed_topic_ids
+        key = tuple(member.subscribed_topic_ids)  # the input's own list (parse_group_spec shares it)
         found = classes.get(key)
         if found is None:
             found = classes[key] = (len(classes), [])
