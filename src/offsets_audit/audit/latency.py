@@ -11,12 +11,14 @@ For every bump to group epoch E (a rebalance, KIP-848) the audit measures:
   and convergence.
 
 A rebalance cut short (group deleted or converted, or the log ends first) has ``complete`` false.
+Every row also says why the epoch moved: ``causes`` and ``cause_members`` (audit/causes.py).
 """
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
 
+from .causes import Attribution, CauseTracker
 from .model import Event
 from .rules.base import GroupView, RuleFamily
 
@@ -28,6 +30,7 @@ REBALANCE_COLUMNS = (
     "assignment_epoch", "assignment_timestamp", "assignment_offset", "assignment_time", "converged_time",
     "time_to_assignment_ms", "convergence_ms", "assigning_ms", "reconciling_ms", "members",
     "members_changed", "partitions_moved", "bumps_in_batch", "assignment_interval_ms", "complete", "day",
+    "causes", "cause_members",
 )
 
 
@@ -39,6 +42,7 @@ class _Open:
     assignment: Event | None = None
     assignment_time: int | None = None
     extra: dict = field(default_factory=dict)
+    attribution: Attribution | None = None
 
 
 def _ownership(view: GroupView) -> dict:
@@ -81,8 +85,16 @@ class RebalanceTracker(RuleFamily):
         super().__init__(ctx)
         self.open: list[_Open] = []
         self.rows: list[dict] = []
+        self.causes = CauseTracker()
 
     def on_event(self, ev: Event, view: GroupView) -> None:
+        self.causes.on_event(ev)
+        try:
+            self._on_event(ev, view)
+        finally:
+            self.causes.after_event(ev)
+
+    def _on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
         if kind == "group_epoch_bumped" and view.group_type in ("consumer", "share", "streams"):
             new = int(ev.get("new", 0))
@@ -91,7 +103,7 @@ class RebalanceTracker(RuleFamily):
                 return
             waiting = next((o for o in self.open if o.assignment is None), None)
             before = waiting.before if waiting is not None else _ownership(view)
-            self.open.append(_Open(new, ev, before))
+            self.open.append(_Open(new, ev, before, attribution=self.causes.attribute(ev, view.group_type)))
         elif kind == "target_assignment_computed":
             epoch = int(ev.get("assignment_epoch", 0))
             ts = int(ev.get("assignment_timestamp", 0) or 0)
@@ -154,6 +166,8 @@ class RebalanceTracker(RuleFamily):
             "assignment_interval_ms": self.ctx.assignment_interval_ms(view.group_id, view.group_type),
             "complete": converged_time is not None,
             "day": day_of(bump_time),
+            "causes": list(o.attribution.causes) if o.attribution else ["unknown"],
+            "cause_members": [dict(m) for m in o.attribution.cause_members] if o.attribution else [],
         })
 
     def finish(self, view: GroupView) -> None:

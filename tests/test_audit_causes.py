@@ -1,0 +1,256 @@
+"""Why did the group rebalance: every group-epoch bump of Kafka's golden histories and of the simulator
+gets exactly the causes its driver action explains (audit/causes.py, docs/rules.md "Rebalance causes").
+
+The expected causes are derived independently of the audit: from the golden driver's ``events`` (what
+the client or the broker did, and the log-end offset after it) and from the records of the log itself
+(decoded with the codec), never from the replay events the audit reads.
+"""
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from audit_events import History
+from golden_files import open_golden
+from offsets_audit.audit import audit_events
+from offsets_audit.audit.causes import CAUSES, summarize_causes
+from offsets_audit.codec import decode_record
+from offsets_audit.replay import replay_records
+from replay_support import HISTORIES, load_expected
+
+DRIVEN = ["history-consumer-group", "history-streams-group", "history-assignment-batching"]
+MEMBER_METADATA_TYPES = (5, 10, 19)
+
+
+def _state(name: str) -> dict:
+    with open_golden(HISTORIES / f"{name}.state.json") as fh:
+        return json.load(fh)
+
+
+def _records(name: str) -> list[dict]:
+    return load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl")
+
+
+def expected_causes(name: str) -> dict[tuple[str, int], dict[str, set]]:
+    """(group id, bump offset) -> {member id or None: causes}, from the driver's events and the log.
+
+    Each driver action wrote the records between the previous action's log end and its own
+    ``next_offset``. An action that wrote a group-epoch record explains it:
+
+    * a heartbeat of a member never seen before: ``member_joined`` (streams: and ``process_joined`` when
+      no live member has its process id yet);
+    * a leave, or the session-timeout timer of a member: ``member_left`` (streams: ``process_left`` when
+      it was the last live member of its process);
+    * a heartbeat of a known member whose ``*MemberMetadata`` record in that action changes its
+      subscribed topics: ``subscription_changed``;
+    * a heartbeat of a known member after the driver changed topic metadata (``metadata`` events since
+      the group's previous bump) with no member record: ``topic_metadata_changed``.
+    """
+    records = _records(name)
+    decoded = []
+    for r in records:
+        if r.get("is_control"):
+            continue
+        d = decode_record(r["key"], r["value"])
+        decoded.append((r["offset"], d))
+    events = _state(name)["events"]
+    expected: dict = {}
+    live: dict[str, dict[str, str | None]] = collections.defaultdict(dict)   # group -> member -> process
+    subscriptions: dict[tuple, tuple] = {}
+    metadata_since_bump: dict[str, bool] = collections.defaultdict(bool)
+    pending_metadata = False
+    start = 0
+    for e in events:
+        end = e["next_offset"]
+        kind, detail = e["kind"], e["detail"]
+        if kind == "metadata":
+            pending_metadata = True
+        written = [(o, d) for o, d in decoded if start <= o < end]
+        start = max(start, end)
+        group = detail.get("group")
+        if kind == "timer" and detail["key"].startswith("session-timeout-"):
+            key = detail["key"][len("session-timeout-"):]
+            group = next(g for g in live if key.startswith(g + "-"))
+            member, kind = key[len(group) + 1:], "leave"
+        else:
+            member = detail.get("member")
+        if pending_metadata:
+            for g in live:
+                metadata_since_bump[g] = True
+            pending_metadata = False
+        bumps = [(o, d) for o, d in written if d.record_type in (3, 11, 17) and d.value is not None]
+        members_meta = {d.key["memberId"]: d.value for o, d in written
+                        if d.record_type in MEMBER_METADATA_TYPES and d.value is not None}
+        causes: dict = {}
+        if kind.endswith("-heartbeat") and group is not None:
+            known = member in live[group]
+            process = detail.get("process")
+            if not known:
+                causes[member] = {"member_joined"}
+                if name == "history-streams-group" and process not in live[group].values():
+                    causes[member].add("process_joined")
+                live[group][member] = process
+            elif member in members_meta and tuple(members_meta[member].get("subscribedTopicNames") or ()) \
+                    != subscriptions.get((group, member)):
+                causes[member] = {"subscription_changed"}
+            elif metadata_since_bump[group]:
+                causes[None] = {"topic_metadata_changed"}
+        elif kind.endswith("-leave") or kind == "leave":
+            process = live[group].pop(member, None)
+            causes[member] = {"member_left"}
+            if name == "history-streams-group" and process not in live[group].values():
+                causes[member].add("process_left")
+        elif kind == "delete-groups":
+            live.pop(group, None)
+        for mid, value in members_meta.items():
+            subscriptions[(group, mid)] = tuple(value.get("subscribedTopicNames") or ())
+        if bumps:
+            assert len(bumps) == 1, f"driver action {e} wrote {len(bumps)} epoch records"
+            assert causes, f"driver action {e} bumped the group epoch at offset {bumps[0][0]} for no derived cause"
+            expected[(group, bumps[0][0])] = causes
+            metadata_since_bump[group] = False
+    return expected
+
+
+def _rows(name: str) -> list[dict]:
+    return audit_events(replay_records(_records(name)).events)[1]
+
+
+@pytest.mark.parametrize("name", DRIVEN)
+def test_every_golden_bump_has_the_causes_its_driver_action_explains(name):
+    expected = expected_causes(name)
+    rows = _rows(name)
+    assert len(rows) == len(expected) > 0
+    for r in rows:
+        want = expected[(r["group_id"], r["bump_offset"])]
+        assert set(r["causes"]) == set().union(*want.values()), (r["group_epoch"], r["causes"], want)
+        got = {m["member_id"]: set(m["causes"]) for m in r["cause_members"]}
+        assert got == {m: c for m, c in want.items() if m is not None}, (r["group_epoch"], got, want)
+        for m in r["cause_members"]:
+            assert m["client_id"] and m["client_host"], m   # every culprit is named by its client
+
+
+def test_golden_many_groups_history_has_no_unknown_cause():
+    records = []
+    for path in sorted((HISTORIES / "history-many-groups").glob("*.expected.jsonl.xz")):
+        records.extend(load_expected(path))
+    _, rows = audit_events(replay_records(records).events)
+    causes = collections.Counter(c for r in rows for c in r["causes"])
+    assert rows and causes["unknown"] == 0
+    assert set(causes) <= set(CAUSES)
+
+
+def test_rebalance_causes_table_counts_per_cause_and_per_client():
+    rows = _rows("history-consumer-group")
+    table = summarize_causes(rows)
+    per_cause = {r["cause"]: r["rebalances"] for r in table if r["level"] == "group_day_cause"}
+    assert per_cause == {"member_joined": 5, "member_left": 2, "topic_metadata_changed": 1,
+                         "subscription_changed": 1}
+    clients = [r for r in table if r["level"] == "client_day"]
+    assert [(c["client_id"], c["client_host"], c["rebalances"], c["groups"]) for c in clients] == [
+        ("client-ConsumerGroupHeartbeat", "localhost/127.0.0.1", 8, 1)]
+
+
+# -- hand-built operations: what Kafka writes for each cause (GroupMetadataManager) ------------------
+
+
+def _bump(h: History, old: int, new: int, old_hash: int = 1, new_hash: int = 1, **extra):
+    return h.add("group_epoch_bumped", old=old, new=new, old_metadata_hash=old_hash, metadata_hash=new_hash, **extra)
+
+
+def _member(h: History, mid: str, topics=("t",), **identity):
+    details = {"client_id": "app", "client_host": "/10.0.0.1", "rack_id": None, "instance_id": None,
+               "subscribed_topic_names": list(topics), "subscribed_topic_regex": "", "server_assignor": None}
+    details.update(identity)
+    return h.add("member_joined", mid, **details)
+
+
+def _causes(h: History) -> list[list[str]]:
+    return [r["causes"] for r in audit_events(h.events)[1]]
+
+
+def _base() -> History:
+    h = History()
+    h.created()
+    _member(h, "a")
+    _bump(h, 0, 2, 0, 1)
+    h.epoch("a", 2, 0)
+    return h
+
+
+def test_static_replacement_with_a_subscription_change_names_both():
+    h = _base()
+    _member(h.after(1000), "s1", instance_id="i-1")
+    _bump(h, 2, 3)
+    h.epoch("s1", 3, 0)
+    h.after(1000).epoch("s1", -2, 3)          # ConsumerGroupHeartbeat leave with epoch -2: no bump
+    h.after(1000).add("member_fenced_by_tombstone", "s1")
+    h.add("member_left", "s1", instance_id="i-1", client_id="app", client_host="/10.0.0.1")
+    _member(h, "s2", instance_id="i-1")
+    h.epoch("s2", 0, 0)
+    h.add("member_metadata_changed", "s2", changed=["subscribed_topic_names"], old={"subscribed_topic_names": ["t"]},
+          new={"subscribed_topic_names": ["t", "u"]}, instance_id="i-1", client_id="app", client_host="/10.0.0.1")
+    _bump(h, 3, 4, 1, 2)
+    rows = audit_events(h.events)[1]
+    assert [r["causes"] for r in rows] == [["member_joined"], ["member_joined"],
+                                           ["static_member_replaced", "subscription_changed"]]
+    assert [(m["member_id"], m["causes"]) for m in rows[-1]["cause_members"]] == [
+        ("s2", ["static_member_replaced", "subscription_changed"])]
+
+
+def test_a_rack_change_of_a_consumer_member_does_not_explain_a_bump():
+    """``hasMemberSubscriptionChanged`` writes the record but bumps only for subscribed topic names."""
+    h = _base()
+    h.after(1000).add("member_metadata_changed", "a", changed=["rack_id"], old={"rack_id": "r1"},
+                      new={"rack_id": "r2"})
+    _bump(h, 2, 3)
+    assert _causes(h)[-1] == ["unknown"]
+
+
+def test_topic_growth_is_a_metadata_hash_change_with_the_same_subscriptions():
+    h = _base()
+    _bump(h.after(1000), 2, 3, 1, 7)
+    assert _causes(h)[-1] == ["topic_metadata_changed"]
+
+
+def test_regex_resolution_and_assignor_change():
+    h = _base()
+    h.after(1000).add("regex_resolution_changed", regular_expression="t.*", topics=["t", "t2"])
+    _bump(h, 2, 3, 1, 5)
+    h.after(1000).add("member_metadata_changed", "a", changed=["server_assignor"], old={"server_assignor": None},
+                      new={"server_assignor": "range"})
+    _bump(h, 3, 4)
+    assert _causes(h)[-2:] == [["regex_resolution_changed"], ["assignor_changed"]]
+
+
+def test_several_bumps_in_one_batch_get_causes_per_epoch():
+    """Two operations appended at the same time: a join, then another member's leave."""
+    h = _base()
+    h.after(1000)
+    _member(h, "b")
+    _bump(h, 2, 3)
+    h.epoch("b", 2, 0)
+    h.add("member_fenced_by_tombstone", "a")
+    h.add("member_left", "a", client_id="app", client_host="/10.0.0.1")
+    _bump(h, 3, 4)
+    rows = audit_events(h.events)[1]
+    assert [(r["causes"], [m["member_id"] for m in r["cause_members"]]) for r in rows[1:]] == [
+        (["member_joined"], ["b"]), (["member_left"], ["a"])]
+
+
+def test_a_bump_no_record_explains_is_unknown():
+    h = _base()
+    _bump(h.after(1000), 2, 3)
+    assert _causes(h)[-1] == ["unknown"]
+
+
+def test_share_bump_after_partitions_got_initialized():
+    h = History(group_type="share")
+    h.created()
+    _member(h, "a")
+    _bump(h, 0, 2, 0, 1)
+    h.after(500).add("share_state_metadata_changed", initialized_topics=["t"])
+    _bump(h.after(500), 2, 3)
+    assert _causes(h) == [["member_joined"], ["share_partitions_initialized"]]
