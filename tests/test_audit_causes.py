@@ -251,6 +251,57 @@ def test_share_bump_after_partitions_got_initialized():
     h.created()
     _member(h, "a")
     _bump(h, 0, 2, 0, 1)
-    h.after(500).add("share_state_metadata_changed", initialized_topics=["t"])
+    h.after(500).add("share_state_partition_metadata", initialized_topics=["t"], changed=True)
     _bump(h.after(500), 2, 3)
     assert _causes(h) == [["member_joined"], ["share_partitions_initialized"]]
+
+
+# -- the simulator: scripted stories and a random cluster ----------------------------------------------------
+
+
+def _simulated_rows(appends, group_overrides=None):
+    from offsets_audit.config import load_config
+    from offsets_audit.simulate.writer import encode
+
+    records, offset = [], 0
+    for append in appends:
+        for record in append.records:
+            key, value = encode(record)
+            records.append({"partition": 0, "offset": offset, "timestamp": append.time_ms, "key": key,
+                            "value": value})
+            offset += 1
+    config = load_config(overrides={"broker": {"group_overrides": group_overrides or {}}})
+    return audit_events(replay_records(records).events, config)
+
+
+@pytest.mark.parametrize("name", ["scale_up", "rolling_restart", "crash", "subscription_change", "topic_growth",
+                                  "static_replacement"])
+def test_scripted_simulator_scenario_produces_exactly_its_causes(name):
+    from offsets_audit.simulate.scenarios import SCRIPTED_SCENARIOS, scripted_scenario
+
+    findings, rows = _simulated_rows(scripted_scenario(name), {"causes-app": {"assignment_interval_ms": 0}})
+    assert [r["causes"] for r in rows] == SCRIPTED_SCENARIOS[name]
+    assert findings == [] and all(r["complete"] for r in rows)
+    for r in rows:
+        if r["causes"] == ["topic_metadata_changed"]:
+            assert r["cause_members"] == []            # no member did it: the topic grew
+        else:
+            assert len(r["cause_members"]) == 1
+            m = r["cause_members"][0]
+            assert m["causes"] == r["causes"] and m["client_id"].startswith("orders-app-") and m["client_host"]
+    if name == "crash":
+        assert rows[-1]["cause_members"][0]["client_id"] == "orders-app-1"
+
+
+def test_random_simulated_cluster_has_no_unknown_cause(tmp_path):
+    from offsets_audit.simulate import simulate
+    from offsets_audit.sources.segments import list_segments, read_segment
+
+    summary = simulate(tmp_path, formats=("segments",), groups=20, hours=0.25, seed=6, partitions=12)
+    records = [r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part)]
+    from offsets_audit.config import load_config
+
+    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    _, rows = audit_events(replay_records(records).events, config)
+    causes = collections.Counter(c for r in rows for c in r["causes"])
+    assert causes["unknown"] == 0 and {"member_joined", "member_left"} <= set(causes), causes

@@ -110,7 +110,7 @@ class CauseTracker:
         elif kind == "group_type_changed":
             self.members, self.regex_topics = {}, {}
             self.converted = True
-        elif kind == "share_state_metadata_changed" and ev.get("initialized_topics"):
+        elif kind == "share_state_partition_metadata" and ev.get("initialized_topics"):
             self.share_initialized = True
         if kind in _OPERATION_ENDS and not self._part_of_operation(ev):
             self._reset_window()

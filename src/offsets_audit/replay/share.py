@@ -85,13 +85,12 @@ class ShareGroup(ModernGroup):
             self.state_partition_metadata = {
                 k: value.get(k) for k in ("initializingTopics", "initializedTopics", "deletingTopics")
             }
-        if old == self.state_partition_metadata:
-            return []
         # Partitions whose share state became initialized get assigned by the next group epoch bump
         # (``GroupMetadataManager.initializedAssignmentPending``); the audit names that cause.
         initialized = (self.state_partition_metadata or {}).get("initializedTopics") or []
-        return [("share_state_metadata_changed", None, {
-            "initialized_topics": sorted(t.get("topicName") or t.get("topicId") or "" for t in initialized)})]
+        return [("share_state_partition_metadata", None, {
+            "initialized_topics": sorted(t.get("topicName") or t.get("topicId") or "" for t in initialized),
+            "changed": old != self.state_partition_metadata})]
 
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()
