@@ -305,3 +305,39 @@ def test_random_simulated_cluster_has_no_unknown_cause(tmp_path):
     _, rows = audit_events(replay_records(records).events, config)
     causes = collections.Counter(c for r in rows for c in r["causes"])
     assert causes["unknown"] == 0 and {"member_joined", "member_left"} <= set(causes), causes
+
+
+# -- findings name the causes and the culprits ----------------------------------------------------------------
+
+
+def test_rebalance_storm_names_the_dominant_causes_and_culprits():
+    h = _base()
+    epoch = 2
+    for i in range(40):                            # a crash-looping client joins and is fenced again and again
+        mid = f"flap-{i}"
+        _member(h.after(30_000), mid, client_id="billing-worker", client_host="/10.0.0.9")
+        _bump(h, epoch, epoch + 1)
+        h.epoch(mid, epoch + 1, 0)
+        h.after(30_000).add("member_fenced_by_tombstone", mid)
+        h.add("member_left", mid, client_id="billing-worker", client_host="/10.0.0.9")
+        _bump(h, epoch + 1, epoch + 2)
+        epoch += 2
+    findings, _ = audit_events(h.events)
+    storm = next(f for f in findings if f.rule == "rebalance_storm")
+    assert "member_joined" in storm.message and "member_left" in storm.message
+    assert "billing-worker@/10.0.0.9" in storm.message
+    assert storm.details["top_culprits"][0] == {"client": "billing-worker@/10.0.0.9", "rebalances": 60}
+    assert {c["cause"] for c in storm.details["dominant_causes"]} == {"member_joined", "member_left"}
+
+
+def test_group_stuck_in_state_names_the_bump_that_started_it():
+    h = _base()
+    h.target(2)                                     # Stable at epoch 2
+    h.after(10)
+    _member(h, "b", client_id="etl", client_host="/10.1.1.1")
+    _bump(h, 2, 3)                                  # ASSIGNING from here on: no target assignment follows
+    h.after(400_000).commit("t", 0, 1)
+    findings, _ = audit_events(h.events)
+    stuck = next(f for f in findings if f.rule == "group_stuck_in_state")
+    assert "after bumps caused by member_joined (1); top culprits etl@/10.1.1.1 (1)" in stuck.message
+    assert stuck.details["dominant_causes"] == [{"cause": "member_joined", "rebalances": 1}]
