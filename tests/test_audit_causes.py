@@ -341,3 +341,25 @@ def test_group_stuck_in_state_names_the_bump_that_started_it():
     stuck = next(f for f in findings if f.rule == "group_stuck_in_state")
     assert "after bumps caused by member_joined (1); top culprits etl@/10.1.1.1 (1)" in stuck.message
     assert stuck.details["dominant_causes"] == [{"cause": "member_joined", "rebalances": 1}]
+
+
+# -- the report ---------------------------------------------------------------------------------------------
+
+
+def test_report_shows_causes_over_time_top_culprits_and_annotated_timelines():
+    from offsets_audit.audit.report import render_report
+
+    rows = _rows("history-consumer-group")
+    h = _base()                                   # a client id is user input: it must come out escaped
+    _member(h.after(1000), "evil", client_id="<script>alert(1)</script>", client_host="/10.6.6.6")
+    _bump(h, 2, 3)
+    rows += audit_events(h.events)[1]
+    html = render_report({"run_id": "r", "findings": [], "rebalances": rows, "latency_summary": [],
+                          "timelines": {"orders-app": []}})
+    section = html[html.index('id="causes"'):html.index('id="timelines"')]
+    assert "Rebalance causes per" in section and "Top culprits" in section
+    assert "client-ConsumerGroupHeartbeat</td><td>localhost/127.0.0.1</td><td>8</td>" in section
+    assert 'aria-label="Why orders-app rebalanced"' in section
+    for cause in ("member_joined", "member_left", "topic_metadata_changed", "subscription_changed"):
+        assert f">{cause}</text>" in section or f": {cause}" in section
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
