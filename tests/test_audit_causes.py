@@ -363,3 +363,28 @@ def test_report_shows_causes_over_time_top_culprits_and_annotated_timelines():
     for cause in ("member_joined", "member_left", "topic_metadata_changed", "subscription_changed"):
         assert f">{cause}</text>" in section or f": {cause}" in section
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_streams_member_metadata_changes_that_bump():
+    """``hasStreamsMemberMetadataChanged``: a dynamic member bumps on any change, a static one on rack,
+    client tags, process id or topology epoch only."""
+    h = History(group_type="streams")
+    h.created()
+    _member(h, "dyn", process_id="p1")
+    _member(h, "sta", process_id="p1", instance_id="i-1")
+    _bump(h, 0, 2, 0, 1)
+    h.epoch("sta", 2, 0)
+
+    def change(mid, field, old, new):
+        h.after(1000).add("member_metadata_changed", mid, changed=[field], old={field: old}, new={field: new},
+                          client_id="app", client_host="/10.0.0.1")
+
+    change("dyn", "client_host", "/10.0.0.1", "/10.0.0.2")
+    _bump(h, 2, 3)
+    change("sta", "rack_id", None, "rack-b")
+    _bump(h, 3, 4)
+    change("sta", "process_id", "p1", "p2")
+    _bump(h, 4, 5)
+    rows = audit_events(h.events)[1]
+    assert [r["causes"] for r in rows] == [["member_joined", "process_joined"], ["member_metadata_changed"],
+                                           ["rack_changed"], ["member_metadata_changed", "process_joined"]]

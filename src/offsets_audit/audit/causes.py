@@ -58,7 +58,7 @@ _MEMBER_FIELDS = _IDENTITY + ("subscribed_topic_names", "subscribed_topic_regex"
 #: member bumps only on ``hasEpochRelevantMemberConfigChanged`` and a dynamic member on any change).
 _FIELD_CAUSE = {"subscribed_topic_names": "subscription_changed", "subscribed_topic_regex": "subscription_changed",
                 "server_assignor": "assignor_changed", "rack_id": "rack_changed",
-                "topology_epoch": "topology_changed", "process_id": "topology_changed"}
+                "topology_epoch": "topology_changed"}
 _EPOCH_RELEVANT = {
     "consumer": ("subscribed_topic_names", "subscribed_topic_regex", "server_assignor"),
     "share": ("subscribed_topic_names",),
@@ -233,12 +233,13 @@ class CauseTracker:
             processes_before = {m.get("process_id") for m in before.values() if m.get("process_id")}
             processes_after = {m.get("process_id") for m in after.values() if m.get("process_id")}
             for mid, m in after.items():
-                if m.get("process_id") and m["process_id"] not in processes_before and mid in joined:
+                if m.get("process_id") and m["process_id"] not in processes_before:
                     blame(mid, "process_joined", m)
-            for mid, e in left.items():
-                process = e.get("process_id") or before.get(mid, {}).get("process_id")
-                if process and process not in processes_after:
-                    blame(mid, "process_left", {**before.get(mid, {}), **e.details})
+            for mid, m in before.items():
+                if m.get("process_id") and m["process_id"] not in processes_after:
+                    identity = {**m, **{k: v for k, v in left[mid].details.items() if v is not None}} \
+                        if mid in left else m
+                    blame(mid, "process_left", identity)
             if bump.get("assignment_configs_changed") and int(bump.get("old", 0) or 0) > 0:
                 causes.append("assignment_configs_changed")
 
