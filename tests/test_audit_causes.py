@@ -388,3 +388,49 @@ def test_streams_member_metadata_changes_that_bump():
     rows = audit_events(h.events)[1]
     assert [r["causes"] for r in rows] == [["member_joined", "process_joined"], ["member_metadata_changed"],
                                            ["rack_changed"], ["member_metadata_changed", "process_joined"]]
+
+
+def test_classic_generations_name_the_members_that_joined_or_left():
+    """Classic groups: one row per generation; expected causes from consecutive GroupMetadata records of
+    the log (decoded with the codec): member ids that appeared or disappeared, a static instance id under
+    a new member id, a new protocol."""
+    records = []
+    for path in sorted((HISTORIES / "history-many-groups").glob("*.expected.jsonl.xz")):
+        records.extend(load_expected(path))
+    expected = {}
+    previous: dict = {}
+    for r in records:
+        if r.get("is_control"):
+            continue
+        d = decode_record(r["key"], r["value"])
+        if d.record_type != 2:
+            continue
+        group = d.key["group"]
+        if d.value is None:
+            previous.pop(group, None)
+            continue
+        members = {m["memberId"]: m for m in d.value.get("members") or ()}
+        old = previous.get(group)
+        previous[group] = (d.value["generation"], members, d.value.get("protocol"))
+        if old is None or d.value["generation"] <= old[0]:
+            if old is not None or d.value["generation"] != 1:
+                continue
+            old = (0, {}, None)
+        causes: dict = {}
+        joined = set(members) - set(old[1])
+        left = set(old[1]) - set(members)
+        for mid in sorted(joined):
+            instance = members[mid].get("groupInstanceId")
+            replaced = [o for o in left if instance and old[1][o].get("groupInstanceId") == instance]
+            causes[mid] = {"static_member_replaced"} if replaced else {"member_joined"}
+            left -= set(replaced)
+        for mid in left:
+            causes[mid] = {"member_left"}
+        expected[(group, r["offset"])] = causes
+    rows = [r for r in audit_events(replay_records(records).events)[1] if r["group_type"] == "classic"]
+    assert len(rows) == len(expected) > 20
+    for r in rows:
+        want = expected[(r["group_id"], r["bump_offset"])]
+        assert {m["member_id"]: set(m["causes"]) for m in r["cause_members"]} == want
+        assert set(r["causes"]) == set().union(*want.values()) and r["complete"]
+        assert all(m["client_id"] and m["client_host"] for m in r["cause_members"])

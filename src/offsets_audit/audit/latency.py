@@ -86,6 +86,8 @@ class RebalanceTracker(RuleFamily):
         self.open: list[_Open] = []
         self.rows: list[dict] = []
         self.causes = CauseTracker()
+        #: a classic generation change and the other events of its GroupMetadata record (joins, leaves)
+        self.classic_pending: tuple[Event, list[Event]] | None = None
 
     def on_event(self, ev: Event, view: GroupView) -> None:
         self.causes.on_event(ev)
@@ -96,6 +98,17 @@ class RebalanceTracker(RuleFamily):
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
+        pending = self.classic_pending
+        if pending is not None and (ev.partition, ev.offset) != (pending[0].partition, pending[0].offset):
+            self._close_classic(view)
+        if kind == "classic_generation_changed":
+            old, new = ev.get("old_generation"), ev.get("generation")
+            # A first generation seen mid-history (a compacted log) has no known predecessor: not attributed.
+            if new is not None and (int(new) > int(old) if old is not None else int(new) == 1):
+                self.classic_pending = (ev, [])
+            return
+        if self.classic_pending is not None:
+            self.classic_pending[1].append(ev)
         if kind == "group_epoch_bumped" and view.group_type in ("consumer", "share", "streams"):
             new = int(ev.get("new", 0))
             old = int(ev.get("old", 0) or 0)
@@ -117,7 +130,25 @@ class RebalanceTracker(RuleFamily):
                 self._close(o, view, None)
             self.open = []
 
+    def _close_classic(self, view: GroupView) -> None:
+        """One row per classic generation: the GroupMetadata record is written once the rebalance is over
+        (SyncGroup, or an empty generation), so it is complete and its latency is not in the log."""
+        ev, record_events = self.classic_pending
+        self.classic_pending = None
+        attribution = self.causes.attribute_classic(ev, record_events)
+        row = {c: None for c in REBALANCE_COLUMNS}
+        row.update({
+            "group_id": view.group_id, "group_type": "classic", "group_epoch": int(ev.get("generation")),
+            "bump_partition": ev.partition, "bump_offset": ev.offset, "bump_time": ev.timestamp,
+            "converged_time": ev.timestamp, "members": len(ev.get("members", []) or []), "complete": True,
+            "day": day_of(ev.timestamp), "causes": list(attribution.causes),
+            "cause_members": [dict(m) for m in attribution.cause_members],
+        })
+        self.rows.append(row)
+
     def on_batch_end(self, view: GroupView, last: Event) -> None:
+        if self.classic_pending is not None:
+            self._close_classic(view)
         if not self.open:
             return
         still = []
@@ -171,6 +202,8 @@ class RebalanceTracker(RuleFamily):
         })
 
     def finish(self, view: GroupView) -> None:
+        if self.classic_pending is not None:
+            self._close_classic(view)
         for o in self.open:
             self._close(o, view, None)
         self.open = []
