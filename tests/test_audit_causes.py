@@ -434,3 +434,20 @@ def test_classic_generations_name_the_members_that_joined_or_left():
         assert {m["member_id"]: set(m["causes"]) for m in r["cause_members"]} == want
         assert set(r["causes"]) == set().union(*want.values()) and r["complete"]
         assert all(m["client_id"] and m["client_host"] for m in r["cause_members"])
+
+
+def test_a_downgrade_to_classic_is_group_converted():
+    h = _base()
+    h.after(1000).add("group_type_changed", old_type="consumer", new_type="classic")
+    h.group_type = "classic"
+    h.add("classic_generation_changed", old_generation=None, generation=3, protocol_type="consumer",
+          protocol="range", leader="c1", members=["c1"])
+    h.offset -= 1                                   # the events of one GroupMetadata record share its offset
+    h.add("member_joined", "c1", instance_id=None, client_id="app", client_host="/10.0.0.1")
+    h.after(5000).add("classic_generation_changed", old_generation=3, generation=4, protocol_type="consumer",
+                      protocol="range", leader="c1", members=["c1", "c2"])
+    h.offset -= 1
+    h.add("member_joined", "c2", instance_id=None, client_id="app", client_host="/10.0.0.2")
+    rows = audit_events(h.events)[1]
+    assert [(r["group_type"], r["group_epoch"], r["causes"]) for r in rows] == [
+        ("consumer", 2, ["member_joined"]), ("classic", 3, ["group_converted"]), ("classic", 4, ["member_joined"])]

@@ -297,6 +297,12 @@ class CauseTracker:
 
         joined = {e.member_id: e.details for e in record_events if e.event == "member_joined"}
         left = {e.member_id: self.classic.get(e.member_id, {}) for e in record_events if e.event == "member_left"}
+        if self.converted:              # a consumer group downgraded to classic (group_type_changed)
+            self.converted = False
+            causes.append("group_converted")
+            for mid, d in joined.items():
+                blame(mid, "group_converted", d)
+            joined = {}
         left_by_instance = {m.get("instance_id"): mid for mid, m in left.items() if m.get("instance_id")}
         for mid, d in list(joined.items()):
             old = left_by_instance.get(d.get("instance_id")) if d.get("instance_id") else None

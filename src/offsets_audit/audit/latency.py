@@ -104,7 +104,8 @@ class RebalanceTracker(RuleFamily):
         if kind == "classic_generation_changed":
             old, new = ev.get("old_generation"), ev.get("generation")
             # A first generation seen mid-history (a compacted log) has no known predecessor: not attributed.
-            if new is not None and (int(new) > int(old) if old is not None else int(new) == 1):
+            if new is not None and (int(new) > int(old) if old is not None
+                                    else int(new) == 1 or self.causes.converted):
                 self.classic_pending = (ev, [])
             return
         if self.classic_pending is not None:
