@@ -387,7 +387,7 @@ def test_streams_member_metadata_changes_that_bump():
     _bump(h, 4, 5)
     rows = audit_events(h.events)[1]
     assert [r["causes"] for r in rows] == [["member_joined", "process_joined"], ["member_metadata_changed"],
-                                           ["rack_changed"], ["member_metadata_changed", "process_joined"]]
+                                           ["rack_changed"], ["process_joined", "member_metadata_changed"]]
 
 
 def test_classic_generations_name_the_members_that_joined_or_left():
@@ -451,3 +451,17 @@ def test_a_downgrade_to_classic_is_group_converted():
     rows = audit_events(h.events)[1]
     assert [(r["group_type"], r["group_epoch"], r["causes"]) for r in rows] == [
         ("consumer", 2, ["member_joined"]), ("classic", 3, ["group_converted"]), ("classic", 4, ["member_joined"])]
+
+
+def test_causes_do_not_depend_on_the_order_of_one_records_events():
+    """Spark hands over the events of one record in any order (it sorts by partition and offset only)."""
+    records = []
+    for path in sorted((HISTORIES / "history-many-groups").glob("*.expected.jsonl.xz"))[:10]:
+        records.extend(load_expected(path))
+    events = replay_records(records).events
+    shuffled = sorted(reversed(events), key=lambda e: (e["group_id"], e["partition"], e["offset"],
+                                                       e["event"] not in ("group_created", "group_type_changed")))
+    in_order = sorted(events, key=lambda e: (e["group_id"], e["partition"], e["offset"]))
+    assert shuffled != in_order
+    key = lambda r: (r["group_id"], r["group_epoch"], r["bump_offset"])  # noqa: E731
+    assert sorted(audit_events(shuffled)[1], key=key) == sorted(audit_events(in_order)[1], key=key)

@@ -47,6 +47,7 @@ CAUSES = (
     "unknown",                    # no record of the bump's operation explains it
 )
 
+_CAUSE_RANK = {c: i for i, c in enumerate(CAUSES)}
 #: Fields of one ``rebalances.cause_members`` element.
 CAUSE_MEMBER_FIELDS = ("member_id", "instance_id", "client_id", "client_host", "rack_id", "process_id", "causes")
 
@@ -70,10 +71,17 @@ _OPERATION_ENDS = ("target_assignment_computed", "member_epoch_advanced", "membe
 
 @dataclass
 class Attribution:
-    """The causes of one bump and the members behind them."""
+    """The causes of one bump and the members behind them, in a fixed order (``CAUSES``, member id)
+    whatever the order of the events of one record."""
 
     causes: list[str]
     cause_members: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.causes = sorted(self.causes, key=_CAUSE_RANK.__getitem__)
+        for m in self.cause_members:
+            m["causes"] = sorted(m["causes"], key=_CAUSE_RANK.__getitem__)
+        self.cause_members = sorted(self.cause_members, key=lambda m: str(m["member_id"]))
 
 
 class CauseTracker:

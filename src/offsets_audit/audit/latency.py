@@ -88,6 +88,8 @@ class RebalanceTracker(RuleFamily):
         self.causes = CauseTracker()
         #: a classic generation change and the other events of its GroupMetadata record (joins, leaves)
         self.classic_pending: tuple[Event, list[Event]] | None = None
+        self.record: tuple | None = None
+        self.record_events: list[Event] = []
 
     def on_event(self, ev: Event, view: GroupView) -> None:
         self.causes.on_event(ev)
@@ -98,18 +100,21 @@ class RebalanceTracker(RuleFamily):
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
-        pending = self.classic_pending
-        if pending is not None and (ev.partition, ev.offset) != (pending[0].partition, pending[0].offset):
-            self._close_classic(view)
+        record = (ev.partition, ev.offset)
+        if record != self.record:
+            if self.classic_pending is not None:
+                self._close_classic(view)
+            self.record, self.record_events = record, []
         if kind == "classic_generation_changed":
             old, new = ev.get("old_generation"), ev.get("generation")
             # A first generation seen mid-history (a compacted log) has no known predecessor: not attributed.
             if new is not None and (int(new) > int(old) if old is not None
                                     else int(new) == 1 or self.causes.converted):
-                self.classic_pending = (ev, [])
+                # The record's joins and leaves may come before or after it (Spark does not keep the
+                # order of one record's events): all events of the record count.
+                self.classic_pending = (ev, self.record_events)
             return
-        if self.classic_pending is not None:
-            self.classic_pending[1].append(ev)
+        self.record_events.append(ev)
         if kind == "group_epoch_bumped" and view.group_type in ("consumer", "share", "streams"):
             new = int(ev.get("new", 0))
             old = int(ev.get("old", 0) or 0)
