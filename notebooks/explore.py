@@ -289,6 +289,43 @@ else:
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## Why did it rebalance?
+# MAGIC
+# MAGIC Every group-epoch bump with its `causes` (the vocabulary is in `docs/rules.md`, "Rebalance causes")
+# MAGIC and its `cause_members`: who joined, left, was replaced or changed its subscription, named by client id
+# MAGIC and host. `rebalance_causes` ranks the clients behind the most rebalances across the whole cluster.
+
+# COMMAND ----------
+
+
+def culprits_of(members):
+    """``client_id@client_host (member id prefix)`` of each cause member of one rebalance."""
+    return ", ".join(f"{m['client_id'] or '?'}@{m['client_host'] or '?'} ({(m['member_id'] or '')[:8]})"
+                     for m in (members if members is not None else []))
+
+
+if len(rebalances) and "causes" in rebalances.columns:
+    why = rebalances.sort_values(["bump_time", "group_epoch"]).assign(
+        causes=lambda d: d["causes"].map(lambda c: ", ".join(c) if c is not None else ""),
+        culprits=lambda d: d["cause_members"].map(culprits_of))
+    show_table(why[["group_epoch", "bump_time", "causes", "culprits"]], f"why {GROUP_ID} rebalanced")
+    counts = why["causes"].str.split(", ").explode().value_counts()
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.barh(counts.index[::-1], counts.values[::-1], color="tab:red")
+    ax.set_xlabel("group-epoch bumps")
+    ax.set_title(f"causes of {GROUP_ID}'s rebalances")
+    show_plot(fig, "rebalance_causes")
+    cluster = load("rebalance_causes")
+    if len(cluster):
+        top = cluster[cluster["level"] == "client_day"].sort_values("rebalances", ascending=False).head(10)
+        show_table(top[["day", "client_id", "client_host", "rebalances", "groups"]],
+                   "clients behind the most rebalances, whole cluster")
+else:
+    print(f"{GROUP_ID} has no group-epoch bumps to explain")
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## Findings
 # MAGIC
 # MAGIC Rule ids and thresholds are described in `docs/rules.md`; evidence is `partition:offset` of the

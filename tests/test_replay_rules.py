@@ -188,7 +188,8 @@ def test_target_assignment_computed_event_lists_changed_members():
 def test_group_epoch_bumped_event_has_old_and_new():
     result = _joined_consumer_group().consumer_epoch(3).replay()
     bumps = [e["details"] for e in result.events if e["event"] == "group_epoch_bumped"]
-    assert bumps == [{"old": 0, "new": 2}, {"old": 2, "new": 3}]
+    assert [(b["old"], b["new"]) for b in bumps] == [(0, 2), (2, 3)]
+    assert all("old_metadata_hash" in b and "metadata_hash" in b for b in bumps)
 
 
 def test_member_tombstones_in_kafka_order_remove_member():

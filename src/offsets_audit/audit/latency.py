@@ -11,12 +11,14 @@ For every bump to group epoch E (a rebalance, KIP-848) the audit measures:
   and convergence.
 
 A rebalance cut short (group deleted or converted, or the log ends first) has ``complete`` false.
+Every row also says why the epoch moved: ``causes`` and ``cause_members`` (audit/causes.py).
 """
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
 
+from .causes import Attribution, CauseTracker
 from .model import Event
 from .rules.base import GroupView, RuleFamily
 
@@ -28,6 +30,7 @@ REBALANCE_COLUMNS = (
     "assignment_epoch", "assignment_timestamp", "assignment_offset", "assignment_time", "converged_time",
     "time_to_assignment_ms", "convergence_ms", "assigning_ms", "reconciling_ms", "members",
     "members_changed", "partitions_moved", "bumps_in_batch", "assignment_interval_ms", "complete", "day",
+    "causes", "cause_members",
 )
 
 
@@ -39,6 +42,7 @@ class _Open:
     assignment: Event | None = None
     assignment_time: int | None = None
     extra: dict = field(default_factory=dict)
+    attribution: Attribution | None = None
 
 
 def _ownership(view: GroupView) -> dict:
@@ -81,9 +85,36 @@ class RebalanceTracker(RuleFamily):
         super().__init__(ctx)
         self.open: list[_Open] = []
         self.rows: list[dict] = []
+        self.causes = CauseTracker()
+        #: a classic generation change and the other events of its GroupMetadata record (joins, leaves)
+        self.classic_pending: tuple[Event, list[Event]] | None = None
+        self.record: tuple | None = None
+        self.record_events: list[Event] = []
 
     def on_event(self, ev: Event, view: GroupView) -> None:
+        self.causes.on_event(ev)
+        try:
+            self._on_event(ev, view)
+        finally:
+            self.causes.after_event(ev)
+
+    def _on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
+        record = (ev.partition, ev.offset)
+        if record != self.record:
+            if self.classic_pending is not None:
+                self._close_classic(view)
+            self.record, self.record_events = record, []
+        if kind == "classic_generation_changed":
+            old, new = ev.get("old_generation"), ev.get("generation")
+            # A first generation seen mid-history (a compacted log) has no known predecessor: not attributed.
+            if new is not None and (int(new) > int(old) if old is not None
+                                    else int(new) == 1 or self.causes.converted):
+                # The record's joins and leaves may come before or after it (Spark does not keep the
+                # order of one record's events): all events of the record count.
+                self.classic_pending = (ev, self.record_events)
+            return
+        self.record_events.append(ev)
         if kind == "group_epoch_bumped" and view.group_type in ("consumer", "share", "streams"):
             new = int(ev.get("new", 0))
             old = int(ev.get("old", 0) or 0)
@@ -91,7 +122,7 @@ class RebalanceTracker(RuleFamily):
                 return
             waiting = next((o for o in self.open if o.assignment is None), None)
             before = waiting.before if waiting is not None else _ownership(view)
-            self.open.append(_Open(new, ev, before))
+            self.open.append(_Open(new, ev, before, attribution=self.causes.attribute(ev, view.group_type)))
         elif kind == "target_assignment_computed":
             epoch = int(ev.get("assignment_epoch", 0))
             ts = int(ev.get("assignment_timestamp", 0) or 0)
@@ -105,7 +136,25 @@ class RebalanceTracker(RuleFamily):
                 self._close(o, view, None)
             self.open = []
 
+    def _close_classic(self, view: GroupView) -> None:
+        """One row per classic generation: the GroupMetadata record is written once the rebalance is over
+        (SyncGroup, or an empty generation), so it is complete and its latency is not in the log."""
+        ev, record_events = self.classic_pending
+        self.classic_pending = None
+        attribution = self.causes.attribute_classic(ev, record_events)
+        row = {c: None for c in REBALANCE_COLUMNS}
+        row.update({
+            "group_id": view.group_id, "group_type": "classic", "group_epoch": int(ev.get("generation")),
+            "bump_partition": ev.partition, "bump_offset": ev.offset, "bump_time": ev.timestamp,
+            "converged_time": ev.timestamp, "members": len(ev.get("members", []) or []), "complete": True,
+            "day": day_of(ev.timestamp), "causes": list(attribution.causes),
+            "cause_members": [dict(m) for m in attribution.cause_members],
+        })
+        self.rows.append(row)
+
     def on_batch_end(self, view: GroupView, last: Event) -> None:
+        if self.classic_pending is not None:
+            self._close_classic(view)
         if not self.open:
             return
         still = []
@@ -154,9 +203,13 @@ class RebalanceTracker(RuleFamily):
             "assignment_interval_ms": self.ctx.assignment_interval_ms(view.group_id, view.group_type),
             "complete": converged_time is not None,
             "day": day_of(bump_time),
+            "causes": list(o.attribution.causes) if o.attribution else ["unknown"],
+            "cause_members": [dict(m) for m in o.attribution.cause_members] if o.attribution else [],
         })
 
     def finish(self, view: GroupView) -> None:
+        if self.classic_pending is not None:
+            self._close_classic(view)
         for o in self.open:
             self._close(o, view, None)
         self.open = []

@@ -3,7 +3,8 @@
 ``render_report(data)`` is pure (lists of dicts in, HTML out); ``write_report(spark, ...)`` reads the
 tables the job wrote for one run, keeps what the page shows (a few thousand rows at most) and writes
 ``<output>/report/<run_id>.html``. Sections: findings by rule, latency distribution per group type,
-rebalance rate over time, the epoch timeline of the worst groups (group epoch, target assignment epoch
+rebalance rate over time, why groups rebalance (causes over time, top culprits, each worst group's bumps
+labelled with their causes), the epoch timeline of the worst groups (group epoch, target assignment epoch
 at its AssignmentTimestamp, member epochs converging), and the findings themselves with their evidence.
 """
 from __future__ import annotations
@@ -341,11 +342,180 @@ def render_report(data: dict) -> str:
         "<h2 id=\"latency\">Rebalance latency</h2>", _latency_table(data.get("latency_summary") or []),
         _latency_distribution(rebalances),
         "<h2 id=\"rate\">Rebalance rate</h2>", _rebalance_rate(rebalances),
+        "<h2 id=\"causes\">Why groups rebalance</h2>",
+        causes_section(rebalances, list(data.get("timelines") or {}) or worst_groups(findings, rebalances)),
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
         timelines or "<p>No group has findings or rebalances to show.</p>",
         "<h2 id=\"findings\">Findings</h2>", _findings_table(findings),
         "</body></html>",
     ])
+
+
+# -- why groups rebalance (rebalances.causes / cause_members, audit/causes.py) ----------------------
+
+CAUSE_COLORS = {"member_joined": "#43a047", "member_left": "#e53935", "static_member_replaced": "#8e24aa",
+                "subscription_changed": "#1e88e5", "regex_resolution_changed": "#3949ab",
+                "topic_metadata_changed": "#fb8c00", "rack_changed": "#6d4c41", "assignor_changed": "#00897b",
+                "assignment_configs_changed": "#00acc1", "group_converted": "#5e35b1",
+                "topology_changed": "#f4511e", "process_joined": "#7cb342", "process_left": "#c0ca33",
+                "member_metadata_changed": "#8d6e63", "share_partitions_initialized": "#26a69a",
+                "protocol_changed": "#ab47bc", "unknown": "#9e9e9e"}
+MAX_CULPRITS_LISTED = 20
+
+
+def _stacked_bars(title: str, labels: list[str], series: list[tuple[str, list[float], str]], *, width=900,
+                  height=280, y_label="") -> str:
+    """Vertical bars stacked per series (one bar per label)."""
+    if not labels:
+        return _empty(title, width)
+    left, right, top, bottom = 50, 10, 28, 60
+    plot_w, plot_h = width - left - right, height - top - bottom
+    totals = [sum(vs[i] for _, vs, _ in series) for i in range(len(labels))]
+    top_value = max(totals + [1])
+    slot = plot_w / len(labels)
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
+    for tick in range(5):
+        value = top_value * tick / 4
+        y = top + plot_h - plot_h * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+    for i, label in enumerate(labels):
+        y = top + plot_h
+        for name, values, color in series:
+            h = plot_h * values[i] / top_value
+            if h > 0:
+                y -= h
+                parts.append(f'<rect x="{left + i * slot + slot * 0.1:.1f}" y="{y:.1f}" width="{slot * 0.8:.1f}" '
+                             f'height="{h:.1f}" fill="{color}"><title>{_e(label)} {_e(name)}: {values[i]:g}'
+                             f'</title></rect>')
+        parts.append(f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" class="tick" '
+                     f'text-anchor="middle">{_e(label)}</text>')
+    legend = [(n, c) for n, _, c in series]
+    parts.append(_legend(legend[:6], left, height - 24))
+    if len(legend) > 6:
+        parts.append(_legend(legend[6:12], left, height - 8))
+    if y_label:
+        parts.append(f'<text x="12" y="{top + plot_h / 2}" class="tick" transform="rotate(-90 12 {top + plot_h / 2})" '
+                     f'text-anchor="middle">{_e(y_label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _causes_over_time(rebalances: list[dict]) -> str:
+    """Rebalances per time bucket, stacked per cause (a bump with two causes counts in both)."""
+    rows = [r for r in rebalances if r.get("bump_time") is not None]
+    if not rows:
+        return _empty("Rebalance causes over time", 900)
+    times = [r["bump_time"] for r in rows]
+    t0, t1 = min(times), max(times)
+    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < 60), RATE_BUCKETS[-1])
+    start = t0 - t0 % bucket
+    n = int((t1 - start) // bucket) + 1
+    if n > 60:
+        bucket *= math.ceil(n / 60)
+        unit = f"{bucket // 86_400_000} days"
+        n = int((t1 - start) // bucket) + 1
+    counts: dict[str, list[int]] = {}
+    for r in rows:
+        for cause in r.get("causes") or ["unknown"]:
+            counts.setdefault(cause, [0] * n)[int((r["bump_time"] - start) // bucket)] += 1
+    order = sorted(counts, key=lambda c: (-sum(counts[c]), c))
+    cut = (11, 19) if bucket < 60_000 else (11, 16) if bucket < 86_400_000 else (0, 10)
+    labels = [_fmt_time(start + k * bucket)[cut[0]:cut[1]] for k in range(n)]
+    step = max(1, math.ceil(n * (cut[1] - cut[0]) * 7 / 800))     # labels about 7 px a character
+    labels = [label if k % step == 0 else "" for k, label in enumerate(labels)]
+    series = [(c, counts[c], CAUSE_COLORS.get(c, "#757575")) for c in order]
+    return _stacked_bars(f"Rebalance causes per {unit}", labels, series, y_label="rebalances")
+
+
+def _top_culprits(rebalances: list[dict], n: int = MAX_CULPRITS_LISTED) -> str:
+    """Client ids / hosts behind the most rebalances across all groups (``rebalance_causes`` client rows)."""
+    stats: dict[tuple, dict] = {}
+    for r in rebalances:
+        seen = set()
+        for m in r.get("cause_members") or ():
+            key = (m.get("client_id"), m.get("client_host"))
+            entry = stats.setdefault(key, {"rebalances": 0, "groups": set(), "causes": {}, "members": set()})
+            entry["members"].add(m.get("member_id"))
+            for c in m.get("causes") or ():
+                entry["causes"][c] = entry["causes"].get(c, 0) + 1
+            if key not in seen:
+                seen.add(key)
+                entry["rebalances"] += 1
+                entry["groups"].add(r.get("group_id"))
+    if not stats:
+        return "<p>No rebalance was caused by a member.</p>"
+    ordered = sorted(stats.items(), key=lambda kv: (-kv[1]["rebalances"], str(kv[0])))[:n]
+    body = []
+    for (client_id, client_host), e in ordered:
+        causes = ", ".join(f"{c} {k}" for c, k in sorted(e["causes"].items(), key=lambda kv: (-kv[1], kv[0])))
+        groups = sorted(str(g) for g in e["groups"])
+        body.append(f"<tr><td>{_e(client_id)}</td><td>{_e(client_host)}</td><td>{e['rebalances']}</td>"
+                    f"<td>{len(groups)}: {_e(', '.join(groups[:5]))}{' ...' if len(groups) > 5 else ''}</td>"
+                    f"<td>{len(e['members'])}</td><td>{_e(causes)}</td></tr>")
+    return ('<table class="culprits"><tr><th>client id</th><th>client host</th><th>rebalances caused</th>'
+            f'<th>groups</th><th>member ids</th><th>causes</th></tr>{"".join(body)}</table>')
+
+
+def _cause_timeline(group_id: str, rebalances: list[dict], width=900, height=240) -> str:
+    """The group epoch of one group over time, each bump marked and labelled with its causes."""
+    rows = sorted((r for r in rebalances if r.get("group_id") == group_id and r.get("bump_time") is not None),
+                  key=lambda r: (r["bump_time"], r.get("bump_offset") or 0))
+    title = f"Why {group_id} rebalanced"
+    if not rows:
+        return _empty(title, width)
+    left, right, top, bottom = 56, 16, 28, 36
+    t0, t1 = rows[0]["bump_time"], rows[-1]["bump_time"]
+    span = max(t1 - t0, 1)
+    e_max = max(max(r["group_epoch"] for r in rows), 1)
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(t):
+        return left + plot_w * (t - t0) / span
+
+    def y(v):
+        return top + plot_h - plot_h * v / e_max
+
+    parts = [f'<svg class="chart timeline" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
+    d = f"M{x(t0):.1f},{y(rows[0]['group_epoch']):.1f}"
+    for r in rows[1:]:
+        d += f" H{x(r['bump_time']):.1f} V{y(r['group_epoch']):.1f}"
+    parts.append(f'<path d="{d}" fill="none" stroke="#bdbdbd" stroke-width="1.5"/>')
+    last_label_x = -1e9
+    for r in rows:
+        causes = r.get("causes") or ["unknown"]
+        who = ", ".join(sorted({f"{m.get('client_id') or '?'}@{m.get('client_host') or '?'}"
+                                for m in r.get("cause_members") or ()}))
+        cx, cy = x(r["bump_time"]), y(r["group_epoch"])
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{CAUSE_COLORS.get(causes[0], "#757575")}">'
+                     f'<title>epoch {r["group_epoch"]} at {_e(_fmt_time(r["bump_time"]))}: {_e(", ".join(causes))}'
+                     f'{(" by " + _e(who)) if who else ""}</title></circle>')
+        if cx - last_label_x > 70:       # label what fits; every marker keeps its tooltip
+            anchor, dx = ("end", -5) if cx > width - right - 120 else ("start", 5)
+            parts.append(f'<text x="{cx + dx:.1f}" y="{cy - 6:.1f}" class="tick" text-anchor="{anchor}">'
+                         f'{_e(causes[0])}{"+" if len(causes) > 1 else ""}</text>')
+            last_label_x = cx
+    for tick in range(5):
+        t = t0 + span * tick / 4
+        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">'
+                     f'+{_fmt_ms(t - t0)}</text>')
+    used = list(dict.fromkeys((r.get("causes") or ["unknown"])[0] for r in rows))
+    parts.append(_legend([(c, CAUSE_COLORS.get(c, "#757575")) for c in used[:6]], left, height - 6))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def causes_section(rebalances: list[dict], groups: list[str]) -> str:
+    """"Why groups rebalance": causes over time, the top culprits, and an annotated timeline per group."""
+    if not rebalances:
+        return "<p>No rebalances.</p>"
+    timelines = "".join(_cause_timeline(g, rebalances) for g in groups if any(r.get("group_id") == g
+                                                                               for r in rebalances))
+    return "".join([_causes_over_time(rebalances), "<h3>Top culprits</h3>", _top_culprits(rebalances), timelines])
 
 
 # -- Spark side ------------------------------------------------------------------------------------

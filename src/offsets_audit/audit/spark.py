@@ -26,7 +26,9 @@ REBALANCES_DDL = (
     "assignment_epoch int, assignment_timestamp long, assignment_offset long, assignment_time long, "
     "converged_time long, time_to_assignment_ms long, convergence_ms long, assigning_ms long, "
     "reconciling_ms long, members int, members_changed int, partitions_moved int, bumps_in_batch int, "
-    "assignment_interval_ms int, complete boolean, day string"
+    "assignment_interval_ms int, complete boolean, day string, causes array<string>, "
+    "cause_members array<struct<member_id:string,instance_id:string,client_id:string,client_host:string,"
+    "rack_id:string,process_id:string,causes:array<string>>>"
 )
 _OUTPUT_DDL = "kind string, payload string"
 EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "event", "member_id", "details")
@@ -189,4 +191,34 @@ def audit(tables: dict, config: dict, decoded=None) -> dict:
     rebalances = (out.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
-    return {"findings": findings, "rebalances": rebalances, "latency_summary": latency_summary(rebalances)}
+    return {"findings": findings, "rebalances": rebalances, "latency_summary": latency_summary(rebalances),
+            "rebalance_causes": rebalance_causes(rebalances)}
+
+
+def rebalance_causes(rebalances):
+    """``rebalance_causes``: rebalances per (group, day, cause) and per (client id, client host, day).
+
+    The Spark form of ``causes.summarize_causes`` (same rows): a client counts once per rebalance it took
+    part in as a cause member, ``groups`` is how many groups it rebalanced that day.
+    """
+    from pyspark.sql import functions as F
+
+    per_cause = (rebalances.select("group_type", "group_id", "day", F.explode(
+        F.when(F.size("causes") > 0, F.col("causes")).otherwise(F.array(F.lit("unknown")))).alias("cause"))
+        .groupBy("group_type", "group_id", "day", "cause")
+        .agg(F.count(F.lit(1)).alias("rebalances"))
+        .select(F.lit("group_day_cause").alias("level"), "group_type", "group_id", "day", "cause",
+                F.lit(None).cast("string").alias("client_id"), F.lit(None).cast("string").alias("client_host"),
+                "rebalances", F.lit(1).cast("long").alias("groups")))
+    members = rebalances.select("group_id", "group_type", "group_epoch", "bump_offset", "day",
+                                F.explode("cause_members").alias("m"))
+    per_client = (members.select("group_id", "group_type", "group_epoch", "bump_offset", "day",
+                                 F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"))
+                  .dropDuplicates(["group_id", "group_type", "group_epoch", "bump_offset", "day", "client_id",
+                                   "client_host"])
+                  .groupBy("client_id", "client_host", "day")
+                  .agg(F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"))
+                  .select(F.lit("client_day").alias("level"), F.lit(None).cast("string").alias("group_type"),
+                          F.lit(None).cast("string").alias("group_id"), "day", F.lit(None).cast("string").alias("cause"),
+                          "client_id", "client_host", "rebalances", "groups"))
+    return per_cause.unionByName(per_client)

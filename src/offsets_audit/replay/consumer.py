@@ -13,6 +13,8 @@ from .state import (
     Anomaly,
     ModernGroup,
     jsonable,
+    member_identity,
+    metadata_change_events,
     partitions_with_epochs,
 )
 
@@ -49,6 +51,7 @@ class ConsumerGroup(ModernGroup):
         if value is None:
             return self.remove_member(member_id)
         member, joined = self.member_for_metadata(member_id)
+        before = dict(member)
         member.update(
             instance_id=value.get("instanceId"),
             rack_id=value.get("rackId"),
@@ -62,13 +65,15 @@ class ConsumerGroup(ModernGroup):
         )
         if joined:
             return [("member_joined", member_id, {
+                **member_identity(member),
                 "instance_id": member["instance_id"],
                 "rack_id": member["rack_id"],
                 "subscribed_topic_names": member["subscribed_topic_names"],
                 "subscribed_topic_regex": member["subscribed_topic_regex"],
                 "classic_protocol": member["classic_member_metadata"] is not None,
+                "server_assignor": member["server_assignor"],
             })]
-        return []
+        return metadata_change_events(member, before, joined)
 
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]

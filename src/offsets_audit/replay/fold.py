@@ -187,7 +187,9 @@ class GroupFold:
                 "members": [m["member_id"] for m in group.members]}))
         new_members = {m["member_id"]: m for m in group.members}
         for member_id in sorted(set(new_members) - old_members):
-            events.append(("member_joined", member_id, {"instance_id": new_members[member_id]["instance_id"]}))
+            m = new_members[member_id]
+            events.append(("member_joined", member_id, {"instance_id": m["instance_id"], "client_id": m["client_id"],
+                                                        "client_host": m["client_host"]}))
         for member_id in sorted(old_members - set(new_members)):
             events.append(("member_left", member_id, {}))
         return events

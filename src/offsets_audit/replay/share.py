@@ -12,6 +12,8 @@ from .state import (
     MODERN_MEMBER_STATES,
     ModernGroup,
     jsonable,
+    member_identity,
+    metadata_change_events,
     partitions_plain,
 )
 
@@ -42,6 +44,7 @@ class ShareGroup(ModernGroup):
         if value is None:
             return self.remove_member(member_id)
         member, joined = self.member_for_metadata(member_id)
+        before = dict(member)
         member.update(
             rack_id=value.get("rackId"),
             client_id=value.get("clientId", ""),
@@ -50,10 +53,11 @@ class ShareGroup(ModernGroup):
         )
         if joined:
             return [("member_joined", member_id, {
+                **member_identity(member),
                 "rack_id": member["rack_id"],
                 "subscribed_topic_names": member["subscribed_topic_names"],
             })]
-        return []
+        return metadata_change_events(member, before, joined)
 
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]
@@ -74,13 +78,19 @@ class ShareGroup(ModernGroup):
         return self.member_change_events(member, old, old_assigned, ("assigned_partitions",))
 
     def _state_partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        old = self.state_partition_metadata
         if value is None:
             self.state_partition_metadata = None
         else:
             self.state_partition_metadata = {
                 k: value.get(k) for k in ("initializingTopics", "initializedTopics", "deletingTopics")
             }
-        return []
+        # Partitions whose share state became initialized get assigned by the next group epoch bump
+        # (``GroupMetadataManager.initializedAssignmentPending``); the audit names that cause.
+        initialized = (self.state_partition_metadata or {}).get("initializedTopics") or []
+        return [("share_state_partition_metadata", None, {
+            "initialized_topics": sorted(t.get("topicName") or t.get("topicId") or "" for t in initialized),
+            "changed": old != self.state_partition_metadata})]
 
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()

@@ -113,6 +113,32 @@ def jsonable(obj: Any) -> Any:
     return obj
 
 
+#: Member fields the audit names a member by (who it is and where it runs); see audit/causes.py.
+IDENTITY_FIELDS = ("client_id", "client_host", "rack_id", "process_id")
+#: Member-metadata fields whose change the audit reports (``member_metadata_changed``).
+METADATA_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                   "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms", "process_id",
+                   "topology_epoch", "client_tags", "user_endpoint")
+
+
+def member_identity(member: dict) -> dict:
+    return {f: member.get(f) for f in IDENTITY_FIELDS if f in member}
+
+
+def metadata_change_events(member: dict, before: dict, joined: bool) -> list[tuple]:
+    """``member_metadata_changed`` when a member-metadata record (types 5/10/19) changed a known member:
+    the coordinator writes one whenever the member differs, and whether the group epoch moves depends on
+    which fields changed (``GroupMetadataManager.hasMemberSubscriptionChanged``)."""
+    if joined:
+        return []
+    changed = [f for f in METADATA_FIELDS if f in member and before.get(f) != member.get(f)]
+    if not changed:
+        return []
+    return [("member_metadata_changed", member["member_id"], {
+        "changed": changed, "old": {f: before.get(f) for f in changed}, "new": {f: member.get(f) for f in changed},
+        "instance_id": member.get("instance_id"), **member_identity(member)})]
+
+
 class Anomaly(Exception):
     """A record the coordinator would refuse while loading (it raises IllegalStateException there).
 
@@ -176,11 +202,13 @@ class ModernGroup:
         return "Stable"
 
     def set_group_metadata(self, value: dict) -> list[tuple]:
-        old = self.group_epoch
+        old, old_hash = self.group_epoch, self.metadata_hash
         self.group_epoch = value.get("epoch", 0)
         self.metadata_hash = value.get("metadataHash", 0)
         if old != self.group_epoch:
-            return [("group_epoch_bumped", None, {"old": old, "new": self.group_epoch})]
+            # The hashes let the audit tell a topic-metadata change from a membership change (audit/causes.py).
+            return [("group_epoch_bumped", None, {"old": old, "new": self.group_epoch,
+                                                  "old_metadata_hash": old_hash, "metadata_hash": self.metadata_hash})]
         return []
 
     def deletion_events(self) -> list[tuple]:
@@ -283,7 +311,8 @@ class ModernGroup:
         if member_id in self.target_assignment:
             problems.append("target assignment tombstone missing")
         del self.members[member_id]
-        events: list[tuple] = [("member_left", member_id, {"instance_id": member.get("instance_id")})]
+        events: list[tuple] = [("member_left", member_id, {"instance_id": member.get("instance_id"),
+                                                           **member_identity(member)})]
         if problems:
             events.append(("replay_anomaly", member_id, {"reason": "member tombstone out of order", "problems": problems}))
         return events

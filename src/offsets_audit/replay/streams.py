@@ -13,6 +13,8 @@ from .state import (
     STREAMS_MEMBER_STATES,
     ModernGroup,
     jsonable,
+    member_identity,
+    metadata_change_events,
     tasks_plain,
     tasks_with_epochs,
 )
@@ -71,12 +73,18 @@ class StreamsGroup(ModernGroup):
                 events.insert(0, ("replay_anomaly", None, {
                     "reason": "group tombstone before its member/target tombstones", "problems": problems}))
             return events
+        old_validated, old_configs = self.validated_topology_epoch, self.last_assignment_configs
         self.validated_topology_epoch = value.get("validatedTopologyEpoch", -1)
         self.stored_description_topology_epoch = value.get("storedDescriptionTopologyEpoch", -1)
         self.failed_description_topology_epoch = value.get("failedDescriptionTopologyEpoch", -1)
         configs = value.get("lastAssignmentConfigs")
         self.last_assignment_configs = {c["key"]: c["value"] for c in configs} if configs else {}
-        return self.set_group_metadata(value)
+        events = self.set_group_metadata(value)
+        for _, _, details in events:
+            details.update(old_validated_topology_epoch=old_validated,
+                           validated_topology_epoch=self.validated_topology_epoch,
+                           assignment_configs_changed=old_configs != self.last_assignment_configs)
+        return events
 
     def _topology(self, key: dict, value: dict | None) -> list[tuple]:
         old_epoch = None if self.topology is None else self.topology.get("epoch")
@@ -96,6 +104,7 @@ class StreamsGroup(ModernGroup):
         if value is None:
             return self.remove_member(member_id)
         member, joined = self.member_for_metadata(member_id)
+        before = dict(member)
         member.update(
             instance_id=value.get("instanceId"),
             rack_id=value.get("rackId"),
@@ -109,12 +118,13 @@ class StreamsGroup(ModernGroup):
         )
         if joined:
             return [("member_joined", member_id, {
+                **member_identity(member),
                 "instance_id": member["instance_id"],
                 "rack_id": member["rack_id"],
                 "process_id": member["process_id"],
                 "topology_epoch": member["topology_epoch"],
             })]
-        return []
+        return metadata_change_events(member, before, joined)
 
     def target_of(self, value: dict) -> dict:
         return {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}

@@ -639,3 +639,82 @@ def simulate_partition(cfg: SimConfig, partition: int, plans: list, topics: dict
     yield from shard.run()
     for actor in actors:
         states[actor.group_id] = actor.state()
+
+
+# -- scripted scenarios: one operator story each, for the rebalance-cause audit (audit/causes.py) -----------
+
+#: scenario name -> the causes of each group-epoch bump it writes, in log order (docs/rules.md)
+SCRIPTED_SCENARIOS = {
+    "scale_up": [["member_joined"], ["member_joined"], ["member_joined"]],
+    "rolling_restart": [["member_joined"], ["member_joined"], ["member_left"], ["member_joined"],
+                        ["member_left"], ["member_joined"]],
+    "crash": [["member_joined"], ["member_joined"], ["member_left"]],
+    "subscription_change": [["member_joined"], ["member_joined"], ["subscription_changed"]],
+    "topic_growth": [["member_joined"], ["member_joined"], ["topic_metadata_changed"]],
+    # a static member that comes back under a new member id takes over its assignment: no rebalance
+    "static_replacement": [["member_joined"], ["member_joined"]],
+}
+
+
+def scripted_scenario(name: str, group_id: str = "causes-app", start_ms: int = START_MS) -> list:
+    """The appends of one scripted consumer-group story (``SCRIPTED_SCENARIOS``), from the same coordinator
+    model as the random scenarios: every member action is one ``CoordinatorResult``, and members
+    heartbeat until the group is stable before the next action."""
+    if name not in SCRIPTED_SCENARIOS:
+        from offsets_audit.errors import UserError
+        raise UserError(f"unknown scripted scenario {name!r}", fix=f"use one of {', '.join(SCRIPTED_SCENARIOS)}")
+    rng = random.Random(f"scripted:{name}")
+    orders = Topic(kafka_uuid(rng), "orders", 6)
+    group = ConsumerGroup(group_id, {orders.topic_id: orders}, 0)
+    appends: list = []
+    clock = [start_ms]
+    static = name == "static_replacement"
+
+    def emit(records):
+        if records:
+            appends.append(R.Append(clock[0], list(records)))
+        clock[0] += 100
+
+    def settle():
+        for _ in range(10):
+            for mid in sorted(group.members):
+                if group.members[mid].member_epoch >= 0:
+                    emit(group.heartbeat(clock[0], mid))
+            if all(group.settled(m) for m in group.members.values() if m.member_epoch >= 0):
+                return
+
+    def join(instance=None, client="orders-app", host_index=0):
+        member = Member(kafka_uuid(rng), f"{client}-{host_index}", ("orders",), instance_id=instance,
+                        rack_id=f"rack-{host_index % 3}")
+        emit(group.heartbeat(clock[0], member.member_id, join=member))
+        settle()
+        return member.member_id
+
+    first = join(instance="instance-0" if static else None)
+    second = join(instance="instance-1" if static else None, host_index=1)
+    if name == "scale_up":
+        join(host_index=2)
+    elif name == "rolling_restart":
+        for index, mid in enumerate((first, second)):
+            emit(group.remove_member(clock[0], mid))   # the consumer closes: leave with epoch -1
+            settle()
+            join(host_index=index)
+    elif name == "crash":
+        clock[0] += SESSION_TIMEOUT_MS                 # the session timeout fences the silent member
+        emit(group.remove_member(clock[0], second))
+        settle()
+    elif name == "subscription_change":
+        payments = Topic(kafka_uuid(rng), "payments", 3)
+        group.topics[payments.topic_id] = payments
+        emit(group.heartbeat(clock[0], first, subscription=("orders", "payments")))
+        settle()
+    elif name == "topic_growth":
+        orders.partitions = 12                         # kafka-topics --alter --partitions 12
+        emit(group.heartbeat(clock[0], first))
+        settle()
+    elif name == "static_replacement":
+        emit(group.static_leave(clock[0], first))
+        new = Member(kafka_uuid(rng), "orders-app-0", ("orders",), instance_id="instance-0", rack_id="rack-0")
+        emit(group.static_rejoin(clock[0], first, new))
+        settle()
+    return appends

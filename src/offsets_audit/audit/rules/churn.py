@@ -3,11 +3,13 @@
 A group epoch bump is a rebalance; many within an hour mean flapping members or metadata. A modern
 group is ASSIGNING while its group epoch is ahead of the target assignment, RECONCILING while some
 member has not reached the target, NOT_READY (streams) while its topology misses internal topics.
+Both findings name the dominant causes of the bumps involved and the clients behind them (audit/causes.py).
 """
 from __future__ import annotations
 
 from collections import deque
 
+from ..causes import Attribution, CauseTracker, dominant
 from ..model import Event
 from .base import GroupView, RuleFamily
 
@@ -22,33 +24,55 @@ class ChurnRules(RuleFamily):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.window: deque[Event] = deque()
+        self.window_causes: deque[Attribution | None] = deque()
         self.storm_open = False
         self.state: str | None = None
         self.state_since: Event | None = None
+        self.causes = CauseTracker()
+        self.batch_causes: list[Attribution] = []
+        self.state_causes: list[Attribution] = []
 
     def on_event(self, ev: Event, view: GroupView) -> None:
+        self.causes.on_event(ev)
+        try:
+            self._on_event(ev, view)
+        finally:
+            self.causes.after_event(ev)
+
+    def _on_event(self, ev: Event, view: GroupView) -> None:
         if ev.event != "group_epoch_bumped" or ev.timestamp is None:
             return
+        attribution = None
+        if view.group_type in ("consumer", "share", "streams") and int(ev.get("new", 0)) > int(ev.get("old", 0) or 0):
+            attribution = self.causes.attribute(ev, view.group_type)
+            self.batch_causes.append(attribution)
         self.window.append(ev)
+        self.window_causes.append(attribution)
         while self.window and self.window[0].timestamp <= ev.timestamp - HOUR_MS:
             self.window.popleft()
+            self.window_causes.popleft()
         limit = self.ctx.threshold("rebalance_storm", "max_per_hour")
         if len(self.window) > limit and not self.storm_open:
             self.storm_open = True
+            why, details = explain([a for a in self.window_causes if a is not None])
             self.ctx.emit("rebalance_storm", view, ev.timestamp,
                           f"{len(self.window)} group epoch bumps within one hour (limit {limit}), up to epoch "
-                          f"{ev.get('new')}",
+                          f"{ev.get('new')}{why}",
                           [self.window[0].where, ev.where],
                           {"bumps_per_hour": len(self.window), "limit": limit,
-                           "from_group_epoch": self.window[0].get("new"), "to_group_epoch": ev.get("new")})
+                           "from_group_epoch": self.window[0].get("new"), "to_group_epoch": ev.get("new"),
+                           **details})
         elif len(self.window) <= limit // 2:
             self.storm_open = False
 
     def on_batch_end(self, view: GroupView, last: Event) -> None:
         state = view.state
+        batch, self.batch_causes = self.batch_causes, []
         if state != self.state:
-            self.state, self.state_since = state, last
+            # The bumps of this batch moved the group into its new state; earlier ones are history.
+            self.state, self.state_since, self.state_causes = state, last, batch
             return
+        self.state_causes.extend(batch)
         self._check_stuck(view, last.timestamp, last)
 
     def _check_stuck(self, view: GroupView, now: int | None, last: Event | None) -> None:
@@ -58,16 +82,30 @@ class ChurnRules(RuleFamily):
             return
         limit = self.ctx.threshold("group_stuck_in_state", setting)
         if now - since.timestamp > limit:
+            why, details = explain(self.state_causes, "after bumps caused by")
             self.ctx.emit("group_stuck_in_state", view, now,
                           f"group stayed {self.state} for {now - since.timestamp} ms (limit {limit} ms) "
-                          f"at group epoch {view.group_epoch}, assignment epoch {view.assignment_epoch}",
+                          f"at group epoch {view.group_epoch}, assignment epoch {view.assignment_epoch}{why}",
                           [since.where, last.where if last else None],
                           {"state": self.state, "since": since.timestamp, "duration_ms": now - since.timestamp,
                            "limit_ms": limit, "group_epoch": view.group_epoch,
-                           "assignment_epoch": view.assignment_epoch},
+                           "assignment_epoch": view.assignment_epoch, **details},
                           key=("stuck", self.state, since.where))
 
     def finish(self, view: GroupView) -> None:
         end = self.ctx.config.get("_end_time_ms")
         if end is not None:
             self._check_stuck(view, end, None)
+
+
+def explain(attributions: list[Attribution], lead: str = "caused by") -> tuple[str, dict]:
+    """Message suffix and details naming the dominant causes and culprits of some bumps."""
+    if not attributions:
+        return "", {}
+    rows = [{"causes": a.causes, "cause_members": a.cause_members} for a in attributions]
+    causes, culprits = dominant(rows)
+    text = f"; {lead} " + ", ".join(f"{c} ({n})" for c, n in causes)
+    if culprits:
+        text += "; top culprits " + ", ".join(f"{c} ({n})" for c, n in culprits)
+    return text, {"dominant_causes": [{"cause": c, "rebalances": n} for c, n in causes],
+                  "top_culprits": [{"client": c, "rebalances": n} for c, n in culprits]}
