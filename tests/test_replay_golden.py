@@ -26,7 +26,7 @@ from replay_support import (
     normalise_epochs,
     with_decoded,
 )
-from golden_files import open_golden
+from golden_files import golden_glob, open_golden
 
 TIMELINE_HISTORIES = [
     "history-consumer-group",
@@ -101,7 +101,7 @@ def test_history_many_groups_every_partition_matches():
     assert expected <= seen
 
 
-@pytest.mark.parametrize("path", sorted((GOLDEN / "segments").glob("*.expected.jsonl")), ids=lambda p: p.name.split("-0")[0])
+@pytest.mark.parametrize("path", golden_glob(GOLDEN / "segments", "*.expected.jsonl"), ids=lambda p: p.name.split("-0")[0])
 def test_golden_segment_replays_without_errors(path):
     """Segment vectors are random records, so one group id may see several record families: the
     replay must take every record without raising and report only those type clashes as anomalies."""

@@ -17,6 +17,7 @@ from offsets_audit.assignors.topic_metadata import (
 )
 from offsets_audit.errors import UserError
 from broker import kafka_bootstrap  # noqa: F401  (fixture)
+from golden_files import read_golden
 from replay_support import GOLDEN, HISTORIES
 
 
@@ -62,7 +63,7 @@ def test_versions_apply_from_their_valid_from_time():
 
 
 def test_group_hash_cases_verify_against_golden():
-    for line in (GOLDEN / "metadata_hash" / "group_hash.jsonl").read_text().splitlines():
+    for line in read_golden(GOLDEN / "metadata_hash" / "group_hash.jsonl").splitlines():
         case = json.loads(line)
         by_name = {t["name"]: {"id": t["topic_id"], "partitions": t["partitions"],
                                "partition_racks": t.get("partition_racks")} for t in case["topics"]}
