@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_DDL
 from offsets_audit.audit.latency import LATENCY_METRICS, PERCENTILES
-from offsets_audit.audit.spark import FINDINGS_DDL, REBALANCES_DDL
+from offsets_audit.audit.spark import FINDINGS_DDL, REBALANCE_CAUSES_DDL, REBALANCES_DDL
 from offsets_audit.codec.spark import DECODED_COLUMNS
 from offsets_audit.replay.spark import (
     EVENTS_DDL, GROUP_STATE_DDL, MEMBERS_DDL, OFFSETS_STATE_DDL, TARGET_ASSIGNMENTS_DDL,
@@ -83,6 +83,7 @@ TABLES: dict[str, str] = {
     "findings": FINDINGS_DDL,
     "rebalances": REBALANCES_DDL,
     "latency_summary": _latency_summary_ddl(),
+    "rebalance_causes": REBALANCE_CAUSES_DDL,
     "quarantine": _records_ddl(),
     "decoded": _records_ddl(),
 }

@@ -30,6 +30,8 @@ REBALANCES_DDL = (
     "cause_members array<struct<member_id:string,instance_id:string,client_id:string,client_host:string,"
     "rack_id:string,process_id:string,causes:array<string>>>"
 )
+REBALANCE_CAUSES_DDL = ("level string, group_type string, group_id string, day string, cause string, "
+                        "client_id string, client_host string, rebalances bigint, groups bigint")
 _OUTPUT_DDL = "kind string, payload string"
 EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "event", "member_id", "details")
 
