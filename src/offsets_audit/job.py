@@ -120,6 +120,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     with stage("audit"):
         from offsets_audit.audit import spark as audit_spark
         tables.update(audit_spark.audit(tables, config, decoded=decoded))
+        from offsets_audit.audit.gaps import mark_data_gaps
+        tables["findings"] = mark_data_gaps(tables["findings"], quarantined, config)
 
     with stage("write"):
         # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.

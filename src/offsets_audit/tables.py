@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_DDL
+from offsets_audit.audit.gaps import GAP_COLUMNS_DDL
 from offsets_audit.audit.latency import LATENCY_METRICS, PERCENTILES
 from offsets_audit.audit.spark import FINDINGS_DDL, REBALANCE_CAUSES_DDL, REBALANCES_DDL
 from offsets_audit.codec.spark import DECODED_COLUMNS
@@ -80,7 +81,7 @@ TABLES: dict[str, str] = {
     "target_assignments": TARGET_ASSIGNMENTS_DDL,
     "offsets": _offsets_ddl(),
     "assignor_audit": ASSIGNOR_AUDIT_DDL,
-    "findings": FINDINGS_DDL,
+    "findings": FINDINGS_DDL + ", " + GAP_COLUMNS_DDL,   # + audit.gaps.mark_data_gaps's columns
     "rebalances": REBALANCES_DDL,
     "latency_summary": _latency_summary_ddl(),
     "rebalance_causes": REBALANCE_CAUSES_DDL,

@@ -44,20 +44,45 @@ def failing(findings: list[dict], fail_on: str) -> list[dict]:
     return [f for f in findings if SEVERITY_RANK.get(f["severity"], -1) >= floor]
 
 
-def verdict_line(findings: list[dict], fail_on: str, run_id: str) -> str:
+def losses(records: dict | None) -> tuple[int, int]:
+    """(quarantined rows, records lost where batch framing was lost) from a run summary's ``records``."""
+    records = records or {}
+    return int(records.get("quarantined") or 0), int(records.get("records_lost", 0) or 0)
+
+
+def fails_on_losses(records: dict | None, fail_on_quarantine: bool) -> bool:
+    return bool(fail_on_quarantine) and any(losses(records))
+
+
+def verdict_line(findings: list[dict], fail_on: str, run_id: str, records: dict | None = None,
+                 fail_on_quarantine: bool = False) -> str:
+    """The one line CI shows. With the run's ``records`` counts it also says what the input lost
+    (quarantined rows, lost records) and how many findings come after such a gap."""
     bad = failing(findings, fail_on)
-    if not bad:
+    lost_fail = fails_on_losses(records, fail_on_quarantine)
+    tail = ""
+    if records is not None:
+        quarantined, lost = losses(records)
+        after_gap = sum(1 for f in findings if f.get("data_gap"))
+        tail = f"; input: {quarantined:,} quarantined, {lost:,} lost" + (
+            f"; {after_gap} finding(s) after a data gap" if after_gap else "") + (
+            " (check.fail_on_quarantine)" if lost_fail else "")
+    if not bad and not lost_fail:
         return (f"offsets-audit check: PASS run {run_id}: {len(findings)} finding(s), none at or above "
-                f"'{fail_on}'")
+                f"'{fail_on}'{tail}")
+    if not bad:
+        return f"offsets-audit check: FAIL run {run_id}: records were lost{tail}"
     by_rule: dict[str, int] = {}
     for f in bad:
         by_rule[f["rule"]] = by_rule.get(f["rule"], 0) + 1
     top = ", ".join(f"{r} {n}" for r, n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"offsets-audit check: FAIL run {run_id}: {len(bad)} finding(s) at or above '{fail_on}' ({top})"
+    return f"offsets-audit check: FAIL run {run_id}: {len(bad)} finding(s) at or above '{fail_on}' ({top}){tail}"
 
 
-def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, seconds: float = 0.0) -> str:
-    """JUnit XML: one testcase per rule; disabled rules are skipped, failing rules carry their evidence."""
+def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, seconds: float = 0.0,
+              records: dict | None = None, fail_on_quarantine: bool = False) -> str:
+    """JUnit XML: one testcase per rule; disabled rules are skipped, failing rules carry their evidence.
+    With ``check.fail_on_quarantine`` one more testcase, ``input_complete``, fails when records were lost."""
     suite = ET.Element("testsuite", name="offsets-audit", timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(),
                        time=f"{seconds:.3f}")
     suite.set("hostname", "offsets-audit")
@@ -83,7 +108,18 @@ def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, s
         if found and not bad:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(_finding_text(f) for f in found[:MAX_FINDINGS_PER_CASE])
-    suite.set("tests", str(len(RULES)))
+    tests = len(RULES)
+    if fail_on_quarantine:
+        tests += 1
+        case = ET.SubElement(suite, "testcase", classname="offsets_audit.input", name="input_complete", time="0")
+        quarantined, lost = losses(records)
+        if quarantined or lost:
+            failures += 1
+            failure = ET.SubElement(case, "failure", type="error",
+                                    message=f"{quarantined} quarantined row(s), {lost} lost record(s)")
+            failure.text = ("see the quarantine table (error_code, error_message, partition, offset) and "
+                            "by_error_code in the JSON summary")
+    suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
     suite.set("skipped", str(skipped))
@@ -102,14 +138,21 @@ def _finding_text(f: dict) -> str:
             f"(evidence __consumer_offsets partition:offset {evidence or '-'}; finding {f.get('id')})")
 
 
-def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: dict | None) -> dict:
+def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: dict | None,
+                 fail_on_quarantine: bool = False) -> dict:
     counts: dict[str, dict[str, int]] = {}
     for f in findings:
         counts.setdefault(f["rule"], {}).setdefault(f["severity"], 0)
         counts[f["rule"]][f["severity"]] += 1
     bad = failing(findings, fail_on)
+    records = (job_summary or {}).get("records")
+    quarantined, lost = losses(records)
     return {
-        "verdict": "fail" if bad else "pass",
+        "verdict": "fail" if bad or fails_on_losses(records, fail_on_quarantine) else "pass",
+        "records_quarantined": quarantined,
+        "records_lost": lost,
+        "fail_on_quarantine": bool(fail_on_quarantine),
+        "findings_after_data_gap": sum(1 for f in findings if f.get("data_gap")),
         "run_id": run_id,
         "fail_on": fail_on,
         "findings_total": len(findings),
@@ -181,10 +224,14 @@ def _check(config: dict, settings: dict) -> int:
     summary = run_job(spark, config, progress=False)
     findings = _read_findings(spark, config)
     fail_on = config["check"]["fail_on"]
+    fail_on_quarantine = bool(config["check"].get("fail_on_quarantine"))
     run_id = config["run_id"]
+    records = summary.get("records") or {}
     _write(config["check"].get("junit_xml"),
-           junit_xml(findings, settings, fail_on, run_id, seconds=time.perf_counter() - start))
+           junit_xml(findings, settings, fail_on, run_id, seconds=time.perf_counter() - start, records=records,
+                     fail_on_quarantine=fail_on_quarantine))
     _write(config["check"].get("json_summary"),
-           json.dumps(json_summary(findings, fail_on, run_id, summary), indent=2, default=str))
-    print(verdict_line(findings, fail_on, run_id), file=sys.stdout, flush=True)
-    return EXIT_FAIL if failing(findings, fail_on) else EXIT_PASS
+           json.dumps(json_summary(findings, fail_on, run_id, summary, fail_on_quarantine), indent=2, default=str))
+    print(verdict_line(findings, fail_on, run_id, records, fail_on_quarantine), file=sys.stdout, flush=True)
+    failed = failing(findings, fail_on) or fails_on_losses(records, fail_on_quarantine)
+    return EXIT_FAIL if failed else EXIT_PASS

@@ -84,6 +84,33 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _write_tables(spark, output: str, frames: dict, outputs: dict, *, overwrite: bool) -> None:
+    """Write the tables into a staging folder under ``output`` and move them into place only when all are
+    written: a failed run leaves no ``decoded/`` behind that would make a plain rerun refuse."""
+    import uuid
+
+    from offsets_audit.sinks.files import FileSystem
+
+    fs = FileSystem(spark, output)
+    if not fs.usable:   # Spark Connect on a remote store: Spark's own modes
+        for name, df in frames.items():
+            df.write.mode("overwrite" if overwrite else "errorifexists").parquet(outputs[name])
+        return
+    staging = f"{output.rstrip('/')}/_staging-{uuid.uuid4().hex}"
+    try:
+        for name, df in frames.items():
+            df.write.parquet(f"{staging}/{name}")
+        for name in frames:
+            if fs.exists(outputs[name]):
+                if not overwrite:
+                    raise UserError(f"output {outputs[name]} already exists",
+                                    fix="pass --overwrite or choose another --output")
+                fs.delete(outputs[name])
+            fs.rename(f"{staging}/{name}", outputs[name])
+    finally:
+        fs.delete(staging)
+
+
 def run(args) -> int:
     from offsets_audit.codec.spark import decode, split
 
@@ -110,9 +137,8 @@ def run(args) -> int:
     decoded_df = decode(source).persist()
     try:
         decoded, quarantined = split(decoded_df)
-        mode = "overwrite" if args.overwrite else "errorifexists"
-        decoded.write.mode(mode).parquet(outputs["decoded"])
-        quarantined.write.mode(mode).parquet(outputs["quarantine"])
+        _write_tables(spark, args.output, {"decoded": decoded, "quarantine": quarantined}, outputs,
+                      overwrite=args.overwrite)
         summary = summarize(decoded_df)
     finally:
         decoded_df.unpersist()

@@ -1,0 +1,195 @@
+"""Kill -9 `offsets-audit run` at random moments; every rerun must leave tables equal to an uninterrupted run's.
+
+For each output format: simulate a small history with one damaged segment (so quarantine has rows), run
+it once to completion (the reference), then ``--kills`` times start the same run (same output, same run
+id) and SIGKILL its whole process group (driver, JVM, Python workers: a lost node) at a random moment:
+every other kill anywhere in the run, the rest inside the write stage (after its progress line, within the
+reference's write time), where a half-written table is possible. After each kill:
+
+* the run must not look complete unless it is: if its manifest ``_runs/<run_id>.json`` exists, its tables
+  must already equal the reference's;
+* a plain rerun must succeed (exit 0) and its tables must equal the reference's: per table the row count
+  and an order-independent content hash (the sum of ``xxhash64`` over every column of every row).
+
+Prints one line per kill and the totals; exits 1 on any mismatch.
+
+    .venv/bin/python bench/kill.py [--kills 20] [--formats parquet,delta] [--seed 17] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+RUN_ID = "kill-bench"
+
+
+def make_history(root: Path, seed: int) -> Path:
+    """A small simulated history; one segment gets a zeroed 4 KiB block, so quarantine is not empty."""
+    from offsets_audit.simulate import simulate
+
+    simulate(str(root / "history"), groups=4, hours=0.2, partitions=3, seed=seed, formats=("segments",))
+    segments = sorted((root / "history" / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
+    biggest = segments[-1]
+    data = bytearray(biggest.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 4096] = bytes(min(4096, len(data) - middle))
+    biggest.write_bytes(bytes(data))
+    return root / "history" / "segments"
+
+
+def command(source: Path, output: Path, fmt: str) -> list[str]:
+    return [sys.executable, "-m", "offsets_audit.cli", "run", "--input", str(source), "--input-format", "segments",
+            "--output", str(output), "--output-format", fmt, "--run-id", RUN_ID]
+
+
+def environment() -> dict:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_to_completion(source: Path, output: Path, fmt: str) -> tuple[float, dict]:
+    started = time.perf_counter()
+    done = subprocess.run(command(source, output, fmt), capture_output=True, text=True, env=environment())
+    if done.returncode != 0:
+        raise SystemExit(f"run failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
+    summary = json.loads((output / "summary" / f"{RUN_ID}.json").read_text())
+    return time.perf_counter() - started, summary
+
+
+def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_stage: bool) -> dict:
+    """Start the run, SIGKILL its process group after ``delay`` seconds (counted from the write stage's
+    progress line when ``in_write_stage``); returns what happened."""
+    process = subprocess.Popen(command(source, output, fmt), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env=environment(), start_new_session=True)
+    write_started = threading.Event()
+
+    def watch():
+        for line in process.stderr:
+            if line.startswith("[offsets-audit] write"):
+                write_started.set()
+        write_started.set()   # the process ended: stop waiting
+
+    threading.Thread(target=watch, daemon=True).start()
+    started = time.perf_counter()
+    if in_write_stage:
+        write_started.wait()
+    time.sleep(delay)
+    killed = process.poll() is None
+    if killed:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return {"killed": killed, "after_s": round(time.perf_counter() - started, 2), "exit": process.returncode}
+
+
+def fingerprint(spark, output: Path, fmt: str) -> dict:
+    """{table: (rows, content hash)} of the run's rows in every table."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit import sinks, tables
+
+    out = {}
+    for name in tables.TABLES:
+        if name == "decoded":
+            continue
+        df = sinks.read_table(spark, str(output), name, RUN_ID, fmt)
+        if df is None:
+            out[name] = None
+            continue
+        row = df.agg(F.count(F.lit(1)).alias("n"),
+                     F.sum(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).cast("decimal(38,0)")).alias("h")
+                     ).first()
+        out[name] = (row["n"], str(row["h"] or 0))
+    return out
+
+
+def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report=print,
+             first_in_write: bool = False) -> dict:
+    """One format's kills (alternating anywhere / in the write stage); returns the counts."""
+    from offsets_audit import sinks
+
+    source = root / "history" / "segments"
+    reference_out = root / f"reference-{fmt}"
+    total_s, summary = run_to_completion(source, reference_out, fmt)
+    write_s = summary["timings_s"].get("write", total_s / 4)
+    reference = fingerprint(spark, reference_out, fmt)
+    rows = {name: value[0] for name, value in reference.items() if value}
+    report(f"{fmt}: reference run {total_s:.1f} s (write stage {write_s:.1f} s); rows per table {rows}")
+    output = root / f"killed-{fmt}"
+    counts = {"kills": 0, "landed": 0, "in_write": 0, "complete_after_kill": 0, "complete_but_wrong": 0,
+              "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
+    for attempt in range(kills):
+        in_write = (attempt + first_in_write) % 2 == 1
+        delay = rng.uniform(0, write_s * 1.2) if in_write else rng.uniform(0, total_s)
+        outcome = run_and_kill(source, output, fmt, delay, in_write)
+        counts["kills"] += 1
+        counts["landed"] += outcome["killed"]
+        counts["in_write"] += outcome["killed"] and in_write
+        complete = sinks.run_manifest(spark, str(output), RUN_ID) is not None
+        verdict = "incomplete"
+        if complete:
+            counts["complete_after_kill"] += 1
+            if fingerprint(spark, output, fmt) != reference:
+                counts["complete_but_wrong"] += 1
+                verdict = "COMPLETE BUT DIFFERENT"
+            else:
+                verdict = "complete, equal"
+        else:
+            counts["incomplete_after_kill"] += 1
+        run_to_completion(source, output, fmt)
+        equal = fingerprint(spark, output, fmt) == reference
+        counts["rerun_equal" if equal else "rerun_different"] += 1
+        report(f"{fmt} kill {attempt + 1:>2}: {'in write stage' if in_write else 'anywhere      '} "
+               f"+{delay:5.1f} s -> {'killed' if outcome['killed'] else 'ended before the kill'}; "
+               f"after it: {verdict}; rerun {'equal' if equal else 'DIFFERENT'}")
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20, help="kills per format")
+    parser.add_argument("--formats", default="parquet,delta")
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--keep", help="work in this folder and keep it")
+    args = parser.parse_args()
+
+    from offsets_audit.spark_session import get_spark
+
+    root = Path(args.keep or tempfile.mkdtemp(prefix="kill-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    make_history(root, args.seed)
+    spark = get_spark("offsets-audit-kill-bench", extra_conf={"spark.sql.shuffle.partitions": "2"})
+    started = time.perf_counter()
+    failed = False
+    try:
+        for fmt in args.formats.split(","):
+            counts = campaign(spark, root, fmt, args.kills, rng)
+            print(f"{fmt}: {counts['kills']} kills ({counts['landed']} landed, {counts['in_write']} in the write "
+                  f"stage); after the kill {counts['incomplete_after_kill']} incomplete, "
+                  f"{counts['complete_after_kill']} complete ({counts['complete_but_wrong']} of them different); "
+                  f"reruns equal to the reference {counts['rerun_equal']}/{counts['kills']}")
+            failed |= bool(counts["complete_but_wrong"] or counts["rerun_different"])
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"total {time.perf_counter() - started:.0f} s; {'FAILED' if failed else 'all reruns equal a clean run'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
