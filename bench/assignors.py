@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
 import statistics
 import sys

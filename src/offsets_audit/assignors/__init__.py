@@ -53,6 +53,14 @@ def unregister_assignor(name: str) -> None:
     _registered.pop(name, None)
 
 
+def register_plugin(name: str, spec: str, allow_sharing: bool = False) -> None:
+    """Load ``spec`` (``"package.module:attribute"``) and make ``run(name, case_input)`` call it."""
+    from offsets_audit.assignors.plugin import load_assignor, run_plugin
+
+    fn = load_assignor(spec)
+    register_assignor(name, lambda case_input: run_plugin(fn, case_input, spec, allow_sharing))
+
+
 def _builtin(name: str):
     try:
         return importlib.import_module(f"{__name__}.{_BUILTIN_MODULES[name]}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from offsets_audit.errors import UserError
+from offsets_audit.sinks.paths import table_path
+
+__all__ = ["table_path", "write_table", "write_text_file"]
 
 
 def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parquet") -> str:
@@ -16,10 +19,6 @@ def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parqu
     raise UserError(f"unknown output format {fmt!r}", fix="set output.format to parquet or delta")
 
 
-def table_path(output_path: str, table: str) -> str:
-    return output_path.rstrip("/") + "/" + table
-
-
 def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     """Write a small text file (the HTML report, the run summary) under ``output_path``.
 
@@ -29,10 +28,10 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     from pathlib import Path
 
     if "://" not in output_path or output_path.startswith("file://"):
-        target = Path(output_path.replace("file://", "")) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        return str(target)
+        local = Path(output_path.replace("file://", "")) / relative
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(text, encoding="utf-8")
+        return str(local)
     target = output_path.rstrip("/") + "/" + relative
     try:
         jvm = spark.sparkContext._jvm

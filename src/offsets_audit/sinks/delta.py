@@ -33,7 +33,7 @@ def spark_has_delta(spark) -> bool:
 
 
 def write_delta_table(df, output_path: str, table: str, run_id: str) -> str:
-    from offsets_audit.sinks import table_path
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     tagged = df.withColumn("run_id", F.lit(run_id))

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 
 def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
-    from offsets_audit.sinks import table_path
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     (df.withColumn("run_id", F.lit(run_id))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from offsets_audit.sources.options import option_text, required_path, text_options
+
+__all__ = ["option_text", "read", "register", "spark_kafka_available"]
+
 _REGISTERED: set[int] = set()
 
 
@@ -10,17 +14,11 @@ def register(spark) -> None:
     key = id(spark)
     if key in _REGISTERED:
         return
-    try:
-        from offsets_audit.sources.segments_spark import SegmentsDataSource
-    except ImportError:  # pragma: no cover - during early development
-        SegmentsDataSource = None
-    try:
-        from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
-    except ImportError:  # pragma: no cover
-        KafkaPythonDataSource = None
+    from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
+    from offsets_audit.sources.segments_source import SegmentsDataSource
+
     for source in (SegmentsDataSource, KafkaPythonDataSource):
-        if source is not None:
-            spark.dataSource.register(source)
+        spark.dataSource.register(source)
     _REGISTERED.add(key)
 
 
@@ -54,57 +52,16 @@ def read(spark, source_config):
     if kind == "parquet":
         from offsets_audit.sources.parquet import read_parquet
 
-        return read_parquet(spark, _required_path(source_config, kind), options)
+        return read_parquet(spark, required_path(source_config, kind), options)
     if kind == "segments":
-        path = _required_path(source_config, kind)
+        path = required_path(source_config, kind)
         register(spark)
-        df = spark.read.format("kafka-segments").options(**_text_options(options)).load(path)
-        return _as_source_schema(df)
+        from offsets_audit.sources.schema import as_source_schema
+
+        df = spark.read.format("kafka-segments").options(**text_options(options)).load(path)
+        return as_source_schema(df)
     raise UserError(f"source kind {source_config.get('kind')!r} is unknown",
                     fix="set source kind to kafka, parquet or segments")
-
-
-def option_text(value) -> str:
-    """An option value as Spark wants it: JSON for mappings and lists (offsets from YAML), true/false for bools."""
-    import json
-
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value)
-    return str(value)
-
-
-def _text_options(options: dict) -> dict:
-    return {str(k): option_text(v) for k, v in options.items()}
-
-
-def _required_path(source_config, kind: str) -> str:
-    import os
-    from urllib.parse import urlparse
-
-    from offsets_audit.errors import UserError
-
-    path = source_config.get("path")
-    if not path:
-        raise UserError(f"the {kind} source has no path", fix=f"set path to the {kind} directory to read")
-    path = str(path)
-    local = urlparse(path).scheme in ("", "file")
-    if local and not os.path.exists(path.removeprefix("file://")):
-        raise UserError(f"{kind} source path {path} does not exist", fix="check the path key of the source config")
-    return path
-
-
-def _as_source_schema(df):
-    """SOURCE_SCHEMA's columns in order (batch columns added as nulls), extra columns after them."""
-    from pyspark.sql import functions as F
-
-    from offsets_audit.sources.schema import SOURCE_SCHEMA, with_batch_columns
-
-    df = with_batch_columns(df)
-    names = SOURCE_SCHEMA.fieldNames()
-    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in SOURCE_SCHEMA.fields],
-                     *[F.col(f"`{c}`") for c in df.columns if c not in names])
 
 
 def spark_kafka_available(spark) -> bool | None:
@@ -134,7 +91,7 @@ def _read_kafka(spark, options: dict, reader: str):
     if reader == "auto" and available is None:
         try:
             df = _read_spark_kafka(spark, options)
-            df.schema  # forces analysis, which is where a missing source shows
+            df.schema  # noqa: B018 - forces analysis, which is where a missing source shows
             return df
         except Exception as exc:
             text = str(exc)
@@ -148,7 +105,7 @@ def _read_spark_kafka(spark, options: dict):
     from offsets_audit.sources.kafka import DEFAULT_TOPIC
 
     lowered = {k.lower(): k for k in options}
-    spark_options = {k: v for k, v in _text_options(options).items() if k.lower() not in _PYTHON_ONLY_OPTIONS}
+    spark_options = {k: v for k, v in text_options(options).items() if k.lower() not in _PYTHON_ONLY_OPTIONS}
     if not {"subscribe", "assign", "subscribepattern"} & set(lowered):
         spark_options["subscribe"] = DEFAULT_TOPIC
     if "kafka.isolation.level" not in lowered:
@@ -156,9 +113,9 @@ def _read_spark_kafka(spark, options: dict):
     if "fetchretries" in lowered and "fetchoffset.numretries" not in lowered:
         spark_options["fetchOffset.numRetries"] = str(options[lowered["fetchretries"]])
     df = spark.read.format("kafka").options(**spark_options).load()
-    from offsets_audit.sources.schema import KAFKA_COLUMNS
+    from offsets_audit.sources.schema import KAFKA_COLUMNS, as_source_schema
 
-    return _as_source_schema(df.select(*KAFKA_COLUMNS))
+    return as_source_schema(df.select(*KAFKA_COLUMNS))
 
 
 def _read_kafka_python(spark, options: dict):
@@ -166,7 +123,7 @@ def _read_kafka_python(spark, options: dict):
     broker that cannot be reached fails now with its one-line message rather than inside a Spark task."""
     from offsets_audit.sources.kafka import parse_options, pinned_options, resolve_offsets
 
-    options = _text_options(options)
+    options = text_options(options)
     pinned = pinned_options(options, resolve_offsets(parse_options(options)))
     register(spark)
     return spark.read.format("kafka-python").options(**pinned).load()

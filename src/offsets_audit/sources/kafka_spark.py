@@ -36,7 +36,7 @@ class KafkaPythonDataSource(DataSource):
     def schema(self):
         return SOURCE_SCHEMA
 
-    def reader(self, schema) -> "KafkaPythonReader":
+    def reader(self, schema) -> KafkaPythonReader:
         return KafkaPythonReader(dict(self.options))
 
 
@@ -57,7 +57,7 @@ class KafkaPythonReader(DataSourceReader):
         return [KafkaRangePartition(r.topic, r.partition, r.start, r.end) for r in ranges] or [
             KafkaRangePartition("", -1, 0, 0)]
 
-    def read(self, partition: KafkaRangePartition) -> Iterator:
+    def read(self, partition: KafkaRangePartition) -> Iterator:  # type: ignore[override]  # gets what partitions() made
         import pyarrow as pa
 
         from offsets_audit.sources.kafka import OffsetRange, read_range

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from offsets_audit.errors import UserError
+from offsets_audit.sources.options import int_option
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 
 DEFAULT_TOPIC = "__consumer_offsets"
@@ -40,26 +41,6 @@ class SegmentRange(InputPartition):
         self.path, self.partition, self.start, self.end = path, partition, start, end
 
 
-class SegmentsDataSource(DataSource):
-    """Batch reads of Kafka broker log segment files (``*.log``), magic 0/1/2, every codec."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafka-segments"
-
-    def schema(self):
-        return SOURCE_SCHEMA
-
-    def reader(self, schema) -> "SegmentsReader":
-        return SegmentsReader(dict(self.options))
-
-    def streamReader(self, schema):
-        """``spark.readStream.format("kafka-segments")``: see ``offsets_audit.sources.segments_stream``."""
-        from offsets_audit.sources.segments_stream import SegmentsStreamReader
-
-        return SegmentsStreamReader(dict(self.options))
-
-
 class SegmentsReader(DataSourceReader):
     def __init__(self, options: dict):
         options = {str(k).lower(): v for k, v in options.items()}
@@ -68,9 +49,9 @@ class SegmentsReader(DataSourceReader):
                             fix='use spark.read.format("kafka-segments").load("/path/to/log-dir")')
         self.path = str(options["path"])
         self.topic = str(options.get("topic", DEFAULT_TOPIC))
-        self.partition_override = _int_option(options, "partition", None, minimum=0)
-        self.max_bytes = _int_option(options, "maxbytesperpartition", DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1)
-        self.rows_per_batch = _int_option(options, "rowsperbatch", DEFAULT_ROWS_PER_BATCH, minimum=1)
+        self.partition_override = int_option(options, "partition", None, minimum=0)
+        self.max_bytes = int_option(options, "maxbytesperpartition", DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1)
+        self.rows_per_batch = int_option(options, "rowsperbatch", DEFAULT_ROWS_PER_BATCH, minimum=1)
 
     def partitions(self) -> list[SegmentRange]:
         from offsets_audit.sources.segments import batch_boundaries, list_segments
@@ -83,7 +64,7 @@ class SegmentsReader(DataSourceReader):
                 ranges.append(SegmentRange(path, partition, start, end))
         return ranges or [SegmentRange("", None, 0, 0)]
 
-    def read(self, partition: SegmentRange) -> Iterator:
+    def read(self, partition: SegmentRange) -> Iterator:  # type: ignore[override]  # gets what partitions() made
         if not partition.path:
             return
         yield from read_arrow(partition.path, partition.partition, self.topic, partition.start, partition.end,
@@ -136,9 +117,9 @@ class _Columns:
         self._reset()
 
     def _reset(self) -> None:
-        self.records = {name: [] for name in self._RECORD_COLUMNS}
+        self.records: dict[str, list] = {name: [] for name in self._RECORD_COLUMNS}
         self.timestamps: list[int] = []
-        self.batches = {name: [] for name in self._BATCH_COLUMNS}
+        self.batches: dict[str, list] = {name: [] for name in self._BATCH_COLUMNS}
         self.counts: list[int] = []
         self.rows = 0
 
@@ -202,17 +183,3 @@ class _Columns:
                 columns[name] = pa.array([self.path] * rows, type=field.type)
         self._reset()
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
-
-
-def _int_option(options: dict, name: str, default, minimum: int):
-    raw = options.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise UserError(f"kafka-segments option {name}={raw!r} is not an integer",
-                        fix=f"pass a whole number >= {minimum}") from None
-    if value < minimum:
-        raise UserError(f"kafka-segments option {name}={value} is below {minimum}", fix=f"pass a value >= {minimum}")
-    return value
