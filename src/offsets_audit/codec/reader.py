@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from offsets_audit.codec.errors import DecodeError
-from offsets_audit.codec.schema import ZERO_UUID, FieldSpec, MessageSpec
+from offsets_audit.codec.schema import ZERO_UUID, FieldSpec, MessageSpec, Versions
 
 _FIXED = {"bool": ("b", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4),
           "uint32": ("I", 4), "int64": ("q", 8), "float64": ("d", 8), "uuid": ("16s", 16)}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from offsets_audit.sources.options import option_text, required_path, text_options
+from offsets_audit.sources.options import option_text
+from offsets_audit.sources.options import required_path as _required_path
+from offsets_audit.sources.options import text_options as _text_options
 
 __all__ = ["option_text", "read", "register", "spark_kafka_available"]
 
@@ -52,16 +54,20 @@ def read(spark, source_config):
     if kind == "parquet":
         from offsets_audit.sources.parquet import read_parquet
 
-        return read_parquet(spark, required_path(source_config, kind), options)
+        return read_parquet(spark, _required_path(source_config, kind), options)
     if kind == "segments":
-        path = required_path(source_config, kind)
+        path = _required_path(source_config, kind)
         register(spark)
-        from offsets_audit.sources.schema import as_source_schema
-
-        df = spark.read.format("kafka-segments").options(**text_options(options)).load(path)
-        return as_source_schema(df)
+        df = spark.read.format("kafka-segments").options(**_text_options(options)).load(path)
+        return _as_source_schema(df)
     raise UserError(f"source kind {source_config.get('kind')!r} is unknown",
                     fix="set source kind to kafka, parquet or segments")
+
+
+def _as_source_schema(df):
+    from offsets_audit.sources.schema import as_source_schema  # imports pyspark: only when a read is planned
+
+    return as_source_schema(df)
 
 
 def spark_kafka_available(spark) -> bool | None:
@@ -105,7 +111,7 @@ def _read_spark_kafka(spark, options: dict):
     from offsets_audit.sources.kafka import DEFAULT_TOPIC
 
     lowered = {k.lower(): k for k in options}
-    spark_options = {k: v for k, v in text_options(options).items() if k.lower() not in _PYTHON_ONLY_OPTIONS}
+    spark_options = {k: v for k, v in _text_options(options).items() if k.lower() not in _PYTHON_ONLY_OPTIONS}
     if not {"subscribe", "assign", "subscribepattern"} & set(lowered):
         spark_options["subscribe"] = DEFAULT_TOPIC
     if "kafka.isolation.level" not in lowered:
@@ -113,9 +119,9 @@ def _read_spark_kafka(spark, options: dict):
     if "fetchretries" in lowered and "fetchoffset.numretries" not in lowered:
         spark_options["fetchOffset.numRetries"] = str(options[lowered["fetchretries"]])
     df = spark.read.format("kafka").options(**spark_options).load()
-    from offsets_audit.sources.schema import KAFKA_COLUMNS, as_source_schema
+    from offsets_audit.sources.schema import KAFKA_COLUMNS
 
-    return as_source_schema(df.select(*KAFKA_COLUMNS))
+    return _as_source_schema(df.select(*KAFKA_COLUMNS))
 
 
 def _read_kafka_python(spark, options: dict):
@@ -123,7 +129,7 @@ def _read_kafka_python(spark, options: dict):
     broker that cannot be reached fails now with its one-line message rather than inside a Spark task."""
     from offsets_audit.sources.kafka import parse_options, pinned_options, resolve_offsets
 
-    options = text_options(options)
+    options = _text_options(options)
     pinned = pinned_options(options, resolve_offsets(parse_options(options)))
     register(spark)
     return spark.read.format("kafka-python").options(**pinned).load()

@@ -57,7 +57,7 @@ class KafkaPythonReader(DataSourceReader):
         return [KafkaRangePartition(r.topic, r.partition, r.start, r.end) for r in ranges] or [
             KafkaRangePartition("", -1, 0, 0)]
 
-    def read(self, partition: KafkaRangePartition) -> Iterator:  # type: ignore[override]  # gets what partitions() made
+    def read(self, partition: KafkaRangePartition) -> Iterator:
         import pyarrow as pa
 
         from offsets_audit.sources.kafka import OffsetRange, read_range

@@ -229,44 +229,6 @@ def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int,
     return ranges
 
 
-#: What ``batch_end`` returns for a header that cannot start a batch (unknown magic, length below its minimum).
-NOT_A_BATCH = -1
-
-
-def batch_end(handle: BinaryIO, pos: int, end: int) -> int:
-    """Where the batch whose header starts at ``pos`` of the open segment ``handle`` ends, from its header alone.
-
-    Reads the base offset, the length and the magic byte (17 bytes), as Kafka's ``FileLogInputStream`` does
-    before reading a whole batch. Returns ``pos`` itself when the header or the batch it claims is cut short by
-    ``end`` (a batch still being appended, or a truncated tail), ``NOT_A_BATCH`` when the header cannot be one.
-    """
-    if pos + LOG_OVERHEAD + 5 > end:
-        return pos
-    handle.seek(pos)
-    head = handle.read(LOG_OVERHEAD + 5)
-    if len(head) < LOG_OVERHEAD + 5:
-        return pos
-    _, length = _OFFSET_LENGTH.unpack_from(head)
-    magic = head[16]
-    if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
-        return NOT_A_BATCH
-    if pos + LOG_OVERHEAD + length > end:
-        return pos
-    return pos + LOG_OVERHEAD + length
-
-
-def complete_batch_ends(handle: BinaryIO, start: int, end: int) -> Iterator[int]:
-    """End positions of the consecutive complete batches from ``start``, walking their headers (``batch_end``);
-    stops at the first header that is cut short by ``end`` or cannot be a batch."""
-    pos = start
-    while pos < end:
-        next_pos = batch_end(handle, pos, end)
-        if next_pos <= pos:
-            return
-        pos = next_pos
-        yield pos
-
-
 def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
     if quarantine is None:
         return lambda entry: None
@@ -616,3 +578,41 @@ def is_index_file(path: str | os.PathLike) -> bool:
     """True for the broker's side files a segment reader ignores (indexes, snapshots, checkpoints)."""
     name = Path(path).name
     return name.endswith(_INDEX_SUFFIXES) or name in ("leader-epoch-checkpoint", "partition.metadata")
+
+
+#: What ``batch_end`` returns for a header that cannot start a batch (unknown magic, length below its minimum).
+NOT_A_BATCH = -1
+
+
+def batch_end(handle: BinaryIO, pos: int, end: int) -> int:
+    """Where the batch whose header starts at ``pos`` of the open segment ``handle`` ends, from its header alone.
+
+    Reads the base offset, the length and the magic byte (17 bytes), as Kafka's ``FileLogInputStream`` does
+    before reading a whole batch. Returns ``pos`` itself when the header or the batch it claims is cut short by
+    ``end`` (a batch still being appended, or a truncated tail), ``NOT_A_BATCH`` when the header cannot be one.
+    """
+    if pos + LOG_OVERHEAD + 5 > end:
+        return pos
+    handle.seek(pos)
+    head = handle.read(LOG_OVERHEAD + 5)
+    if len(head) < LOG_OVERHEAD + 5:
+        return pos
+    _, length = _OFFSET_LENGTH.unpack_from(head)
+    magic = head[16]
+    if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
+        return NOT_A_BATCH
+    if pos + LOG_OVERHEAD + length > end:
+        return pos
+    return pos + LOG_OVERHEAD + length
+
+
+def complete_batch_ends(handle: BinaryIO, start: int, end: int) -> Iterator[int]:
+    """End positions of the consecutive complete batches from ``start``, walking their headers (``batch_end``);
+    stops at the first header that is cut short by ``end`` or cannot be a batch."""
+    pos = start
+    while pos < end:
+        next_pos = batch_end(handle, pos, end)
+        if next_pos <= pos:
+            return
+        pos = next_pos
+        yield pos

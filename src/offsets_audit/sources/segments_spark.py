@@ -25,7 +25,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from offsets_audit.errors import UserError
-from offsets_audit.sources.options import int_option
+from offsets_audit.sources.options import int_option as _int_option
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 
 DEFAULT_TOPIC = "__consumer_offsets"
@@ -49,9 +49,9 @@ class SegmentsReader(DataSourceReader):
                             fix='use spark.read.format("kafka-segments").load("/path/to/log-dir")')
         self.path = str(options["path"])
         self.topic = str(options.get("topic", DEFAULT_TOPIC))
-        self.partition_override = int_option(options, "partition", None, minimum=0)
-        self.max_bytes = int_option(options, "maxbytesperpartition", DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1)
-        self.rows_per_batch = int_option(options, "rowsperbatch", DEFAULT_ROWS_PER_BATCH, minimum=1)
+        self.partition_override = _int_option(options, "partition", None, minimum=0)
+        self.max_bytes = _int_option(options, "maxbytesperpartition", DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1)
+        self.rows_per_batch = _int_option(options, "rowsperbatch", DEFAULT_ROWS_PER_BATCH, minimum=1)
 
     def partitions(self) -> list[SegmentRange]:
         from offsets_audit.sources.segments import batch_boundaries, list_segments
@@ -64,7 +64,7 @@ class SegmentsReader(DataSourceReader):
                 ranges.append(SegmentRange(path, partition, start, end))
         return ranges or [SegmentRange("", None, 0, 0)]
 
-    def read(self, partition: SegmentRange) -> Iterator:  # type: ignore[override]  # gets what partitions() made
+    def read(self, partition: SegmentRange) -> Iterator:
         if not partition.path:
             return
         yield from read_arrow(partition.path, partition.partition, self.topic, partition.start, partition.end,

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow,
 )
 
-from offsets_audit.sources.options import int_option
+from offsets_audit.sources.options import int_option as _int_option
 from offsets_audit.sources.segments_spark import SegmentRange, SegmentsReader, read_arrow
 
 
@@ -71,8 +71,8 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.path, self.topic, self.partition_override = batch.path, batch.topic, batch.partition_override
         self.max_bytes, self.rows_per_batch = batch.max_bytes, batch.rows_per_batch
         lowered = {str(k).lower(): v for k, v in options.items()}
-        self.max_files = int_option(lowered, "maxfilespertrigger", None, minimum=1)
-        self.max_bytes_per_trigger = int_option(lowered, "maxbytespertrigger", None, minimum=1)
+        self.max_files = _int_option(lowered, "maxfilespertrigger", None, minimum=1)
+        self.max_bytes_per_trigger = _int_option(lowered, "maxbytespertrigger", None, minimum=1)
         self.target: dict | None = None
 
     # -- offsets -------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ranges.append(SegmentRange(path, partition, range_start, stop))
         return ranges
 
-    def read(self, partition: SegmentRange) -> Iterator:  # type: ignore[override]  # gets what partitions() made
+    def read(self, partition: SegmentRange) -> Iterator:
         yield from read_arrow(partition.path, partition.partition, self.topic, partition.start, partition.end,
                               self.rows_per_batch)
 
