@@ -16,8 +16,8 @@ from pathlib import Path
 
 from offsets_audit.errors import UserError
 
-from .model import SEVERITY_RANK
-from .rules.registry import RULES, rule_settings
+from offsets_audit.audit.model import SEVERITY_RANK
+from offsets_audit.audit.rules.registry import RULES, rule_settings
 
 MAX_FINDINGS_PER_CASE = 100
 
