@@ -329,3 +329,7 @@ def render_report(data: dict) -> str:
         "<h2 id=\"findings\">Findings</h2>", _findings_table(findings),
         "</body></html>",
     ])
+
+
+# -- Spark side ------------------------------------------------------------------------------------
+# The writer that reads one run's tables back and writes this page beside them is offsets_audit.sinks.report.

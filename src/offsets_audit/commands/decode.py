@@ -44,7 +44,7 @@ def summarize(decoded_df) -> dict:
 
     groups = (decoded_df.groupBy("record_type", "record_name", "error_code").agg(F.count(F.lit(1)).alias("n"))
               .collect())
-    summary: dict = {"rows_read": 0, "decoded": 0, "quarantined": 0, "per_record_type": {}, "per_error_code": {}}
+    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "per_record_type": {}, "per_error_code": {}}
     for row in groups:
         n = row["n"]
         summary["rows_read"] += n
