@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo test bench dist clean
+.PHONY: install browser demo check test bench dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,14 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "note: chromium not installed (needs root); the report screenshot test will be skipped"
 
-test: $(STAMP) browser
+# The static checks, before any test runs: lint, types of src/, the stage layers, cycles and private imports.
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python tools/check_imports.py src/offsets_audit
+
+test: $(STAMP) check browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

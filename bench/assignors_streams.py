@@ -8,7 +8,6 @@ JVM on a 2-vCPU VM, so only a rough reference), then synthetic larger groups and
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import string

@@ -13,11 +13,11 @@ class History:
         self.now = start
         self.events: list[dict] = []
 
-    def at(self, ms: int) -> "History":
+    def at(self, ms: int) -> History:
         self.now = ms
         return self
 
-    def after(self, ms: int) -> "History":
+    def after(self, ms: int) -> History:
         self.now += ms
         return self
 
@@ -73,7 +73,7 @@ class History:
 def stable_group(h: History, members=("a", "b"), topic="T1", partitions=4) -> History:
     """A new consumer group whose members join, get one target assignment at epoch 2 and reconcile."""
     h.created()
-    for i, m in enumerate(members):
+    for m in members:
         h.joined(m)
     h.bump(0, 2)
     h.target(2)

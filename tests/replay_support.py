@@ -22,11 +22,6 @@ def load_expected(path: Path) -> list[dict]:
     return records
 
 
-def with_decoded(records: list[dict]) -> list[dict]:
-    """Records go through the real codec (``decode_record``) inside the replay: nothing to attach."""
-    return records
-
-
 def batches(records: list[dict]) -> list[list[dict]]:
     """Records grouped by batch (``batch_base_offset``), in log order."""
     out: list[list[dict]] = []

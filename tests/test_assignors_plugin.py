@@ -69,7 +69,7 @@ def test_class_plugin_is_instantiated_and_its_assign_called():
 def test_registered_plugin_runs_through_the_dispatcher():
     from offsets_audit import assignors
 
-    plugin.register_plugin("round-robin-test", f"{__name__}:round_robin")
+    assignors.register_plugin("round-robin-test", f"{__name__}:round_robin")
     try:
         assert assignors.run("round-robin-test", _case()) == EXPECTED
     finally:

@@ -66,7 +66,7 @@ def test_standby_never_lands_on_the_process_running_the_active():
     members = [_member("a1", "p1"), _member("a2", "p1"), _member("b1", "p2")]
     result = streams_sticky.assign(_input(members, {"0": (4, True)}, standby_replicas=1))
     by_process = {"p1": ("a1", "a2"), "p2": ("b1",)}
-    for process, ids in by_process.items():
+    for ids in by_process.values():
         active = {p for m in ids for p in result["members"][m]["active_tasks"].get("0", [])}
         standby = {p for m in ids for p in result["members"][m]["standby_tasks"].get("0", [])}
         assert not active & standby

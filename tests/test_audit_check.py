@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from offsets_audit.audit.command import failing, junit_xml, verdict_line
+from offsets_audit.commands.check import failing, junit_xml, verdict_line
 from offsets_audit.audit.rules.registry import RULES, rule_settings
 from offsets_audit.config import load_config
 from replay_support import HISTORIES

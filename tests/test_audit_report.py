@@ -1,7 +1,6 @@
 """The HTML report: content from the golden batching history, rendered in real headless Chromium."""
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil

@@ -1,7 +1,6 @@
 """Spark edge of the audit: the golden batching history through segments -> codec -> replay -> audit."""
 from __future__ import annotations
 
-import copy
 import shutil
 
 import pytest

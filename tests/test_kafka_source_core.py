@@ -8,7 +8,6 @@ from collections import namedtuple
 import kafka.errors
 import pytest
 from hypothesis import given, strategies as st
-from kafka import TopicPartition
 
 from offsets_audit.errors import UserError
 from offsets_audit.sources import kafka as source

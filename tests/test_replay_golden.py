@@ -24,7 +24,6 @@ from replay_support import (
     list_groups_view,
     load_expected,
     normalise_epochs,
-    with_decoded,
 )
 from golden_files import golden_glob, open_golden
 
@@ -37,7 +36,7 @@ TIMELINE_HISTORIES = [
 
 
 def _records(name: str) -> list[dict]:
-    return with_decoded(load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl"))
+    return load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl")
 
 
 def _check_final_state(result, state: dict) -> None:
@@ -92,7 +91,7 @@ def test_history_many_groups_every_partition_matches():
         state_path = folder / f"history-many-groups-p{partition:02d}.state.json"
         if not state_path.exists():
             continue
-        records = with_decoded(load_expected(folder / f"history-many-groups-p{partition:02d}-00000000000000000000.expected.jsonl.xz"))
+        records = load_expected(folder / f"history-many-groups-p{partition:02d}-00000000000000000000.expected.jsonl.xz")
         result = replay_records(records)
         assert not [e for e in result.events if e["event"] == "replay_anomaly"]
         _check_final_state(result, json.load(open(state_path, encoding="utf-8")))
@@ -105,7 +104,7 @@ def test_history_many_groups_every_partition_matches():
 def test_golden_segment_replays_without_errors(path):
     """Segment vectors are random records, so one group id may see several record families: the
     replay must take every record without raising and report only those type clashes as anomalies."""
-    records = with_decoded(load_expected(path))
+    records = load_expected(path)
     result = replay_records(records)
     data = [r for r in records if not r["is_control"]]
     assert sum(f.records_applied for f in result.groups.values()) == len(data)
@@ -117,7 +116,7 @@ def test_golden_segment_replays_without_errors(path):
 
 def test_txn_segment_materialises_committed_drops_aborted_keeps_open_pending():
     path = GOLDEN / "segments" / "v2-txn-lz4-00000000000000000000.expected.jsonl"
-    records = with_decoded(load_expected(path))
+    records = load_expected(path)
     result = replay_records(records)
     # An independent reading of the same log: markers per producer id close that producer's commits.
     committed, pending = {}, {}

@@ -128,7 +128,7 @@ def test_consumer_records_follow_the_reconciliation_rules(decoded, history):
 
 def test_group_epoch_never_behind_assignment_epoch(decoded):
     group_epoch, assignment_epoch = {}, {}
-    for row, rec in decoded:
+    for _row, rec in decoded:
         if rec.value is None:
             continue
         if rec.record_type in (3, 11, 17):

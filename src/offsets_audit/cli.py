@@ -1,7 +1,7 @@
 """The ``offsets-audit`` command line.
 
-Each sub-command lives beside the stage it drives and exposes ``add_arguments(parser)`` and
-``run(args) -> int``; this module only dispatches, so stages never collide in one file.
+Each sub-command is a module of ``offsets_audit.commands`` (or ``job``, ``demo``) exposing
+``add_arguments(parser)`` and ``run(args) -> int``; this module only dispatches, so commands never collide in one file.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from offsets_audit.errors import UserError
 
 #: sub-command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "decode": ("offsets_audit.codec.command", "decode raw __consumer_offsets records into typed tables"),
-    "dump": ("offsets_audit.sources.command", "copy __consumer_offsets from Kafka or log segments into a Parquet dump"),
-    "capture-topics": ("offsets_audit.assignors.command", "capture a topic-metadata snapshot from a live cluster"),
+    "decode": ("offsets_audit.commands.decode", "decode raw __consumer_offsets records into typed tables"),
+    "dump": ("offsets_audit.commands.dump", "copy __consumer_offsets from Kafka or log segments into a Parquet dump"),
+    "capture-topics": ("offsets_audit.commands.capture_topics", "capture a topic-metadata snapshot from a live cluster"),
     "capture-group-configs": ("offsets_audit.group_configs",
                               "capture every group's configs and the brokers' group.* defaults from a live cluster"),
     "run": ("offsets_audit.job", "run the audit job: source -> decode -> replay -> assignor audit -> audit -> sinks"),
-    "check": ("offsets_audit.audit.command", "CI gate: exit 1 when findings pass the configured severity thresholds"),
-    "simulate": ("offsets_audit.simulate.command", "write a realistic generated __consumer_offsets history"),
+    "check": ("offsets_audit.commands.check", "CI gate: exit 1 when findings pass the configured severity thresholds"),
+    "simulate": ("offsets_audit.commands.simulate", "write a realistic generated __consumer_offsets history"),
     "demo": ("offsets_audit.demo", "simulate a small history and run the nightly job on it with local Spark"),
 }
 

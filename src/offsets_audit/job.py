@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from offsets_audit.config import load_config, redacted
+from offsets_audit.config import load_config, redacted, source_config
 from offsets_audit.errors import UserError
 
 
@@ -57,20 +57,6 @@ def overrides_from_args(args) -> dict:
     if getattr(args, "group_configs", None):
         overrides["broker"] = {"group_configs": args.group_configs}
     return overrides
-
-
-def source_config(config: dict) -> dict:
-    source = config["source"]
-    if source["kind"] in ("segments", "parquet") and not source.get("path"):
-        raise UserError(f"source.kind is {source['kind']} but source.path is not set",
-                        fix="set source.path in the config or pass --input PATH")
-    if source["kind"] == "kafka" and "kafka.bootstrap.servers" not in (source.get("options") or {}):
-        raise UserError("source.kind is kafka but no bootstrap servers are given",
-                        fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
-    out = {"kind": source["kind"], **(source.get("options") or {})}
-    if source.get("path"):
-        out["path"] = source["path"]
-    return out
 
 
 def run_job(spark, config: dict, *, progress: bool = True) -> dict:
@@ -131,7 +117,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     summary = _summary(config, counts, tables, timings, paths)
     summary["input"] = input_report
     if out.get("html_report"):
-        from offsets_audit.audit.report import write_report
+        from offsets_audit.sinks.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
     decoded_all.unpersist()
     _write_summary(spark, out["path"], run_id, summary)
@@ -231,7 +217,7 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
     if r["by_error_code"]:
         print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
     findings = summary.get("findings") or {}
-    print(f"findings: {sum(findings.values())}" + ("" if not findings else ""), file=file)
+    print(f"findings: {sum(findings.values())}", file=file)
     for rule, n in findings.items():
         print(f"  {rule}: {n}", file=file)
     if summary.get("latency"):

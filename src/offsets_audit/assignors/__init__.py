@@ -68,6 +68,14 @@ def register_assignor(name: str, fn: Callable[[dict], Mapping]) -> None:
     _registered[name] = fn
 
 
+def register_plugin(name: str, spec: str, allow_sharing: bool = False) -> None:
+    """Load ``spec`` (``"package.module:attribute"``) and make ``run(name, case_input)`` call it."""
+    from offsets_audit.assignors.plugin import load_assignor, run_plugin
+
+    fn = load_assignor(spec)
+    register_assignor(name, lambda case_input: run_plugin(fn, case_input, spec, allow_sharing))
+
+
 def unregister_assignor(name: str) -> None:
     """Forget a registered assignor (built-ins stay)."""
     _registered.pop(name, None)

@@ -61,7 +61,7 @@ class ArrayIndexOutOfBoundsException(JavaException):
     java_name = "ArrayIndexOutOfBoundsException"
 
     @classmethod
-    def for_index(cls, index: int, length: int) -> "ArrayIndexOutOfBoundsException":
+    def for_index(cls, index: int, length: int) -> ArrayIndexOutOfBoundsException:
         """The message the JVM (Java 11+) gives an out-of-range array access."""
         return cls(f"Index {index} out of bounds for length {length}")
 

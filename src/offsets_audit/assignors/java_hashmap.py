@@ -190,7 +190,7 @@ class JavaHashSet(JavaHashMap):
         return True
 
     @classmethod
-    def copy_of(cls, items: Iterable[Hashable], hash_fn: Callable[[Any], int] = java_string_hash) -> "JavaHashSet":
+    def copy_of(cls, items: Iterable[Hashable], hash_fn: Callable[[Any], int] = java_string_hash) -> JavaHashSet:
         """``new HashSet<>(collection)``: capacity from the size, then ``add`` in the collection's order."""
         items = list(items)
         result = cls(hash_fn, copy_constructor_capacity(len(items)))

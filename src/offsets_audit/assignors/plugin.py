@@ -205,12 +205,3 @@ def run_plugin(assignor: Any, case_input: Mapping[str, Any], name: str | None = 
     except PartitionAssignorError as exc:
         return {"error": "PartitionAssignorException", "message": str(exc)}
     return {"error": None, "members": validate_assignment(group, assignment, label, allow_sharing)}
-
-
-def register_plugin(name: str, spec: str, allow_sharing: bool = False) -> None:
-    """Load ``spec`` (``"package.module:attribute"``) and make
-    ``offsets_audit.assignors.run(name, case_input)`` call it."""
-    from offsets_audit.assignors import register_assignor
-
-    fn = load_assignor(spec)
-    register_assignor(name, lambda case_input: run_plugin(fn, case_input, spec, allow_sharing))

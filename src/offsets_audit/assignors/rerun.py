@@ -120,7 +120,7 @@ def _normalized(members: Mapping, group_type: str) -> dict:
     out = {}
     for member_id, assignment in (members or {}).items():
         if group_type == "streams":
-            norm = {kind: {s: sorted(p) for s, p in ((assignment or {}).get(kind) or {}).items() if p}
+            norm: dict = {kind: {s: sorted(p) for s, p in ((assignment or {}).get(kind) or {}).items() if p}
                     for kind in ("active_tasks", "standby_tasks")}
         else:
             norm = {t: sorted(p) for t, p in (assignment or {}).items() if p}

@@ -81,7 +81,7 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
     """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``)."""
     topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
     what_if = tuple(what_if or ())
-    options = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
+    options: dict = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
                "default_consumer_assignor": default_consumer_assignor}
     columns = [c for c in _ROW_COLUMNS if c in target_assignments_df.columns]
     targets = target_assignments_df.select(*columns)

@@ -54,7 +54,7 @@ def _by_subtopology_then_partition(task: TaskId) -> tuple:
     return java_string_sort_key(task[0]), task[1]
 
 
-def _compare_load(a: "ProcessState", b: "ProcessState") -> int:
+def _compare_load(a: ProcessState, b: ProcessState) -> int:
     return (a.load > b.load) - (a.load < b.load)
 
 

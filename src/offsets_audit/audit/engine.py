@@ -31,7 +31,7 @@ def audit_group(events: Iterable[dict], config: dict | None = None, *, settings:
         cfg["_end_time_ms"] = end_time_ms
     ctx = AuditContext(settings, cfg, group_id)
     view = GroupView(group_id, next((e.group_type for e in parsed if e.group_type), None))
-    families = [cls(ctx) for cls in FAMILY_CLASSES]
+    families: list = [cls(ctx) for cls in FAMILY_CLASSES]
     tracker = RebalanceTracker(ctx)
     families.append(tracker)
     for i, ev in enumerate(parsed):

@@ -30,7 +30,7 @@ def to_millis(value: Any) -> int | None:
             return None
         return int(value)
     if hasattr(value, "value") and hasattr(value, "tz_localize"):  # pandas Timestamp
-        if value is getattr(__import__("pandas"), "NaT"):
+        if value is __import__("pandas").NaT:
             return None
         return int(value.value // 1_000_000)
     if isinstance(value, _dt.datetime):
@@ -54,7 +54,7 @@ class Event:
     details: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, raw: dict) -> "Event":
+    def from_dict(cls, raw: dict) -> Event:
         details = raw.get("details")
         if isinstance(details, (str, bytes)):
             details = json.loads(details) if details else {}

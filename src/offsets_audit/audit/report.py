@@ -1,6 +1,6 @@
 """The self-contained HTML report: one file, inline SVG, no script, nothing fetched from the network.
 
-``render_report(data)`` is pure (lists of dicts in, HTML out); ``write_report(spark, ...)`` reads the
+``render_report(data)`` is pure (lists of dicts in, HTML out); ``sinks.report.write_report(spark, ...)`` reads the
 tables the job wrote for one run, keeps what the page shows (a few thousand rows at most) and writes
 ``<output>/report/<run_id>.html``. Sections: findings by rule, latency distribution per group type,
 rebalance rate over time, why groups rebalance (causes over time, top culprits, each worst group's bumps
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import math
 
 SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00", "info": "#1e88e5"}
@@ -47,7 +46,7 @@ def _fmt_time(ms) -> str:
 
 # -- SVG primitives -------------------------------------------------------------------------------
 
-def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[float], str]], *, width=640,
+def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[int], str]], *, width=640,
                height=260, horizontal=False, y_label="") -> str:
     """Grouped bars; ``series`` = [(name, values per category, color)]."""
     if not categories:
@@ -207,7 +206,7 @@ def _findings_by_rule(findings: list[dict]) -> str:
 
 def _latency_distribution(rebalances: list[dict]) -> str:
     charts = []
-    for i, group_type in enumerate(sorted({r.get("group_type") or "?" for r in rebalances})):
+    for group_type in sorted({r.get("group_type") or "?" for r in rebalances}):
         rows = [r for r in rebalances if (r.get("group_type") or "?") == group_type]
         series = []
         for j, (metric, label) in enumerate((("time_to_assignment_ms", "time to target assignment"),
@@ -519,44 +518,4 @@ def causes_section(rebalances: list[dict], groups: list[str]) -> str:
 
 
 # -- Spark side ------------------------------------------------------------------------------------
-
-def _read_table(spark, output_path: str, table: str, run_id: str, fmt: str):
-    """This run's rows of a table, read with its known schema (empty when the run had none)."""
-    from offsets_audit.sinks import read_table
-
-    return read_table(spark, output_path, table, run_id, fmt)
-
-
-def _rows(df) -> list[dict]:
-    return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
-
-
-def write_report(spark, output_path: str, run_id: str, fmt: str, summary: dict) -> str:
-    """Read this run's findings / rebalances / latency / events and write ``<output>/report/<run_id>.html``."""
-    from pyspark.sql import functions as F
-
-    findings_df = _read_table(spark, output_path, "findings", run_id, fmt)
-    rebalances_df = _read_table(spark, output_path, "rebalances", run_id, fmt)
-    findings = []
-    for row in _rows(findings_df):
-        t = row.get("time")
-        row["time"] = None if t is None else int(t.replace(tzinfo=t.tzinfo or _dt.timezone.utc).timestamp() * 1000)
-        findings.append(row)
-    rebalances = _rows(rebalances_df)
-    latency = _rows(_read_table(spark, output_path, "latency_summary", run_id, fmt))
-    timelines: dict[str, list[dict]] = {}
-    events_df = _read_table(spark, output_path, "group_events", run_id, fmt)
-    worst = worst_groups(findings, [r for r in rebalances if r.get("group_type") != "classic"])
-    if events_df is not None and worst:
-        wanted = events_df.filter(F.col("group_id").isin(worst) & F.col("event").isin(
-            "group_epoch_bumped", "target_assignment_computed", "member_epoch_advanced"))
-        for row in wanted.orderBy("partition", "offset").limit(20_000).collect():
-            event = row.asDict()
-            event["details"] = json.loads(event["details"] or "{}")
-            timelines.setdefault(event["group_id"], []).append(event)
-    html_text = render_report({"run_id": run_id, "summary": summary, "findings": findings, "rebalances": rebalances,
-                               "latency_summary": latency,
-                               "timelines": {g: timelines[g] for g in worst if g in timelines}})
-    from offsets_audit.sinks import write_text_file
-
-    return write_text_file(spark, output_path, f"report/{run_id}.html", html_text)
+# The writer that reads one run's tables back and writes this page beside them is offsets_audit.sinks.report.

@@ -45,7 +45,7 @@ class Versions:
     highest: int
 
     @classmethod
-    def parse(cls, text: str | None) -> "Versions":
+    def parse(cls, text: str | None) -> Versions:
         if text is None or text == "none":
             return NO_VERSIONS
         text = str(text).strip()
@@ -80,7 +80,7 @@ class FieldSpec:
     has_default: bool = False
     ignorable: bool = False
     flexible_versions: Versions | None = None
-    fields: list["FieldSpec"] | None = None
+    fields: list[FieldSpec] | None = None
     since: str | None = None
 
     @property

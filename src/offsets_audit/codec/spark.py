@@ -61,11 +61,9 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
                    offsets: list | None = None) -> dict[str, list]:
     """Decode parallel lists of key/value bytes into the DECODED_COLUMNS lists (pure Python, no Spark)."""
     n = len(keys)
-    out = {name: [None] * n for name in DECODED_COLUMNS}
+    out: dict[str, list] = {name: [None] * n for name in DECODED_COLUMNS}
     record_type, record_name = out["record_type"], out["record_name"]
     key_version, value_version, is_tombstone = out["key_version"], out["value_version"], out["is_tombstone"]
-    group_id, member_id = out["group_id"], out["member_id"]
-    topic_name, topic_partition = out["topic_name"], out["topic_partition"]
     key_json, value_json = out["key_json"], out["value_json"]
     error_code, error_message = out["error_code"], out["error_message"]
     decode_warnings = out["decode_warnings"]
@@ -160,7 +158,8 @@ COALESCE_BYTES = 64 << 20
 
 def _coalesce(batches, max_rows: int = COALESCE_ROWS, max_bytes: int = COALESCE_BYTES):
     """Join consecutive batches into batches of at most ``max_rows`` rows / ``max_bytes`` bytes (row order kept)."""
-    pending, rows, size = [], 0, 0
+    pending: list = []
+    rows, size = 0, 0
     for batch in batches:
         if pending and (rows + batch.num_rows > max_rows or size + batch.nbytes > max_bytes):
             yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)

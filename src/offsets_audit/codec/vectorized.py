@@ -67,7 +67,7 @@ class FlatField:
     default: object = None
     nullable: bool = False
     array: bool = False
-    element: "FlatLayout | None" = None
+    element: FlatLayout | None = None
 
     @property
     def width(self) -> int:
@@ -551,7 +551,7 @@ def decode_batch_columns(batch: pa.RecordBatch, columns: dict[str, pa.DataType],
             if types is None:
                 continue
             of_type = candidate & (record_type == rt)
-            shapes = [(None, of_type & tombstone)]
+            shapes: list = [(None, of_type & tombstone)]
             shapes += [(v, of_type & value_ok & (version == v)) for v in types.values]
             for v, mask in shapes:
                 rows = np.flatnonzero(mask)

@@ -75,7 +75,7 @@ class GroupFold:
         return bytes([_STATE_FORMAT]) + zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
     @classmethod
-    def from_bytes(cls, data: bytes, decode: Callable | None = None) -> "GroupFold":
+    def from_bytes(cls, data: bytes, decode: Callable | None = None) -> GroupFold:
         if not data or data[0] != _STATE_FORMAT:
             raise ValueError(f"unknown GroupFold state format {data[:1]!r}; the state store was written by another version")
         fold = cls.__new__(cls)

@@ -147,23 +147,24 @@ def read_stream(spark, source: dict):
     """A streaming DataFrame with SOURCE_SCHEMA's columns from a source config (see ``sources.read``)."""
     from pyspark.sql import functions as F
 
-    from offsets_audit.sources import _as_source_schema, _required_path, _text_options, register
-    from offsets_audit.sources.schema import KAFKA_COLUMNS, KAFKA_SCHEMA
+    from offsets_audit.sources import register
+    from offsets_audit.sources.options import required_path, text_options
+    from offsets_audit.sources.schema import KAFKA_COLUMNS, KAFKA_SCHEMA, as_source_schema
 
     kind = str(source.get("kind") or "").lower()
-    options = _text_options({k: v for k, v in source.items() if k not in ("kind", "path", "reader") and v is not None})
+    options = text_options({k: v for k, v in source.items() if k not in ("kind", "path", "reader") and v is not None})
     if kind == "segments":
-        path = _required_path(source, kind)
+        path = required_path(source, kind)
         register(spark)
-        return _as_source_schema(spark.readStream.format("kafka-segments").options(**options).load(path))
+        return as_source_schema(spark.readStream.format("kafka-segments").options(**options).load(path))
     if kind == "parquet":
-        path = _required_path(source, kind)
+        path = required_path(source, kind)
         schema = spark.read.parquet(path).schema
         df = spark.readStream.schema(schema).options(**options).parquet(path)
         for field in KAFKA_SCHEMA.fields:
             if field.name not in df.columns:
                 df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
-        return _as_source_schema(df)
+        return as_source_schema(df)
     if kind == "kafka":
         from offsets_audit.sources.kafka import DEFAULT_TOPIC
 
@@ -172,7 +173,7 @@ def read_stream(spark, source: dict):
             options["subscribe"] = DEFAULT_TOPIC
         if "kafka.isolation.level" not in lowered:
             options["kafka.isolation.level"] = "read_committed"
-        return _as_source_schema(spark.readStream.format("kafka").options(**options).load().select(*KAFKA_COLUMNS))
+        return as_source_schema(spark.readStream.format("kafka").options(**options).load().select(*KAFKA_COLUMNS))
     raise UserError(f"source kind {source.get('kind')!r} is unknown", fix="set source kind to kafka, parquet or segments")
 
 
@@ -330,7 +331,7 @@ def read_tables(spark, output: str) -> dict:
 def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
     """Run the incremental replay over ``config``'s source until caught up; returns a summary like ``run_job``'s."""
     from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.job import source_config
+    from offsets_audit.config import source_config
 
     output = config["output"]["path"]
     if config["output"].get("format", "parquet") != "parquet":
@@ -341,7 +342,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             raise UserError(f"--incremental needs local folders, got {path}",
                             fix="pass a local --checkpoint and output.path")
     Path(_local(checkpoint)).mkdir(parents=True, exist_ok=True)
-    spark.streams  # creates the state store coordinator transformWithStateInPandas needs
+    spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
     timings: dict[str, float] = {}
 
     def log(message):

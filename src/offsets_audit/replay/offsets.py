@@ -105,7 +105,7 @@ class OffsetStore:
 
     def pending_rows(self) -> list[dict]:
         rows = []
-        for (log_partition, producer_id), commits in sorted(self.pending.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
+        for (_log_partition, producer_id), commits in sorted(self.pending.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
             for (g, t, p), c in sorted(commits.items()):
                 rows.append(dict(group_id=g, topic=t, partition=p, producer_id=producer_id, **c))
         return rows

@@ -15,7 +15,7 @@ Output layouts are documented in docs/replay.md.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Tuple
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -78,7 +78,7 @@ def state_rows(fold: GroupFold) -> list[tuple]:
     return out
 
 
-def _fold_groups(key: Tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+def _fold_groups(key: tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """applyInPandas body (iterator form): fold one group's records batch by batch, in log order.
 
     ``replay`` hands each group its rows hash-partitioned and sorted by (group id, partition, offset), so

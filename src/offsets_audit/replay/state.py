@@ -160,7 +160,6 @@ class ModernGroup:
     """
 
     group_type = "modern"
-    member_state_names = MODERN_MEMBER_STATES
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id

@@ -26,7 +26,6 @@ class StreamsGroup(ModernGroup):
     """In-memory view of one streams group."""
 
     group_type = "streams"
-    member_state_names = STREAMS_MEMBER_STATES
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
@@ -132,7 +131,7 @@ class StreamsGroup(ModernGroup):
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         member_id = key["memberId"]
         member = self.members.get(member_id)
-        empty = {"active": {}, "standby": {}, "warmup": {}}
+        empty: dict[str, dict] = {"active": {}, "standby": {}, "warmup": {}}
         if value is None:
             if member is None:
                 return []

@@ -28,7 +28,7 @@ from collections import Counter
 from offsets_audit.assignors.inputs import timeline_grow, timeline_order
 from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.metadata_hash import compute_metadata_hash
-from offsets_audit.simulate import records as R
+import offsets_audit.simulate.records as R
 
 # modern.MemberState ids
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
@@ -763,7 +763,7 @@ class ProtocolBytes:
 
 def client_assignment(protocol: str, members: list, topics_by_name: dict) -> dict:
     """The consumer's own ``RangeAssignor`` / ``RoundRobinAssignor`` (classic protocol, run by the leader)."""
-    out = {m.member_id: {} for m in members}
+    out: dict[str, dict] = {m.member_id: {} for m in members}
     if protocol == "range":
         for name in sorted({t for m in members for t in m.topics}):
             if name not in topics_by_name:

@@ -71,7 +71,7 @@ class Append:
     coordinator_epoch: int = 0
 
 
-def _topic_partitions(assignment: dict, with_epochs: bool, id_field: str = "topicId") -> list:
+def topic_partitions(assignment: dict, with_epochs: bool, id_field: str = "topicId") -> list:
     """``{topic: {partition: epoch}}`` (or ``{topic: iterable}``) as the records' topic-partition arrays."""
     out = []
     for topic in sorted(assignment):
@@ -128,7 +128,7 @@ def consumer_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
 
 def consumer_target_member(group_id, member_id, target: dict) -> LogicalRecord:
     return LogicalRecord(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
-                         {"topicPartitions": _topic_partitions(target, False)})
+                         {"topicPartitions": topic_partitions(target, False)})
 
 
 def consumer_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
@@ -142,8 +142,8 @@ def consumer_current_assignment(group_id, member) -> LogicalRecord:
                              "memberEpoch": member.member_epoch,
                              "previousMemberEpoch": member.previous_member_epoch,
                              "state": member.state,
-                             "assignedPartitions": _topic_partitions(member.assigned, True),
-                             "partitionsPendingRevocation": _topic_partitions(member.pending_revocation, True)})
+                             "assignedPartitions": topic_partitions(member.assigned, True),
+                             "partitionsPendingRevocation": topic_partitions(member.pending_revocation, True)})
 
 
 def member_tombstones(group_id, member_id, types) -> list:
@@ -169,7 +169,7 @@ def share_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
 
 def share_target_member(group_id, member_id, target) -> LogicalRecord:
     return LogicalRecord(SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
-                         {"topicPartitions": _topic_partitions(target, False)})
+                         {"topicPartitions": topic_partitions(target, False)})
 
 
 def share_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
@@ -180,7 +180,7 @@ def share_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalR
 def share_current_assignment(group_id, member) -> LogicalRecord:
     return LogicalRecord(SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
         "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,
-        "state": member.state, "assignedPartitions": _topic_partitions(member.assigned, False)})
+        "state": member.state, "assignedPartitions": topic_partitions(member.assigned, False)})
 
 
 def share_state_partition_metadata(group_id, initializing: list, initialized: list) -> LogicalRecord:
@@ -209,7 +209,7 @@ def streams_group_metadata(group_id, epoch, metadata_hash, validated_topology_ep
 
 
 def _tasks(tasks: dict, with_epochs: bool) -> list:
-    return _topic_partitions(tasks, with_epochs, id_field="subtopologyId")
+    return topic_partitions(tasks, with_epochs, id_field="subtopologyId")
 
 
 def streams_target_member(group_id, member_id, active, standby) -> LogicalRecord:

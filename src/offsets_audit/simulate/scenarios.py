@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from offsets_audit.assignors.java_order import java_string_hash
-from offsets_audit.simulate import records as R
+import offsets_audit.simulate.records as R
 from offsets_audit.simulate.model import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH, ClassicGroup, ClassicMember, ConsumerGroup, Member, ShareGroup, StreamsGroup,
     Topic,
@@ -225,7 +225,7 @@ class ModernActor(Actor):
 
     def start(self) -> None:
         t0 = self.shard.now + self.rng.randrange(0, 60000)
-        for i in range(self.rng.randint(4, 14)):
+        for _ in range(self.rng.randint(4, 14)):
             t0 += self.rng.randrange(50, 3000)
             self.shard.at(t0, self.join, self.rng.random() < 0.3)
         self.shard.at(self.churn_time() + 120000, self.churn)
@@ -363,7 +363,7 @@ class ModernActor(Actor):
                 p = min(other.assigned[topic])
                 extra = {t: dict(v) for t, v in member.assigned.items()}
                 extra.setdefault(topic, {})[p] = member.member_epoch
-                bad.value["assignedPartitions"] = R._topic_partitions(extra, True)
+                bad.value["assignedPartitions"] = R.topic_partitions(extra, True)
                 bad.value["state"] = 0
                 bad.fault = {"kind": kind, "member_id": member.member_id, "topic": self.topics[topic].name,
                              "topic_partition": p, "detail": f"also owned by {other.member_id}"}
@@ -474,7 +474,7 @@ class ClassicActor(Actor):
     def start(self):
         t0 = self.shard.now + self.rng.randrange(0, 60000)
         self.shard.at(t0, self.create)
-        for i in range(self.rng.randint(1, 3)):
+        for _ in range(self.rng.randint(1, 3)):
             self.shard.at(t0 + self.rng.randrange(0, 2000), self.join)
         self.shard.at(self.churn_time() + 120000, self.churn)
 

@@ -73,7 +73,7 @@ class ParquetSink:
         path.parent.mkdir(parents=True, exist_ok=True)
         # as Spark writes a table partitioned by ``partition``: the column lives only in the directory name
         self.writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
-        self.columns = {name: [] for name in self.schema.names}
+        self.columns: dict[str, list] = {name: [] for name in self.schema.names}
         self.rows = 0
 
     def add(self, **row) -> None:
@@ -138,7 +138,8 @@ class PartitionWriter:
         self.next_offset += len(encoded)
         runs = [list(range(len(encoded)))]
         if self.keep is not None:
-            runs, run = [], []
+            runs = []
+            run: list[int] = []
             for i in range(len(encoded)):
                 if base + i in self.keep:
                     if run and run[-1] != i - 1:

@@ -53,7 +53,7 @@ def _needs_jars(path: str) -> None:
 
 
 def write_delta_table(df, output_path: str, table: str, run_id: str) -> str:
-    from offsets_audit.sinks import table_path
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     tagged = df.drop("run_id").withColumn("run_id", F.lit(run_id))
@@ -82,7 +82,7 @@ def _arrow_schema(table: str, staged):
 
 
 def _remove_staging_leftovers(fs: FileSystem, path: str, run_id: str) -> None:
-    from offsets_audit.sinks import escape_partition_value
+    from offsets_audit.sinks.paths import escape_partition_value
 
     escaped = escape_partition_value(run_id)
     for name in fs.list_names(path):
@@ -94,7 +94,7 @@ def _write_with_deltalake(tagged, table: str, path: str, run_id: str) -> str:
     import pyarrow.dataset as ds
     from deltalake import DeltaTable, write_deltalake
 
-    from offsets_audit.sinks import escape_partition_value
+    from offsets_audit.sinks.paths import escape_partition_value
 
     fs = FileSystem(tagged.sparkSession, path)
     _remove_staging_leftovers(fs, path, run_id)
@@ -116,7 +116,7 @@ def _write_with_deltalake(tagged, table: str, path: str, run_id: str) -> str:
 
 
 def remove_delta_run(spark, output_path: str, table: str, run_id: str) -> None:
-    from offsets_audit.sinks import table_path
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     if spark_has_delta(spark):
@@ -140,7 +140,7 @@ def _spark_delta_exists(spark, path: str) -> bool:
 
 def read_delta_run(spark, output_path: str, table: str, run_id: str):
     from offsets_audit import tables
-    from offsets_audit.sinks import table_path
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     known = table in tables.TABLES

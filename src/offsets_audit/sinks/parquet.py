@@ -20,14 +20,14 @@ _REPLACED = "_replaced-"
 
 
 def _aside(prefix: str, run_id: str) -> str:
-    from offsets_audit.sinks import escape_partition_value
+    from offsets_audit.sinks.paths import escape_partition_value
 
     return f"{prefix}{uuid.uuid4().hex}-{escape_partition_value(run_id)}"
 
 
 def _leftovers(fs: FileSystem, path: str, run_id: str) -> list[str]:
     """Staging and replaced folders an interrupted write of ``run_id`` left in the table folder."""
-    from offsets_audit.sinks import escape_partition_value
+    from offsets_audit.sinks.paths import escape_partition_value
 
     escaped = escape_partition_value(run_id)
     out = []
@@ -39,7 +39,7 @@ def _leftovers(fs: FileSystem, path: str, run_id: str) -> list[str]:
 
 
 def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
-    from offsets_audit.sinks import partition_path, table_path
+    from offsets_audit.sinks.paths import partition_path, table_path
 
     path = table_path(output_path, table)
     fs = FileSystem(df.sparkSession, path)
@@ -65,7 +65,7 @@ def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
 
 
 def remove_parquet_run(spark, output_path: str, table: str, run_id: str) -> None:
-    from offsets_audit.sinks import partition_path, table_path
+    from offsets_audit.sinks.paths import partition_path, table_path
 
     fs = FileSystem(spark, output_path)
     if not fs.usable:
@@ -77,7 +77,7 @@ def remove_parquet_run(spark, output_path: str, table: str, run_id: str) -> None
 
 def read_parquet_run(spark, output_path: str, table: str, run_id: str):
     from offsets_audit import tables
-    from offsets_audit.sinks import partition_path, table_path
+    from offsets_audit.sinks.paths import partition_path, table_path
 
     fs = FileSystem(spark, output_path)
     partition = partition_path(output_path, table, run_id)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from offsets_audit.sources.options import option_text
+from offsets_audit.sources.options import required_path as _required_path
+from offsets_audit.sources.options import text_options as _text_options
+
+__all__ = ["option_text", "read", "register", "spark_kafka_available"]
+
 _REGISTERED: set[int] = set()
 
 
@@ -10,17 +16,11 @@ def register(spark) -> None:
     key = id(spark)
     if key in _REGISTERED:
         return
-    try:
-        from offsets_audit.sources.segments_spark import SegmentsDataSource
-    except ImportError:  # pragma: no cover - during early development
-        SegmentsDataSource = None
-    try:
-        from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
-    except ImportError:  # pragma: no cover
-        KafkaPythonDataSource = None
+    from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
+    from offsets_audit.sources.segments_source import SegmentsDataSource
+
     for source in (SegmentsDataSource, KafkaPythonDataSource):
-        if source is not None:
-            spark.dataSource.register(source)
+        spark.dataSource.register(source)
     _REGISTERED.add(key)
 
 
@@ -218,47 +218,10 @@ def preflight(source_config) -> None:
         check_parquet_files(_required_path(source_config, kind))
 
 
-def option_text(value) -> str:
-    """An option value as Spark wants it: JSON for mappings and lists (offsets from YAML), true/false for bools."""
-    import json
-
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value)
-    return str(value)
-
-
-def _text_options(options: dict) -> dict:
-    return {str(k): option_text(v) for k, v in options.items()}
-
-
-def _required_path(source_config, kind: str) -> str:
-    import os
-    from urllib.parse import urlparse
-
-    from offsets_audit.errors import UserError
-
-    path = source_config.get("path")
-    if not path:
-        raise UserError(f"the {kind} source has no path", fix=f"set path to the {kind} directory to read")
-    path = str(path)
-    local = urlparse(path).scheme in ("", "file")
-    if local and not os.path.exists(path.removeprefix("file://")):
-        raise UserError(f"{kind} source path {path} does not exist", fix="check the path key of the source config")
-    return path
-
-
 def _as_source_schema(df):
-    """SOURCE_SCHEMA's columns in order (batch columns added as nulls), extra columns after them."""
-    from pyspark.sql import functions as F
+    from offsets_audit.sources.schema import as_source_schema  # imports pyspark: only when a read is planned
 
-    from offsets_audit.sources.schema import SOURCE_SCHEMA, with_batch_columns
-
-    df = with_batch_columns(df)
-    names = SOURCE_SCHEMA.fieldNames()
-    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in SOURCE_SCHEMA.fields],
-                     *[F.col(f"`{c}`") for c in df.columns if c not in names])
+    return as_source_schema(df)
 
 
 def spark_kafka_available(spark) -> bool | None:
@@ -288,7 +251,7 @@ def _read_kafka(spark, options: dict, reader: str):
     if reader == "auto" and available is None:
         try:
             df = _read_spark_kafka(spark, options)
-            df.schema  # forces analysis, which is where a missing source shows
+            df.schema  # noqa: B018 - forces analysis, which is where a missing source shows
             return df
         except Exception as exc:
             text = str(exc)

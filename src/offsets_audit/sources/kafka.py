@@ -400,7 +400,7 @@ def _topic_partitions(config: KafkaReadConfig, consumer) -> list:
     from kafka import TopicPartition
 
     if config.assign is not None:
-        wanted = config.assign
+        wanted = list(config.assign)
     else:
         wanted = []
         for topic in config.topics:

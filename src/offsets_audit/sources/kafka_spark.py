@@ -36,7 +36,7 @@ class KafkaPythonDataSource(DataSource):
     def schema(self):
         return SOURCE_SCHEMA
 
-    def reader(self, schema) -> "KafkaPythonReader":
+    def reader(self, schema) -> KafkaPythonReader:
         return KafkaPythonReader(dict(self.options))
 
 

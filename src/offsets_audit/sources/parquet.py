@@ -109,7 +109,7 @@ def read_parquet(spark, path: str, options: dict | None = None):
     check_parquet_files(path)
     reader = spark.read
     if options:
-        from offsets_audit.sources import option_text
+        from offsets_audit.sources.options import option_text
 
         reader = reader.options(**{k: option_text(v) for k, v in options.items()})
     try:

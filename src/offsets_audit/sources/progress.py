@@ -63,7 +63,7 @@ class SparkProgress:
         self._start = 0.0
         self.lines_printed = 0
 
-    def __enter__(self) -> "SparkProgress":
+    def __enter__(self) -> SparkProgress:
         self._start = time.monotonic()
         if self._context is not None:
             # Jobs started by this thread join the group, so stages that start and end between polls count too.

@@ -69,3 +69,13 @@ def with_batch_columns(df):
         if field.name not in df.columns:
             df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
     return df
+
+
+def as_source_schema(df):
+    """SOURCE_SCHEMA's columns in order (batch columns added as nulls), extra columns after them."""
+    from pyspark.sql import functions as F
+
+    df = with_batch_columns(df)
+    names = SOURCE_SCHEMA.fieldNames()
+    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in SOURCE_SCHEMA.fields],
+                     *[F.col(f"`{c}`") for c in df.columns if c not in names])

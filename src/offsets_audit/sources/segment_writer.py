@@ -104,7 +104,7 @@ class SegmentWriter:
 
     @classmethod
     def create(cls, log_dir: str | os.PathLike, partition: int, base_offset: int = 0,
-               partition_leader_epoch: int = 0, topic: str = DEFAULT_TOPIC, append: bool = False) -> "SegmentWriter":
+               partition_leader_epoch: int = 0, topic: str = DEFAULT_TOPIC, append: bool = False) -> SegmentWriter:
         """A writer for ``<log_dir>/<topic>-<partition>/<base offset>.log``."""
         return cls(segment_path(log_dir, partition, base_offset, topic), base_offset, partition_leader_epoch, append)
 
@@ -143,7 +143,7 @@ class SegmentWriter:
         if not self._file.closed:
             self._file.close()
 
-    def __enter__(self) -> "SegmentWriter":
+    def __enter__(self) -> SegmentWriter:
         return self
 
     def __exit__(self, *exc) -> None:

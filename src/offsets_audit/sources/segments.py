@@ -41,7 +41,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Union
+from typing import BinaryIO, Callable, Iterator
 
 from crc32c import crc32c
 
@@ -96,7 +96,7 @@ _MAX_LOST_OFFSETS = 1 << 31
 #: A partition's tail claim above this many records is not believed (a damaged header, not a real batch).
 _MAX_CLAIMED_RECORDS = 1 << 20
 
-Quarantine = Union[list, Callable[[dict], None], None]
+Quarantine = list | Callable[[dict], None] | None
 
 
 class BadBatch(Exception):
@@ -418,20 +418,12 @@ def plan_ranges(path: str | os.PathLike, max_bytes: int) -> tuple[list[tuple[int
     range_previous = None
     recent: list[tuple[int, int]] = []  # (position, size) of the last batches walked
     with open(path, "rb") as handle:
-        while pos < size:
-            handle.seek(pos)
-            head = handle.read(LOG_OVERHEAD + 5)
-            if len(head) < LOG_OVERHEAD + 5:
-                break
-            _, length = _OFFSET_LENGTH.unpack_from(head)
-            magic = head[16]
-            if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic] or pos + LOG_OVERHEAD + length > size:
-                break
+        for end in complete_batch_ends(handle, 0, size):
             previous = pos
-            recent.append((pos, LOG_OVERHEAD + length))
+            recent.append((pos, end - pos))
             if len(recent) > _VERIFY_LAST:
                 del recent[0]
-            pos += LOG_OVERHEAD + length
+            pos = end
             if pos - range_start >= max_bytes and pos < size:
                 ranges.append((range_start, pos, range_previous))
                 range_start, range_previous = pos, previous
@@ -712,7 +704,7 @@ def _decode_v2(data: bytes, position: int) -> RecordBatch:
 def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base_timestamp: int,
                        log_append_time: int | None) -> list:
     """Decode ``count`` ``DefaultRecord``s from ``data[pos:]``; the fast path inlines one-byte varints."""
-    records = []
+    records: list = []
     append = records.append
     end = len(data)
     for _ in range(count):
@@ -849,7 +841,7 @@ def _decode_legacy(data: bytes, position: int, magic: int) -> RecordBatch:
     else:
         timestamp_type = "LogAppendTime" if attributes & 0x08 else "CreateTime"
     if codec == 0:
-        records = [(offset, timestamp, key, value, [])]
+        records: list = [(offset, timestamp, key, value, [])]
         base_offset = offset
     else:
         if codec > 3:
@@ -909,7 +901,7 @@ def _legacy_inner(inner: bytes, wrapper_offset: int, wrapper_magic: int, wrapper
             raise ValueError("inner messages must not be compressed")
         timestamp, key, value = _legacy_fields(inner, pos + 16, message_end, magic)
         if magic == 0:
-            timestamp, timestamp_type = -1, "NoTimestampType"
+            timestamp = -1  # magic 0 has no timestamp
         elif wrapper_timestamp_type == "LogAppendTime":
             timestamp = wrapper_timestamp
         entries.append([offset, timestamp, key, value, []])
@@ -927,3 +919,41 @@ def is_index_file(path: str | os.PathLike) -> bool:
     """True for the broker's side files a segment reader ignores (indexes, snapshots, checkpoints)."""
     name = Path(path).name
     return name.endswith(_INDEX_SUFFIXES) or name in ("leader-epoch-checkpoint", "partition.metadata")
+
+
+#: What ``batch_end`` returns for a header that cannot start a batch (unknown magic, length below its minimum).
+NOT_A_BATCH = -1
+
+
+def batch_end(handle: BinaryIO, pos: int, end: int) -> int:
+    """Where the batch whose header starts at ``pos`` of the open segment ``handle`` ends, from its header alone.
+
+    Reads the base offset, the length and the magic byte (17 bytes), as Kafka's ``FileLogInputStream`` does
+    before reading a whole batch. Returns ``pos`` itself when the header or the batch it claims is cut short by
+    ``end`` (a batch still being appended, or a truncated tail), ``NOT_A_BATCH`` when the header cannot be one.
+    """
+    if pos + LOG_OVERHEAD + 5 > end:
+        return pos
+    handle.seek(pos)
+    head = handle.read(LOG_OVERHEAD + 5)
+    if len(head) < LOG_OVERHEAD + 5:
+        return pos
+    _, length = _OFFSET_LENGTH.unpack_from(head)
+    magic = head[16]
+    if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
+        return NOT_A_BATCH
+    if pos + LOG_OVERHEAD + length > end:
+        return pos
+    return pos + LOG_OVERHEAD + length
+
+
+def complete_batch_ends(handle: BinaryIO, start: int, end: int) -> Iterator[int]:
+    """End positions of the consecutive complete batches from ``start``, walking their headers (``batch_end``);
+    stops at the first header that is cut short by ``end`` or cannot be a batch."""
+    pos = start
+    while pos < end:
+        next_pos = batch_end(handle, pos, end)
+        if next_pos <= pos:
+            return
+        pos = next_pos
+        yield pos

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from offsets_audit.errors import UserError
+from offsets_audit.sources.options import int_option as _int_option
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 
 DEFAULT_TOPIC = "__consumer_offsets"
@@ -80,26 +81,6 @@ def _plan_from_option(text: str) -> list[SegmentRange]:
     import json
 
     return [SegmentRange(*entry) for entry in json.loads(text)]
-
-
-class SegmentsDataSource(DataSource):
-    """Batch reads of Kafka broker log segment files (``*.log``), magic 0/1/2, every codec."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafka-segments"
-
-    def schema(self):
-        return SOURCE_SCHEMA
-
-    def reader(self, schema) -> "SegmentsReader":
-        return SegmentsReader(dict(self.options))
-
-    def streamReader(self, schema):
-        """``spark.readStream.format("kafka-segments")``: see ``offsets_audit.sources.segments_stream``."""
-        from offsets_audit.sources.segments_stream import SegmentsStreamReader
-
-        return SegmentsStreamReader(dict(self.options))
 
 
 class SegmentsReader(DataSourceReader):
@@ -185,9 +166,9 @@ class _Columns:
         self._reset()
 
     def _reset(self) -> None:
-        self.records = {name: [] for name in self._RECORD_COLUMNS}
+        self.records: dict[str, list] = {name: [] for name in self._RECORD_COLUMNS}
         self.timestamps: list[int] = []
-        self.batches = {name: [] for name in self._BATCH_COLUMNS}
+        self.batches: dict[str, list] = {name: [] for name in self._BATCH_COLUMNS}
         self.counts: list[int] = []
         self.rows = 0
 
@@ -254,17 +235,3 @@ class _Columns:
                 columns[name] = pa.array([self.path] * rows, type=field.type)
         self._reset()
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
-
-
-def _int_option(options: dict, name: str, default, minimum: int):
-    raw = options.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise UserError(f"kafka-segments option {name}={raw!r} is not an integer",
-                        fix=f"pass a whole number >= {minimum}") from None
-    if value < minimum:
-        raise UserError(f"kafka-segments option {name}={value} is below {minimum}", fix=f"pass a value >= {minimum}")
-    return value

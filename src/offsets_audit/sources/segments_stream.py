@@ -33,48 +33,31 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow,
 )
 
-from offsets_audit.sources.segments_spark import SegmentRange, SegmentsReader, _int_option, read_arrow
+from offsets_audit.sources.options import int_option as _int_option
+from offsets_audit.sources.segments_spark import SegmentRange, SegmentsReader, read_arrow
 
 
 def complete_end(path: str, start: int, active: bool) -> int:
     """Byte position after the last complete batch of ``path`` at or after ``start`` (see the module docstring)."""
-    from offsets_audit.sources.segments import LOG_OVERHEAD, _MIN_LENGTH, _OFFSET_LENGTH
+    from offsets_audit.sources.segments import NOT_A_BATCH, batch_end, complete_batch_ends
 
     size = os.path.getsize(path)
     if not active:
         return max(size, start)
-    pos = start
     with open(path, "rb") as handle:
-        while pos < size:
-            handle.seek(pos)
-            head = handle.read(LOG_OVERHEAD + 5)
-            if len(head) < LOG_OVERHEAD + 5:
-                return pos
-            _, length = _OFFSET_LENGTH.unpack_from(head)
-            magic = head[16]
-            if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
-                return size
-            if pos + LOG_OVERHEAD + length > size:
-                return pos
-            pos += LOG_OVERHEAD + length
+        pos = max(complete_batch_ends(handle, start, size), default=start)  # the ends only grow
+        if pos < size and batch_end(handle, pos, size) == NOT_A_BATCH:
+            return size
     return pos
 
 
 def batch_ends(path: str, start: int, end: int) -> Iterator[int]:
     """End positions of the batches in ``[start, end)`` (the last one is ``end`` even when unreadable)."""
-    from offsets_audit.sources.segments import LOG_OVERHEAD, _MIN_LENGTH, _OFFSET_LENGTH
+    from offsets_audit.sources.segments import complete_batch_ends
 
     pos = start
     with open(path, "rb") as handle:
-        while pos < end:
-            handle.seek(pos)
-            head = handle.read(LOG_OVERHEAD + 5)
-            if len(head) < LOG_OVERHEAD + 5:
-                break
-            _, length = _OFFSET_LENGTH.unpack_from(head)
-            if head[16] not in _MIN_LENGTH or length < _MIN_LENGTH[head[16]] or pos + LOG_OVERHEAD + length > end:
-                break
-            pos += LOG_OVERHEAD + length
+        for pos in complete_batch_ends(handle, start, end):
             yield pos
     if pos < end:
         yield end

@@ -213,7 +213,7 @@ class RuleFamily:
 
     family = ""
 
-    def __init__(self, ctx: "AuditContext") -> None:
+    def __init__(self, ctx: AuditContext) -> None:
         self.ctx = ctx
 
     def on_event(self, ev: Event, view: GroupView) -> None:

@@ -19,7 +19,7 @@ class OffsetRules(RuleFamily):
         super().__init__(ctx)
         self.last_commit: dict[tuple, Event] = {}
         self.pending: dict[tuple, Event] = {}
-        self.topic_ids: dict[str, str] = dict((ctx.config.get("_topic_ids") or {}))
+        self.topic_ids: dict[str, str] = dict(ctx.config.get("_topic_ids") or {})
 
     def on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
@@ -74,7 +74,6 @@ class OffsetRules(RuleFamily):
         tp = (topic_id, int(ev.get("partition")))
         if tp in view.owners():
             return
-        last_owner = None
         self.ctx.emit("offset_commit_by_non_owner", view, ev.timestamp,
                       f"offset {ev.get('committed_offset')} committed for {ev.get('topic')}-{ev.get('partition')} "
                       f"while no member of the group owned it (group epoch {view.group_epoch}, assignment epoch "
@@ -84,8 +83,7 @@ class OffsetRules(RuleFamily):
                        "group_epoch": view.group_epoch, "assignment_epoch": view.assignment_epoch,
                        "members": {m.member_id: {"member_epoch": m.member_epoch,
                                                  "previous_member_epoch": m.previous_member_epoch}
-                                   for m in view.members.values()},
-                       "last_owner": last_owner})
+                                   for m in view.members.values()}})
 
     def _pending_check_all(self, view: GroupView, now: int | None) -> None:
         if now is None:

@@ -20,7 +20,7 @@ class OwnershipRules(RuleFamily):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.topic_ids: dict[str, str] = dict((ctx.config.get("_topic_ids") or {}))
+        self.topic_ids: dict[str, str] = dict(ctx.config.get("_topic_ids") or {})
         self.warmups: dict[tuple, tuple[int, str]] = {}
 
     def on_event(self, ev: Event, view: GroupView) -> None:
@@ -74,7 +74,7 @@ class OwnershipRules(RuleFamily):
                         holders.setdefault(task, []).append((m.member_id, role + suffix))
         for task, held in holders.items():
             by_process: dict[str | None, set] = {}
-            for member_id, role in held:
+            for member_id, _role in held:
                 by_process.setdefault(view.members[member_id].process_id, set()).add(member_id)
             problems = []
             actives = sorted({mid for mid, role in held if role == "active"})

@@ -111,7 +111,7 @@ def rule_settings(config: dict | None) -> dict[str, dict]:
         given = user.get(rule_id) or {}
         if not isinstance(given, dict):
             raise UserError(f"config: 'rules.{rule_id}' must be a mapping",
-                            fix="e.g. rules: {%s: {enabled: false}}" % rule_id)
+                            fix=f"e.g. rules: {{{rule_id}: {{enabled: false}}}}")
         for key, value in given.items():
             if key not in settings:
                 raise UserError(f"config: unknown key 'rules.{rule_id}.{key}'",

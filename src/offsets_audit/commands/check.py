@@ -18,8 +18,8 @@ from pathlib import Path
 
 from offsets_audit.errors import UserError
 
-from .model import SEVERITY_RANK
-from .rules.registry import RULES, rule_settings
+from offsets_audit.audit.model import SEVERITY_RANK
+from offsets_audit.audit.rules.registry import RULES, rule_settings
 
 MAX_FINDINGS_PER_CASE = 100
 #: Exit codes: PASS, FAIL, a person's mistake (one line), and a crash, which must never look like FAIL.
