@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import random
 import statistics
 import sys

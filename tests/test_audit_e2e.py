@@ -96,7 +96,7 @@ def test_latency_by_value(simulated):
     for r in rebalances:
         if r["group_type"] != "classic":           # classic generations carry causes, not latency
             by_group[r["group_id"]].append(r)
-    for group, rows in by_group.items():
+    for rows in by_group.values():
         rows.sort(key=lambda r: r["group_epoch"])
         assert rows[0]["time_to_assignment_ms"] == 0        # a new group's first assignment is immediate
         for r in rows:

@@ -84,8 +84,12 @@ BURROW_OFFSET_KEY = b"\x00\x01\x00\x09testgroup\x00\x09testtopic\x00\x00\x00\x0b
 BURROW_OFFSET_VALUE = b"\x00\x00\x00\x00\x00\x00\x00\x00\x20\xb4\x00\x08testdata\x00\x00\x00\x00\x00\x00\x06\x65"
 
 
+RANGE_PROTOCOL = s16("range")
+LEADER_M1 = s16("m1")
+
+
 def classic_group_value(protocol_type: str, subscription: bytes, assignment: bytes, version: int = 1,
-                        protocol=s16("range"), leader=s16("m1"), after: bytes = b"") -> bytes:
+                        protocol=RANGE_PROTOCOL, leader=LEADER_M1, after: bytes = b"") -> bytes:
     """A GroupMetadataValue v1-v3 with one member ``m1`` written field by field."""
     member = s16("m1") + (i16(-1) if version >= 3 else b"") + s16("client") + s16("/10.0.0.1") + i32(300000) \
         + i32(45000) + b32(subscription) + b32(assignment)

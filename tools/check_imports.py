@@ -42,6 +42,15 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def _own_extension(package_dir: Path, module: str, source: str, name: str) -> bool:
+    """``from package import _name`` in a module of ``package`` where ``_name`` is a compiled extension module
+    (its C source beside the package's modules): a private submodule used inside its own package."""
+    if module.rpartition(".")[0] != source:
+        return False
+    folder = package_dir.joinpath(*source.split(".")[1:])
+    return (folder / f"{name}.c").is_file()
+
+
 def scan(package_dir: Path) -> tuple[dict[str, set[str]], list[str]]:
     """The import graph (module -> modules it imports) and the private-name problems."""
     modules = module_names(package_dir)
@@ -72,7 +81,8 @@ def scan(package_dir: Path) -> tuple[dict[str, set[str]], list[str]]:
                         graph[module].add(submodule)
                         module_aliases[alias.asname or alias.name] = submodule
                         continue
-                    if _is_private(alias.name) and source != module:
+                    if _is_private(alias.name) and source != module and not _own_extension(package_dir, module, source,
+                                                                                         alias.name):
                         problems.append(f"{where}:{node.lineno}: imports private {alias.name} from {source}; "
                                         f"make it public in {source} (or move it where both can import it)")
         for node in ast.walk(tree):

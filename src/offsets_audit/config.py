@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from offsets_audit.errors import UserError
+from offsets_audit.sources.options import source_config  # noqa: F401  (offsets_audit.config.source_config)
 
 #: Maps whose keys are the user's own (options, overrides); any mapping whose default is ``{}`` is one too.
 FREE_FORM = {"source.options", "spark.conf", "broker.group_overrides"}
@@ -203,19 +204,4 @@ def redacted(config: dict) -> dict:
         lowered = key.lower()
         if any(word in lowered for word in ("password", "jaas", "secret", "key", "token", "credential")):
             options[key] = "***"
-    return out
-
-
-def source_config(config: dict) -> dict:
-    """The ``source`` section of a loaded config as ``offsets_audit.sources.read`` takes it (kind, path, options)."""
-    source = config["source"]
-    if source["kind"] in ("segments", "parquet") and not source.get("path"):
-        raise UserError(f"source.kind is {source['kind']} but source.path is not set",
-                        fix="set source.path in the config or pass --input PATH")
-    if source["kind"] == "kafka" and "kafka.bootstrap.servers" not in (source.get("options") or {}):
-        raise UserError("source.kind is kafka but no bootstrap servers are given",
-                        fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
-    out = {"kind": source["kind"], **(source.get("options") or {})}
-    if source.get("path"):
-        out["path"] = source["path"]
     return out

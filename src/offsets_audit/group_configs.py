@@ -173,7 +173,7 @@ def _int(value: Any) -> int | None:
 def loaded_group_configs(config: Mapping) -> dict | None:
     """``broker.group_configs`` of a config: a loaded snapshot, or a path (read and cached on first use)."""
     value = (config.get("broker") or {}).get("group_configs")
-    if value is None or (isinstance(value, Mapping) and value.get("normalised")):
+    if value is None or (isinstance(value, dict) and value.get("normalised")):
         return value
     if isinstance(value, Mapping):  # written inline (tests, notebooks): normalise it
         return parse_group_configs(value, "broker.group_configs in the config")
@@ -333,12 +333,12 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
         group_ids.discard(None)
         resources = [(ConfigResourceType.GROUP.value, g) for g in sorted(group_ids)]
         brokers = [b.get("broker_id", b.get("node_id")) for b in (admin.describe_cluster().get("brokers") or ())]
-        groups: dict = {}
+        group_configs: dict = {}
         if resources:
             answered = admin.describe_configs(
                 [_resource(ConfigResourceType.GROUP, g) for _, g in resources], config_filter="all")
             for group_id, configs in (answered.get("group") or {}).items():
-                groups[group_id] = {k: {"value": v.get("value"), "source": v.get("config_source")}
+                group_configs[group_id] = {k: {"value": v.get("value"), "source": v.get("config_source")}
                                     for k, v in configs.items()}
         broker_configs: dict = {}
         for broker_id in brokers:
@@ -355,7 +355,7 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
         if own:
             admin.close()
     return parse_group_configs({"captured_at_ms": int(time.time() * 1000), "bootstrap_server": bootstrap_server,
-                                "complete": complete, "broker": broker_configs, "groups": groups},
+                                "complete": complete, "broker": broker_configs, "groups": group_configs},
                                where=f"group configs captured from {bootstrap_server}")
 
 

@@ -14,7 +14,7 @@ Tables are partitioned by ``run_id`` on disk; the schemas here are the rows' col
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_DDL
 from offsets_audit.audit.gaps import GAP_COLUMNS_DDL
@@ -138,7 +138,7 @@ def _split_map(inner: str) -> tuple[str, str]:
     raise ValueError(f"map<{inner}> has no value type")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(name: str, with_run_id: bool):
     from pyspark.sql.types import StringType, StructField, StructType
 

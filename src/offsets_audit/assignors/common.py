@@ -162,8 +162,8 @@ class MemberSpec:
     member_id: str
     instance_id: str | None
     rack_id: str | None
-    subscribed_topic_names: tuple
-    subscribed_topic_ids: tuple
+    subscribed_topic_names: tuple | list
+    subscribed_topic_ids: tuple | list
     current_assignment: dict = field(default_factory=dict)
 
 

@@ -33,7 +33,7 @@ def java_string_hash(s: str) -> int:
     return _to_int32(h)
 
 
-_POWERS_OF_31: dict[int, "object"] = {}
+_POWERS_OF_31: dict[int, object] = {}
 
 
 def java_string_hashes(strings: Sequence[str]) -> list[int]:

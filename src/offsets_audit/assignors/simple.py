@@ -39,7 +39,7 @@ from offsets_audit.assignors.java_order import hashmap_order, java_uuid_hash
 from offsets_audit.assignors.metadata_hash import uuid_bits
 
 try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
-    from offsets_audit.assignors import _simple_kernel as _KERNEL
+    from offsets_audit.assignors import _simple_kernel as _KERNEL  # type: ignore[attr-defined]  # built by setup.py
 except ImportError:  # pragma: no cover - depends on the install
     _KERNEL = None
 
@@ -488,6 +488,7 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
         return None
     if status == "ok":
         return {"error": None, "members": value}, java_order if with_order else {}
+    exc: Exception
     if status == "PartitionAssignorException":
         exc = PartitionAssignorException(
             f"Members are subscribed to topic {value} which doesn't exist in the topic metadata.")

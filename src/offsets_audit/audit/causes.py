@@ -187,11 +187,11 @@ class CauseTracker:
             else:
                 before[mid] = old
         regex_before = dict(self.regex_topics)
-        for regex, old in self.regex_undo.items():
-            if old is None:
+        for regex, old_topics in self.regex_undo.items():
+            if old_topics is None:
                 regex_before.pop(regex, None)
             else:
-                regex_before[regex] = old
+                regex_before[regex] = old_topics
 
         if self.converted:
             causes.append("group_converted")
@@ -202,12 +202,12 @@ class CauseTracker:
         # Static replacement: the old member's tombstones and the new member id with the same instance id.
         left_by_instance = {e.get("instance_id"): mid for mid, e in left.items() if e.get("instance_id")}
         for mid, e in list(joined.items()):
-            old = left_by_instance.get(e.get("instance_id")) if e.get("instance_id") else None
-            if old is not None:
+            old_id = left_by_instance.get(e.get("instance_id")) if e.get("instance_id") else None
+            if old_id is not None:
                 # The new member is a copy of the old one (``ConsumerGroupMember.Builder(existing, memberId)``);
                 # what it changes afterwards comes as a member_metadata_changed below.
                 blame(mid, "static_member_replaced", e.details)
-                del joined[mid], left[old]
+                del joined[mid], left[old_id]
         for mid, e in joined.items():
             blame(mid, "member_joined", e.details)
         for mid, e in left.items():
@@ -367,7 +367,6 @@ def culprit_name(member: dict) -> str | None:
 def summarize_causes(rebalances: list[dict]) -> list[dict]:
     """``rebalance_causes`` rows: rebalances per (group, day, cause) and per (client id, client host, day)."""
     by_cause: Counter = Counter()
-    groups: dict = {}
     by_client: Counter = Counter()
     client_groups: dict = {}
     for r in rebalances:
@@ -376,11 +375,11 @@ def summarize_causes(rebalances: list[dict]) -> list[dict]:
             by_cause[key] += 1
         seen = set()
         for m in r.get("cause_members") or ():
-            key = (m.get("client_id"), m.get("client_host"), r["day"])
-            if key not in seen:
-                seen.add(key)
-                by_client[key] += 1
-                client_groups.setdefault(key, set()).add(r["group_id"])
+            client_key = (m.get("client_id"), m.get("client_host"), r["day"])
+            if client_key not in seen:
+                seen.add(client_key)
+                by_client[client_key] += 1
+                client_groups.setdefault(client_key, set()).add(r["group_id"])
     out = []
     for (group_type, group_id, day, cause), n in sorted(by_cause.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         out.append({"level": "group_day_cause", "group_type": group_type, "group_id": group_id, "day": day,

@@ -15,6 +15,8 @@ Every row also says why the epoch moved: ``causes`` and ``cause_members`` (audit
 """
 from __future__ import annotations
 
+from typing import Any
+
 import datetime as _dt
 from dataclasses import dataclass, field
 
@@ -142,7 +144,7 @@ class RebalanceTracker(RuleFamily):
         ev, record_events = self.classic_pending
         self.classic_pending = None
         attribution = self.causes.attribute_classic(ev, record_events)
-        row = {c: None for c in REBALANCE_COLUMNS}
+        row: dict[str, Any] = {c: None for c in REBALANCE_COLUMNS}
         row.update({
             "group_id": view.group_id, "group_type": "classic", "group_epoch": int(ev.get("generation")),
             "bump_partition": ev.partition, "bump_offset": ev.offset, "bump_time": ev.timestamp,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import math
+from collections.abc import Sequence
 
 SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00", "info": "#1e88e5"}
 SERIES_COLORS = ["#1e88e5", "#e53935", "#43a047", "#8e24aa", "#fb8c00", "#00897b"]
@@ -362,7 +363,7 @@ CAUSE_COLORS = {"member_joined": "#43a047", "member_left": "#e53935", "static_me
 MAX_CULPRITS_LISTED = 20
 
 
-def _stacked_bars(title: str, labels: list[str], series: list[tuple[str, list[float], str]], *, width=900,
+def _stacked_bars(title: str, labels: list[str], series: Sequence[tuple[str, Sequence[float], str]], *, width=900,
                   height=280, y_label="") -> str:
     """Vertical bars stacked per series (one bar per label)."""
     if not labels:

@@ -70,7 +70,7 @@ def _handler(exc: UnicodeDecodeError):
     return REPLACEMENT, exc.start + malformed_length(exc.object, exc.start)
 
 
-codecs.register_error(ERROR_HANDLER, _handler)
+codecs.register_error(ERROR_HANDLER, _handler)  # type: ignore[arg-type]  # it refuses all but decode errors
 
 
 def decode_java_utf8(data: bytes) -> tuple[str, int | None]:

@@ -331,7 +331,7 @@ def read_tables(spark, output: str) -> dict:
 def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
     """Run the incremental replay over ``config``'s source until caught up; returns a summary like ``run_job``'s."""
     from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.config import source_config
+    from offsets_audit.sources.options import source_config
 
     output = config["output"]["path"]
     if config["output"].get("format", "parquet") != "parquet":

@@ -19,6 +19,9 @@ from offsets_audit.errors import UserError
 from offsets_audit.sinks.files import FileSystem, is_local, local_path
 from offsets_audit.sinks.paths import escape_partition_value, partition_path, table_path
 
+__all__ = ["check_output_path", "partition_path", "read_table", "remove_run", "table_path", "write_run",
+           "write_table", "write_text_file"]
+
 FORMATS = ("parquet", "delta")
 RUNS_FOLDER = "_runs"
 
@@ -175,10 +178,10 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     from pathlib import Path
 
     if is_local(output_path):
-        target = Path(local_path(output_path)) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        return str(target)
+        local = Path(local_path(output_path)) / relative
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(text, encoding="utf-8")
+        return str(local)
     target = output_path.rstrip("/") + "/" + relative
     try:
         jvm = spark.sparkContext._jvm

@@ -132,8 +132,7 @@ def remove_delta_run(spark, output_path: str, table: str, run_id: str) -> None:
 
 def _spark_delta_exists(spark, path: str) -> bool:
     try:
-        spark.read.format("delta").load(path).schema
-        return True
+        return spark.read.format("delta").load(path).schema is not None
     except Exception:
         return False
 

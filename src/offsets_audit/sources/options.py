@@ -48,3 +48,18 @@ def int_option(options: dict, name: str, default, minimum: int):
     if value < minimum:
         raise UserError(f"kafka-segments option {name}={value} is below {minimum}", fix=f"pass a value >= {minimum}")
     return value
+
+
+def source_config(config: dict) -> dict:
+    """The ``source`` section of a loaded config as ``offsets_audit.sources.read`` takes it (kind, path, options)."""
+    source = config["source"]
+    if source["kind"] in ("segments", "parquet") and not source.get("path"):
+        raise UserError(f"source.kind is {source['kind']} but source.path is not set",
+                        fix="set source.path in the config or pass --input PATH")
+    if source["kind"] == "kafka" and "kafka.bootstrap.servers" not in (source.get("options") or {}):
+        raise UserError("source.kind is kafka but no bootstrap servers are given",
+                        fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
+    out = {"kind": source["kind"], **(source.get("options") or {})}
+    if source.get("path"):
+        out["path"] = source["path"]
+    return out

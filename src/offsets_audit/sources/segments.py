@@ -470,7 +470,7 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
     spans: list[tuple[int, int]] = []  # offsets of the batches read, to catch a damaged base offset
     while pos < end:
         remaining = end - pos
-        claimed = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
+        claimed: tuple[int | None, ...] = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
         size = None
         try:
             if remaining < LOG_OVERHEAD + 5:

@@ -24,13 +24,16 @@ range with ``offsets_audit.sources.segments.iter_batches`` and yields ``pyarrow.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from offsets_audit.errors import UserError
 from offsets_audit.sources.options import int_option as _int_option
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
+
+if TYPE_CHECKING:
+    from offsets_audit.sources.segments import SegmentScan
 
 DEFAULT_TOPIC = "__consumer_offsets"
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
@@ -53,7 +56,7 @@ class SegmentRange(InputPartition):
 
 
 def plan(path: str, *, topic: str = DEFAULT_TOPIC, names: str = "kafka", partition: int | None = None,
-         max_bytes: int = DEFAULT_MAX_BYTES_PER_PARTITION) -> tuple[list[SegmentRange], object]:
+         max_bytes: int = DEFAULT_MAX_BYTES_PER_PARTITION) -> tuple[list[SegmentRange], SegmentScan]:
     """The input partitions for ``path`` and the ``SegmentScan`` behind them (skipped files, notes).
 
     Pure Python on the driver: ``sources.read`` calls it before any Spark work, so a wrong path, two copies of a
