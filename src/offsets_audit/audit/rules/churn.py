@@ -45,8 +45,11 @@ class ChurnRules(RuleFamily):
             self.storm_open = False
 
     def on_batch_end(self, view: GroupView, last: Event) -> None:
+        # Checked at the group's own batches only (offset commits are no clock here): the state that just ended
+        # is measured up to the batch that ended it, so a long episode is found whatever commits came meanwhile.
         state = view.state
         if state != self.state:
+            self._check_stuck(view, last.timestamp, last)
             self.state, self.state_since = state, last
             return
         self._check_stuck(view, last.timestamp, last)
@@ -68,6 +71,6 @@ class ChurnRules(RuleFamily):
                           key=("stuck", self.state, since.where))
 
     def finish(self, view: GroupView) -> None:
-        end = self.ctx.config.get("_end_time_ms")
+        end = self.ctx.config.get("_end_time_ms") or view.last_time
         if end is not None:
             self._check_stuck(view, end, None)
