@@ -60,6 +60,14 @@ STREAMS_RECORD_TYPES = frozenset({
     R.STREAMS_GROUP_METADATA, R.STREAMS_GROUP_PARTITION_METADATA, R.STREAMS_GROUP_MEMBER_METADATA,
     R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
     R.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.STREAMS_GROUP_TOPOLOGY})
+#: Target-assignment records: members (7/13/21) accumulate until the metadata record (6/12/20) completes one
+#: target assignment (``GroupFold`` turns that into a ``target_assignment_computed`` event and row).
+TARGET_MEMBER_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                        R.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                        R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER})
+TARGET_METADATA_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                                          R.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+                                          R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA})
 del R
 
 GROUP_TYPE_BY_RECORD_TYPE: dict[int, str] = {}
@@ -302,11 +310,11 @@ class ModernGroup:
             self.target_assignment.pop(member_id, None)
         else:
             self.target_assignment[member_id] = self.target_of(value)
-        return [("_target_member", member_id, {})]
+        return []
 
     def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         self.set_target_metadata(value)
-        return [("_target_metadata", None, {})]
+        return []
 
     def set_target_metadata(self, value: dict | None) -> None:
         if value is None:
