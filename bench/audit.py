@@ -2,14 +2,17 @@
 
 Simulates a history (default 300 groups over 3 hours on 50 partitions, every fault kind injected), then
 runs the job's stages one after the other on a local[2] SparkSession, materializing each stage's
-outputs (persist + noop write) so every stage is timed on its own. Also times the pure audit core
-(``audit_events`` over the pure replay's events) for events/s without Spark.
+outputs (persist + noop write) so every stage is timed on its own, then writes the tables as Parquet.
+Prints records/s end to end, the decode-only rate of the same input and their ratio, and the driver's
+peak RSS (Python and JVM). Also times the pure audit core (``audit_events`` over the pure replay's
+events) for events/s without Spark (``--skip-pure`` for large sizes).
 
     .venv/bin/python bench/audit.py [--groups 300] [--hours 3] [--workers 2] [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import sys
 import tempfile
@@ -18,6 +21,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def materialize(df) -> None:
@@ -31,6 +41,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", help="simulate into this folder and keep it")
+    parser.add_argument("--skip-pure", action="store_true", help="skip the pure-core figure (large sizes)")
     args = parser.parse_args()
 
     from offsets_audit.audit import audit_events
@@ -73,7 +84,7 @@ def main() -> None:
 
     def replay():
         tables = replay_spark.replay(decoded)
-        for name in ("group_events", "target_assignments", "offsets"):
+        for name in ("offset_commits", "group_state", "members", "group_events", "target_assignments", "offsets"):
             tables[name] = tables[name].persist()
             materialize(tables[name])
         return tables
@@ -90,20 +101,45 @@ def main() -> None:
     tables["assignor_audit"] = stage("assignor-audit", assignor_audit)
 
     def audit():
-        out = audit_spark.audit(tables, config, decoded=decoded)
-        for df in out.values():
-            materialize(df)
+        out = audit_spark.audit(tables, config)
+        for name in out:
+            out[name] = out[name].persist()
+            materialize(out[name])
         return out
 
     out = stage("audit", audit)
+
+    def write():
+        target = root / "tables"
+        for name, df in [*tables.items(), *out.items()]:
+            if name != "offset_commits" and df is not None:
+                df.write.mode("overwrite").parquet(str(target / name))
+
+    stage("write", write)
     total = sum(timings.values())
     records = info["records"]
     print(f"total {total:.1f} s for {records:,} records = {records / total:,.0f} records/s end to end")
     for name, seconds in timings.items():
         print(f"  {name:<16} {100 * seconds / total:5.1f} %")
+
+    def decode_only():
+        df = codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")}))
+        materialize(df)
+
+    stage("decode-only", decode_only)
+    print(f"decode only {records / timings['decode-only']:,.0f} records/s; end to end / decode-only = "
+          f"{timings['decode-only'] / total:.3f}")
+    jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    print(f"peak driver RSS: python {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB, "
+          f"JVM {_peak_rss_mb(jvm_pid):,.0f} MB")
     counts = {r["rule"]: r["n"] for r in out["findings"].groupBy("rule").count().withColumnRenamed("count", "n").collect()}
     print("findings:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
+    if args.skip_pure:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     recs = [r for path, part in list_segments(root / "segments") for r in read_segment(path, part)]
     events = replay_records(recs).events
     start = time.perf_counter()

@@ -446,3 +446,11 @@ def test_docs_describe_every_rule():
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text()
     assert all(f"`{rule_id}`" in text for rule_id in RULES)
+
+
+def test_emit_raises_on_an_unknown_rule_id():
+    from offsets_audit.audit.rules.base import AuditContext
+
+    ctx = AuditContext(rule_settings(BASE), BASE, "g")
+    with pytest.raises(KeyError, match="offset_went_backwards"):
+        ctx.emit("offset_went_backwards", None, 0, "message", [])

@@ -95,19 +95,25 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         counts = _counts(decoded_all)
 
     tables: dict = {}
+    # Spark is lazy: each stage persists and counts what it produced, so its time is the work it really did
+    # (and the write stage only writes).
     with stage("replay"):
         tables.update(replay_spark.replay(decoded))
-        tables["offsets"] = tables["offsets"].persist()  # read by the sink, the assignor audit and the audit
+        # The resolved commit log is read by the offsets table and the audit's offset rules; not an output table.
+        commit_log = _materialized(tables.pop("offset_commits"))
+        for name in ("offsets", "group_state", "members", "group_events", "target_assignments"):
+            tables[name] = _materialized(tables[name])
 
     with stage("assignor-audit"):
         assignor_audit = _assignor_audit(spark, config, tables)
-        tables["assignor_audit"] = None if assignor_audit is None else assignor_audit.persist()
+        tables["assignor_audit"] = None if assignor_audit is None else _materialized(assignor_audit)
 
     with stage("audit"):
         from offsets_audit.audit import spark as audit_spark
-        tables.update(audit_spark.audit(tables, config, decoded=decoded))
+        audited = audit_spark.audit(dict(tables, offset_commits=commit_log), config)
         from offsets_audit.audit.gaps import mark_data_gaps
-        tables["findings"] = mark_data_gaps(tables["findings"], quarantined, config)
+        audited["findings"] = mark_data_gaps(audited["findings"], quarantined, config)
+        tables.update({name: _materialized(df) for name, df in audited.items()})
 
     with stage("write"):
         # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
@@ -119,9 +125,18 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     if out.get("html_report"):
         from offsets_audit.sinks.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    decoded_all.unpersist()
+    for df in [decoded_all, commit_log, *tables.values()]:
+        if df is not None:
+            df.unpersist()
     _write_summary(spark, out["path"], run_id, summary)
     return summary
+
+
+def _materialized(df):
+    """``df`` persisted and computed now (a stage boundary)."""
+    df = df.persist()
+    df.count()
+    return df
 
 
 def _assignor_audit(spark, config: dict, tables: dict):

@@ -40,6 +40,11 @@ def to_millis(value: Any) -> int | None:
     return int(value)
 
 
+#: A finding as the Spark edges exchange it (``time`` in epoch ms; the table's is a timestamp).
+FINDING_ROW_DDL = ("id string, group_id string, group_type string, rule string, severity string, time long, "
+                   "message string, evidence array<string>, details string")
+
+
 @dataclass
 class Event:
     """One replay event; ``details`` always a dict, ``timestamp`` always epoch milliseconds."""

@@ -1,8 +1,9 @@
 """Spark edge of the audit: ``audit(tables, config, decoded=None) -> {findings, rebalances, latency_summary}``.
 
-The replay's ``group_events`` (plus offset-commit events derived from the decoded records, which the
-batch replay keeps Spark-native) go through the pure ``audit_group`` once per group with
-``groupBy("group_id").applyInPandas``; latency percentiles are Spark aggregates (exact ``percentile``,
+The replay's ``group_events`` go through the pure ``audit_group`` once per group with
+``groupBy("group_id").applyInPandas``, which also emits each group's timeline (context and ownership
+intervals); the offset rules run as Spark SQL over the resolved commit log against that timeline
+(``offsets_spark``), so offset commits never become Python objects; latency percentiles are Spark aggregates (exact ``percentile``,
 the same linear interpolation as ``latency.percentile``); ``assignor_audit`` rows that do not match
 become ``assignor_mismatch`` findings with ``mapInPandas``.
 """
@@ -12,15 +13,15 @@ import json
 
 import pandas as pd
 
-from .engine import audit_group
+from .engine import GroupTimeline, audit_group
+from .model import FINDING_ROW_DDL
+from .offsets_spark import TIMELINE_DDL, commit_events, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
 from .rules.registry import rule_settings
 
 FINDINGS_DDL = ("id string, group_id string, group_type string, rule string, severity string, time timestamp, "
                 "message string, evidence array<string>, details string")
-_FINDING_ROW_DDL = ("id string, group_id string, group_type string, rule string, severity string, time long, "
-                    "message string, evidence array<string>, details string")
 REBALANCES_DDL = (
     "group_id string, group_type string, group_epoch int, bump_partition int, bump_offset long, bump_time long, "
     "assignment_epoch int, assignment_timestamp long, assignment_offset long, assignment_time long, "
@@ -32,7 +33,7 @@ REBALANCES_DDL = (
 )
 REBALANCE_CAUSES_DDL = ("level string, group_type string, group_id string, day string, cause string, "
                         "client_id string, client_host string, rebalances bigint, groups bigint")
-_OUTPUT_DDL = "kind string, payload string"
+_OUTPUT_DDL = "group_id string, kind string, payload string, " + TIMELINE_DDL
 EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "event", "member_id", "details")
 
 #: Within one record the replay emits group creation before the record's own events.
@@ -41,73 +42,25 @@ _EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 def _audit_groups(config: dict, end_time_ms: int | None):
     settings = rule_settings(config)
+    columns = [c.split()[0] for c in _OUTPUT_DDL.split(", ")]
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         pdf = pdf.assign(_rank=pdf["event"].map(lambda e: _EVENT_RANK.get(e, 2)))
         pdf = pdf.sort_values(["partition", "offset", "_rank"], kind="stable")
         events = pdf[list(EVENT_COLUMNS)].to_dict("records")
-        findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms)
-        out = [("finding", json.dumps(f.to_dict())) for f in findings]
-        out += [("rebalance", json.dumps(r)) for r in rebalances]
-        return pd.DataFrame(out, columns=["kind", "payload"])
+        timeline = GroupTimeline()
+        findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
+                                           timeline=timeline)
+        out = [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]
+        out += [{"kind": "rebalance", "payload": json.dumps(r)} for r in rebalances]
+        out += [dict(row, kind="context") for row in timeline.context]
+        out += [dict(row, kind="ownership") for row in timeline.ownership]
+        group_id = pdf["group_id"].iloc[0] if len(pdf) else None
+        for row in out:
+            row["group_id"] = group_id
+        return pd.DataFrame({c: pd.Series([row.get(c) for row in out], dtype=object) for c in columns})
 
     return run
-
-
-def offset_events(decoded_df):
-    """Offset-commit events (docs/replay.md layout) from decoded records, for the offset rules.
-
-    Plain commits -> ``offset_committed``; tombstones -> ``offset_expired_or_deleted``; transactional
-    commits -> ``txn_offset_pending`` plus, at their producer's next marker on that partition,
-    ``txn_offset_committed`` / ``txn_offset_aborted`` (``OffsetMetadataManager.replayEndTransactionMarker``).
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ok = decoded_df.filter(F.col("error_code").isNull())
-    commits = ok.filter(F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").cast("int").alias("partition"), F.col("offset").cast("long").alias("offset"),
-        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp"), "group_id",
-        F.col("topic_name").alias("topic"), F.col("topic_partition").alias("topic_partition"),
-        F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
-        F.col("value").isNull().alias("is_tombstone"),
-        F.get_json_object("value_json", "$.offset").cast("long").alias("committed_offset"),
-        F.get_json_object("value_json", "$.topicId").alias("topic_id"),
-    )
-
-    def details(*extra):
-        return F.to_json(F.struct(F.col("topic"), F.col("topic_partition").alias("partition"),
-                                  F.col("committed_offset"), F.col("topic_id"),
-                                  F.col("offset").alias("record_offset"), F.col("producer_id"), *extra))
-
-    def shape(df, event):
-        return df.select("partition", "offset", "timestamp", "group_id",
-                         F.lit(None).cast("string").alias("group_type"), F.lit(event).alias("event"),
-                         F.lit(None).cast("string").alias("member_id"), "details")
-
-    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)).withColumn("details", details())
-    gone = commits.filter("is_tombstone").withColumn("details", details())
-    txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1))
-    markers = decoded_df.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").cast("int").alias("partition"), "producer_id",
-        F.col("offset").cast("long").alias("marker_offset"), "control_type",
-        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("marker_time"))
-    resolved = (txn.join(markers, ["partition", "producer_id"])
-                .filter(F.col("marker_offset") > F.col("offset"))
-                .withColumn("_rank", F.row_number().over(
-                    Window.partitionBy("partition", "offset").orderBy("marker_offset")))
-                .filter("_rank = 1")
-                .withColumn("details", details(F.lit(True).alias("applied")))
-                .select(F.col("partition"), F.col("marker_offset").alias("offset"), F.col("marker_time").alias("timestamp"),
-                        "group_id", "details",
-                        F.when(F.col("control_type") == "COMMIT", F.lit("txn_offset_committed"))
-                        .otherwise(F.lit("txn_offset_aborted")).alias("event")))
-    return (shape(plain, "offset_committed")
-            .unionByName(shape(gone, "offset_expired_or_deleted"))
-            .unionByName(shape(txn.withColumn("details", details()), "txn_offset_pending"))
-            .unionByName(resolved.select("partition", "offset", "timestamp", "group_id",
-                                         F.lit(None).cast("string").alias("group_type"), "event",
-                                         F.lit(None).cast("string").alias("member_id"), "details")))
 
 
 def latency_summary(rebalances):
@@ -149,12 +102,12 @@ def _assignor_mismatches(assignor_audit, config: dict):
         for pdf in batches:
             rows = [{k: (None if _isnull(v) else _plain(v)) for k, v in r.items()} for r in pdf.to_dict("records")]
             found = [f.to_dict() for f in assignor_findings(rows, settings)]
-            yield pd.DataFrame(found, columns=[c.split()[0] for c in _FINDING_ROW_DDL.split(", ")])
+            yield pd.DataFrame(found, columns=[c.split()[0] for c in FINDING_ROW_DDL.split(", ")])
 
     mismatched = assignor_audit.filter(F.col("match") == F.lit(False))
     json_safe = [F.to_json(F.col(c)).alias(c) if dict(mismatched.dtypes)[c].startswith(("struct", "map", "array"))
                  else F.col(c) for c in mismatched.columns]
-    return mismatched.select(*json_safe).mapInPandas(run, _FINDING_ROW_DDL)
+    return mismatched.select(*json_safe).mapInPandas(run, FINDING_ROW_DDL)
 
 
 def _isnull(v) -> bool:
@@ -173,19 +126,34 @@ def _plain(v):
 
 
 def audit(tables: dict, config: dict, decoded=None) -> dict:
-    """Findings, rebalances and latency summary from the replay tables (and the decoded records)."""
+    """Findings, rebalances and latency summary from the replay tables.
+
+    Group events go through the pure per-group walk (``applyInPandas``); the offset rules run as Spark SQL
+    over the replay's resolved commit log (``tables["offset_commits"]``, or resolved here from ``decoded``)."""
     from pyspark.sql import functions as F
 
-    rule_settings(config)  # a config mistake fails here, on the driver, with the key it names
-    events = tables["group_events"].select(*EVENT_COLUMNS)
-    if decoded is not None:
-        events = events.unionByName(offset_events(decoded))
-    events = events.filter(F.col("group_id").isNotNull())
-    end_time_ms = events.agg(F.max("timestamp")).first()[0]
-    out = events.groupBy("group_id").applyInPandas(_audit_groups(config, end_time_ms), _OUTPUT_DDL).cache()
+    settings = rule_settings(config)  # a config mistake fails here, on the driver, with the key it names
+    events = tables["group_events"].select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
+    commit_log = tables.get("offset_commits")
+    if commit_log is None and decoded is not None:
+        from offsets_audit.replay.commit_log import resolve_commits
 
-    findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", _FINDING_ROW_DDL).alias("f"))
+        commit_log = resolve_commits(decoded)
+    group_times = events.select("group_id", "partition", "offset", "timestamp")
+    clock = group_times
+    if commit_log is not None:
+        clock = clock.unionByName(commit_events(commit_log).filter(F.col("group_id").isNotNull()))
+    end_time_ms = clock.agg(F.max("timestamp")).first()[0]
+    out = events.groupBy("group_id").applyInPandas(_audit_groups(config, end_time_ms), _OUTPUT_DDL).persist()
+
+    findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
                 .select("f.*"))
+    if commit_log is not None:
+        timeline = out.filter(F.col("kind").isin("context", "ownership")).select(
+            "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")])
+        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms)
+        if offsets is not None:
+            findings = findings.unionByName(offsets)
     mismatches = _assignor_mismatches(tables.get("assignor_audit"), config)
     if mismatches is not None:
         findings = findings.unionByName(mismatches)

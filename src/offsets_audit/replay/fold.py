@@ -20,6 +20,8 @@ from .share import ShareGroup
 from .state import (
     GROUP_TYPE_BY_RECORD_TYPE,
     OFFSET_RECORD_TYPES,
+    TARGET_MEMBER_RECORD_TYPES,
+    TARGET_METADATA_RECORD_TYPES,
     Anomaly,
     jsonable,
 )
@@ -114,12 +116,12 @@ class GroupFold:
         key = decoded.key or {}
         value = decoded.value
         try:
-            raw = self._replay(record_type, key, value)
+            raw = self._replay(record_type, key, value, record)
         except Anomaly as anomaly:
             raw = [("replay_anomaly", None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
-        return [self._event(record, kind, member_id, details) for kind, member_id, details in self._finish(record, raw)]
+        return [self._event(record, kind, member_id, details) for kind, member_id, details in raw]
 
-    def _replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
+    def _replay(self, record_type: int, key: dict, value: dict | None, record: dict | None = None) -> list[tuple]:
         if record_type in OFFSET_RECORD_TYPES:
             if value is not None and self.group is None:
                 return self._create("classic", simple=True)
@@ -144,6 +146,10 @@ class GroupFold:
                     "record_type": record_type}))
             events.extend(self._create(family))
         events.extend(self.group.replay(record_type, key, value))
+        if record_type in TARGET_MEMBER_RECORD_TYPES:
+            self._targets_changed.add(key["memberId"])
+        elif record_type in TARGET_METADATA_RECORD_TYPES:
+            events.extend(self._target_assignment_computed(record or {}))
         if any(e[0] == "group_deleted" for e in events):
             self.last_group_type = self.group.group_type
             self.group = None
@@ -194,29 +200,22 @@ class GroupFold:
             events.append(("member_left", member_id, {}))
         return events
 
-    def _finish(self, record: dict, raw: list[tuple]) -> list[tuple]:
-        """Turn the internal target-assignment markers into ``target_assignment_computed`` events/rows."""
-        out: list[tuple] = []
-        for kind, member_id, details in raw:
-            if kind == "_target_member":
-                self._targets_changed.add(member_id)
-            elif kind == "_target_metadata":
-                group = self.group
-                if group is None or group.assignment_epoch == -1:
-                    continue
-                changed = sorted(self._targets_changed)
-                self._targets_changed = set()
-                out.append(("target_assignment_computed", None, {
-                    "assignment_epoch": group.assignment_epoch,
-                    "assignment_timestamp": group.assignment_timestamp,
-                    "group_epoch": group.group_epoch,
-                    "members_changed": changed,
-                }))
-                self._target_rows.append(self._target_row(record, changed))
-                self._previous_target = copy.deepcopy(group.target_assignment)
-            else:
-                out.append((kind, member_id, details))
-        return out
+    def _target_assignment_computed(self, record: dict) -> list[tuple]:
+        """A target-assignment metadata record completes the target assignment whose member records came
+        before it (``members_changed``); a metadata tombstone (epoch -1) completes none."""
+        group = self.group
+        if group is None or group.assignment_epoch == -1:
+            return []
+        changed = sorted(self._targets_changed)
+        self._targets_changed = set()
+        self._target_rows.append(self._target_row(record, changed))
+        self._previous_target = copy.deepcopy(group.target_assignment)
+        return [("target_assignment_computed", None, {
+            "assignment_epoch": group.assignment_epoch,
+            "assignment_timestamp": group.assignment_timestamp,
+            "group_epoch": group.group_epoch,
+            "members_changed": changed,
+        })]
 
     def _target_row(self, record: dict, changed: list[str]) -> dict:
         group = self.group

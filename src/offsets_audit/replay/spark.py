@@ -128,93 +128,20 @@ OFFSETS_STATE_DDL = (
     "metadata string, commit_timestamp long, record_partition int, record_offset long, producer_id long, "
     "status string, effective_at long"
 )
-_COMMIT_TYPES = (0, 1)
-#: The OffsetCommitValue fields the offsets table keeps (every value version; absent ones parse as null).
-_COMMIT_VALUE_DDL = "offset long, leaderEpoch int, metadata string, commitTimestamp long"
 
 
 def merge_offsets(previous, decoded_batch):
     """The offsets snapshot (``OFFSETS_STATE_DDL`` rows: committed winners with the record offset they
     became effective at, and pending transactional commits) after ``decoded_batch``, given the snapshot
-    before it (``None`` for the start of the log). ``OffsetMetadataManager``'s rules, Spark-native:
-
-    * per (group, topic, partition) the commit with the highest record offset wins among those effective
-      after the key's last tombstone;
-    * a transactional commit is resolved by the first marker of its (partition, producer id) after it:
-      COMMIT makes it effective at the marker, ABORT drops it, no marker yet leaves it pending; a tombstone
-      of its key between the commit and its marker clears it.
+    before it (``None`` for the start of the log): ``commit_log.resolve_commits``, the one implementation
+    of ``OffsetMetadataManager``'s rules, reduced to its last state.
 
     Everything in ``decoded_batch`` comes after everything ``previous`` saw (per partition, log order), so
     the batch replay is this over the whole log and the streaming replay folds it micro-batch by micro-batch.
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from .commit_log import offsets_snapshot, resolve_commits
 
-    keys, commit_columns = OFFSET_KEY_COLUMNS, [*OFFSET_KEY_COLUMNS, *OFFSET_VALUE_COLUMNS, "record_partition",
-                                                "record_offset", "producer_id"]
-    ok = decoded_batch.filter(F.col("error_code").isNull())
-    commits = ok.filter(F.col("record_type").isin(*_COMMIT_TYPES)
-                        & ~F.coalesce(F.col("is_control"), F.lit(False))).withColumn(
-        "_value", F.from_json("value_json", _COMMIT_VALUE_DDL)).select(  # one JSON parse per commit
-        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition"),
-        F.col("_value.offset").alias("committed_offset"),
-        F.coalesce(F.col("_value.leaderEpoch"), F.lit(-1)).alias("committed_leader_epoch"),
-        F.coalesce(F.col("_value.metadata"), F.lit("")).alias("metadata"),
-        F.col("_value.commitTimestamp").alias("commit_timestamp"),
-        F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset"),
-        F.coalesce(F.col("producer_id"), F.lit(-1)).alias("producer_id"),
-        F.col("value").isNull().alias("is_tombstone"),
-    )
-    tombstones = commits.filter("is_tombstone").select(*keys, "record_partition",
-                                                       F.col("record_offset").alias("t_offset"))
-    last_tombstone = tombstones.groupBy(*keys).agg(F.max("t_offset").alias("last_tombstone"))
-    markers = ok.filter(F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").alias("record_partition"), "producer_id", F.col("offset").alias("marker_offset"),
-        "control_type")
-
-    pool = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != -1)).select(*commit_columns)
-    if previous is not None:
-        pool = previous.filter(F.col("status") == "pending").select(*commit_columns).unionByName(pool)
-    # One ordered pass per producer finds each commit's marker (a window looking forward), where a join of
-    # every commit with every marker of its producer would grow with the product of the two.
-    marker_type = T.StructType([T.StructField("marker_offset", T.LongType()),
-                                T.StructField("control_type", T.StringType())])
-    stream = pool.withColumn("_marker", F.lit(None).cast(marker_type)).unionByName(
-        markers.select("record_partition", "producer_id", F.col("marker_offset").alias("record_offset"),
-                       F.struct("marker_offset", "control_type").alias("_marker")),
-        allowMissingColumns=True)
-    ahead = Window.partitionBy("record_partition", "producer_id").orderBy("record_offset") \
-        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
-    first_marker = (stream.withColumn("_next", F.first("_marker", ignorenulls=True).over(ahead))
-                    .filter(F.col("_marker").isNull())
-                    .select(*commit_columns, F.col("_next.marker_offset").alias("marker_offset"),
-                            F.col("_next.control_type").alias("control_type")))
-    cleared = first_marker.alias("c").join(
-        tombstones.alias("t"),
-        [F.col(f"c.{k}") == F.col(f"t.{k}") for k in keys]
-        + [F.col("c.record_partition") == F.col("t.record_partition"), F.col("t.t_offset") > F.col("c.record_offset"),
-           F.col("c.marker_offset").isNull() | (F.col("t.t_offset") < F.col("c.marker_offset"))],
-        "left_semi")
-    live = first_marker.join(cleared.select(*keys, "record_partition", "record_offset"),
-                             [*keys, "record_partition", "record_offset"], "left_anti")
-    committed_txn = live.filter(F.col("control_type") == "COMMIT").withColumn("effective_at", F.col("marker_offset"))
-    pending = live.filter(F.col("marker_offset").isNull()).select(*commit_columns) \
-        .withColumn("status", F.lit("pending")).withColumn("effective_at", F.lit(None).cast("long"))
-
-    plain = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") == -1)) \
-        .withColumn("effective_at", F.col("record_offset"))
-    candidates = plain.select(*commit_columns, "effective_at") \
-        .unionByName(committed_txn.select(*commit_columns, "effective_at"))
-    if previous is not None:
-        candidates = previous.filter(F.col("status") == "committed").select(*commit_columns, "effective_at") \
-            .unionByName(candidates)
-    candidates = candidates.join(last_tombstone, keys, "left").filter(
-        F.col("last_tombstone").isNull() | (F.col("effective_at") > F.col("last_tombstone")))
-    winners = candidates.withColumn("_rank", F.row_number().over(
-        Window.partitionBy(*keys).orderBy(F.col("record_offset").desc()))).filter("_rank = 1") \
-        .select(*commit_columns, F.lit("committed").alias("status"), "effective_at")
-    return winners.unionByName(pending)
+    return offsets_snapshot(resolve_commits(decoded_batch, previous))
 
 
 def offsets_table(snapshot):
@@ -229,10 +156,23 @@ def _offsets(decoded_df):
     return offsets_table(merge_offsets(None, decoded_df))
 
 
+def offset_commits(decoded_df):
+    """The resolved offset-commit log of the whole log (``commit_log.COMMIT_LOG_DDL``)."""
+    from .commit_log import resolve_commits
+
+    return resolve_commits(decoded_df)
+
+
 def replay(decoded_df) -> dict:
-    """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables."""
+    """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables.
+
+    ``offset_commits`` is the resolved commit log (read by the ``offsets`` table and by the audit's offset
+    rules; an intermediate, not written); the other entries are the output tables of docs/replay.md."""
     from pyspark.sql import functions as F
 
+    from .commit_log import offsets_snapshot, resolve_commits
+
+    commits = resolve_commits(decoded_df)
     folded = (_group_inputs(decoded_df)
               .repartition("group_id").sortWithinPartitions("group_id", "partition", "offset")
               .groupBy("group_id").applyInPandas(_fold_groups, _FOLD_OUTPUT))
@@ -254,6 +194,7 @@ def replay(decoded_df) -> dict:
         "members": part("member", MEMBERS_DDL),
         "group_events": part("event", EVENTS_DDL).unionByName(undecodable),
         "target_assignments": part("target", TARGET_ASSIGNMENTS_DDL),
-        "offsets": _offsets(decoded_df),
+        "offset_commits": commits,
+        "offsets": offsets_table(offsets_snapshot(commits)),
     }
 

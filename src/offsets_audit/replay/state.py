@@ -5,14 +5,70 @@ of a record decides which kind of group it belongs to. These tables are the fact
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
+
+class RecordType(IntEnum):
+    """The coordinator's record types (``CoordinatorRecordType``), by the int16 version of the key;
+    ``schemas/record_types.json`` is the source of these facts (a test checks they agree)."""
+
+    LEGACY_OFFSET_COMMIT = 0
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_PARTITION_METADATA = 4
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    SHARE_GROUP_PARTITION_METADATA = 9
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    STREAMS_GROUP_METADATA = 17
+    STREAMS_GROUP_PARTITION_METADATA = 18
+    STREAMS_GROUP_MEMBER_METADATA = 19
+    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+    STREAMS_GROUP_TOPOLOGY = 23
+
+    @property
+    def schema_name(self) -> str:
+        """The record's name in ``schemas/record_types.json`` (``ConsumerGroupMetadata``)."""
+        return "".join(word.capitalize() for word in self.name.split("_"))
+
+
+R = RecordType
 #: record type -> group type it belongs to (offset commits are handled by offsets.py).
-OFFSET_RECORD_TYPES = frozenset({0, 1})
-CLASSIC_RECORD_TYPES = frozenset({2})
-CONSUMER_RECORD_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
-SHARE_RECORD_TYPES = frozenset({9, 10, 11, 12, 13, 14, 15})
-STREAMS_RECORD_TYPES = frozenset({17, 18, 19, 20, 21, 22, 23})
+OFFSET_RECORD_TYPES = frozenset({R.LEGACY_OFFSET_COMMIT, R.OFFSET_COMMIT})
+CLASSIC_RECORD_TYPES = frozenset({R.GROUP_METADATA})
+CONSUMER_RECORD_TYPES = frozenset({
+    R.CONSUMER_GROUP_METADATA, R.CONSUMER_GROUP_PARTITION_METADATA, R.CONSUMER_GROUP_MEMBER_METADATA,
+    R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    R.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.CONSUMER_GROUP_REGULAR_EXPRESSION})
+SHARE_RECORD_TYPES = frozenset({
+    R.SHARE_GROUP_PARTITION_METADATA, R.SHARE_GROUP_MEMBER_METADATA, R.SHARE_GROUP_METADATA,
+    R.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, R.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    R.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.SHARE_GROUP_STATE_PARTITION_METADATA})
+STREAMS_RECORD_TYPES = frozenset({
+    R.STREAMS_GROUP_METADATA, R.STREAMS_GROUP_PARTITION_METADATA, R.STREAMS_GROUP_MEMBER_METADATA,
+    R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    R.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.STREAMS_GROUP_TOPOLOGY})
+#: Target-assignment records: members (7/13/21) accumulate until the metadata record (6/12/20) completes one
+#: target assignment (``GroupFold`` turns that into a ``target_assignment_computed`` event and row).
+TARGET_MEMBER_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                        R.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                        R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER})
+TARGET_METADATA_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                                          R.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+                                          R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA})
+del R
 
 GROUP_TYPE_BY_RECORD_TYPE: dict[int, str] = {}
 for _types, _name in (
@@ -281,11 +337,11 @@ class ModernGroup:
             self.target_assignment.pop(member_id, None)
         else:
             self.target_assignment[member_id] = self.target_of(value)
-        return [("_target_member", member_id, {})]
+        return []
 
     def _target_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         self.set_target_metadata(value)
-        return [("_target_metadata", None, {})]
+        return []
 
     def set_target_metadata(self, value: dict | None) -> None:
         if value is None:

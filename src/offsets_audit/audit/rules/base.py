@@ -237,7 +237,11 @@ class AuditContext:
         self._open_keys: set = set()
 
     def enabled(self, rule: str) -> bool:
-        return bool(self.settings.get(rule, {}).get("enabled", False))
+        """Whether ``rule`` is switched on; a rule id the registry does not know is a programming error."""
+        settings = self.settings.get(rule)
+        if settings is None:
+            raise KeyError(f"unknown rule id {rule!r}: add it to audit/rules/registry.py")
+        return bool(settings.get("enabled", False))
 
     def threshold(self, rule: str, name: str) -> Any:
         return self.settings[rule][name]

@@ -66,9 +66,12 @@ class ChurnRules(RuleFamily):
             self.storm_open = False
 
     def on_batch_end(self, view: GroupView, last: Event) -> None:
+        # Checked at the group's own batches only (offset commits are no clock here): the state that just ended
+        # is measured up to the batch that ended it, so a long episode is found whatever commits came meanwhile.
         state = view.state
         batch, self.batch_causes = self.batch_causes, []
         if state != self.state:
+            self._check_stuck(view, last.timestamp, last)
             # The bumps of this batch moved the group into its new state; earlier ones are history.
             self.state, self.state_since, self.state_causes = state, last, batch
             return
@@ -93,7 +96,7 @@ class ChurnRules(RuleFamily):
                           key=("stuck", self.state, since.where))
 
     def finish(self, view: GroupView) -> None:
-        end = self.ctx.config.get("_end_time_ms")
+        end = self.ctx.config.get("_end_time_ms") or view.last_time
         if end is not None:
             self._check_stuck(view, end, None)
 

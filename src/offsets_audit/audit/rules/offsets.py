@@ -44,7 +44,9 @@ class OffsetRules(RuleFamily):
             for producer_id in ev.get("pending_cleared_producer_ids", []) or []:
                 self.pending.pop((producer_id, ev.get("topic"), ev.get("partition")), None)
         if ev.timestamp is not None and self.pending:
-            self._pending_check_all(view, ev.timestamp)
+            # A marker resolves all of its producer's commits at once (its events come one key at a time).
+            resolving = ev.get("producer_id") if kind in ("txn_offset_committed", "txn_offset_aborted") else None
+            self._pending_check_all(view, ev.timestamp, resolving)
 
     def _resolve(self, ev: Event) -> None:
         self.pending.pop((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), None)
@@ -60,10 +62,7 @@ class OffsetRules(RuleFamily):
                 view.members or view.classic_members):
             return
         self.ctx.emit("offset_committed_backwards", view, ev.timestamp,
-                      f"committed offset of {ev.get('topic')}-{ev.get('partition')} went back from {old} to {new}",
-                      [previous.where, ev.where],
-                      {"topic": ev.get("topic"), "partition": ev.get("partition"), "old_offset": old,
-                       "new_offset": new})
+                      *committed_backwards(ev.get("topic"), ev.get("partition"), old, new, previous.where, ev.where))
 
     def _non_owner(self, ev: Event, view: GroupView) -> None:
         if view.group_type != "consumer" or not view.members:
@@ -75,31 +74,55 @@ class OffsetRules(RuleFamily):
         if tp in view.owners():
             return
         self.ctx.emit("offset_commit_by_non_owner", view, ev.timestamp,
-                      f"offset {ev.get('committed_offset')} committed for {ev.get('topic')}-{ev.get('partition')} "
-                      f"while no member of the group owned it (group epoch {view.group_epoch}, assignment epoch "
-                      f"{view.assignment_epoch})",
-                      [ev.where] + [m.evidence for m in view.members.values()][:10],
-                      {"topic": ev.get("topic"), "partition": ev.get("partition"), "topic_id": topic_id,
-                       "group_epoch": view.group_epoch, "assignment_epoch": view.assignment_epoch,
-                       "members": {m.member_id: {"member_epoch": m.member_epoch,
-                                                 "previous_member_epoch": m.previous_member_epoch}
-                                   for m in view.members.values()}})
+                      *commit_by_non_owner(ev.get("topic"), ev.get("partition"), ev.get("committed_offset"),
+                                           topic_id, view.group_epoch, view.assignment_epoch,
+                                           {m.member_id: {"member_epoch": m.member_epoch,
+                                                          "previous_member_epoch": m.previous_member_epoch}
+                                            for m in view.members.values()},
+                                           [m.evidence for m in view.members.values()][:10], ev.where))
 
-    def _pending_check_all(self, view: GroupView, now: int | None) -> None:
+    def _pending_check_all(self, view: GroupView, now: int | None, resolving: int | None = None) -> None:
         if now is None:
             return
         limit = self.ctx.threshold("transactional_offset_pending_too_long", "max_pending_ms")
         for key, ev in list(self.pending.items()):
+            if resolving is not None and key[0] == resolving:
+                continue
             if ev.timestamp is not None and now - ev.timestamp > limit:
                 self.ctx.emit("transactional_offset_pending_too_long", view, now,
-                              f"transactional commit of {ev.get('topic')}-{ev.get('partition')} by producer "
-                              f"{ev.get('producer_id')} pending for {now - ev.timestamp} ms (> {limit} ms) "
-                              "without a COMMIT or ABORT marker",
-                              [ev.where], {"producer_id": ev.get("producer_id"), "topic": ev.get("topic"),
-                                           "partition": ev.get("partition"), "pending_ms": now - ev.timestamp},
-                              key=("pending", ev.where))
+                              *pending_too_long(ev.get("topic"), ev.get("partition"), ev.get("producer_id"),
+                                                now - ev.timestamp, limit, ev.where))
                 del self.pending[key]
 
     def finish(self, view: GroupView) -> None:
         end = self.ctx.config.get("_end_time_ms") or view.last_time
         self._pending_check_all(view, end)
+
+
+# -- the findings' wording, shared with the Spark SQL form of these rules (audit.offsets_spark) -------------------
+
+def committed_backwards(topic, partition, old: int, new: int, previous_where: str, where: str) -> tuple:
+    """(message, evidence, details) of ``offset_committed_backwards``."""
+    return (f"committed offset of {topic}-{partition} went back from {old} to {new}",
+            [previous_where, where],
+            {"topic": topic, "partition": partition, "old_offset": old, "new_offset": new})
+
+
+def commit_by_non_owner(topic, partition, committed_offset, topic_id: str, group_epoch: int, assignment_epoch: int,
+                        members: dict, member_evidence: list, where: str) -> tuple:
+    """(message, evidence, details) of ``offset_commit_by_non_owner``."""
+    return (f"offset {committed_offset} committed for {topic}-{partition} "
+            f"while no member of the group owned it (group epoch {group_epoch}, assignment epoch "
+            f"{assignment_epoch})",
+            [where] + list(member_evidence),
+            {"topic": topic, "partition": partition, "topic_id": topic_id,
+             "group_epoch": group_epoch, "assignment_epoch": assignment_epoch, "members": members})
+
+
+def pending_too_long(topic, partition, producer_id, pending_ms: int, limit: int, where: str) -> tuple:
+    """(message, evidence, details, key) of ``transactional_offset_pending_too_long``."""
+    return (f"transactional commit of {topic}-{partition} by producer "
+            f"{producer_id} pending for {pending_ms} ms (> {limit} ms) "
+            "without a COMMIT or ABORT marker",
+            [where], {"producer_id": producer_id, "topic": topic, "partition": partition, "pending_ms": pending_ms},
+            ("pending", where))

@@ -1,0 +1,202 @@
+"""The resolved offset-commit log: ``OffsetMetadataManager``'s rules as Spark SQL over columns.
+
+One row per offset-commit record (types 0/1), never a Python object: what the coordinator did with it.
+The batch replay's ``offsets`` table, the incremental replay's offsets snapshot (``replay.spark.merge_offsets``)
+and the audit's offset rules (``audit.offsets_spark``) all read this one resolution. The pure core
+(``replay.offsets.OffsetStore``) is the reference it is tested against.
+
+Kafka's rules (``OffsetMetadataManager.replay`` / ``replayEndTransactionMarker``):
+
+* a plain commit (producer id -1) is stored at once (``committed``);
+* a tombstone (deletion or expiry) removes the stored commit and every pending one of its key (``deleted``);
+* a transactional commit waits for the first marker of its (``__consumer_offsets`` partition, producer id)
+  after it: COMMIT stores it if its record offset is above the stored commit's (``txn_committed``, ``applied``),
+  ABORT drops it (``txn_aborted``), no marker yet leaves it pending (``txn_pending``); a tombstone of its key
+  between the commit and its marker clears it (``txn_cleared``); a later commit of the same key by the same
+  producer before the marker replaces it (``txn_replaced``: the pending map holds one commit per key).
+
+Two sort-based passes, no joins over the whole log:
+
+1. per (partition, producer id), transactional commits and markers only (a small share of the log), in
+   descending offset order: each commit picks up the nearest marker after it (a running ``last`` over a
+   frame ending at the current row: linear, where a frame running to the end of the partition would be
+   quadratic);
+2. per offset key (group, topic, partition), every commit in the order the coordinator applied them
+   (plain commits and tombstones at their record, transactional ones at their marker, pending ones last):
+   the last tombstone before a row clears a transactional commit it follows, tombstones cut the key into
+   segments, and a running maximum of ``(segment, record offset)`` decides ``applied``. The rows are
+   hash-partitioned by group id, so the audit's per-group and per-key windows need no further shuffle.
+"""
+from __future__ import annotations
+
+#: Columns of ``resolve_commits``' output (docs/replay.md, "offset commit log").
+COMMIT_LOG_DDL = (
+    "group_id string, topic string, topic_partition int, record_partition int, record_offset long, timestamp long, "
+    "producer_id long, committed_offset long, committed_leader_epoch int, metadata string, commit_timestamp long, "
+    "topic_id string, outcome string, resolved_offset long, resolved_timestamp long, effective_at long, "
+    "applied boolean, segment long, previous_committed_offset long, previous_partition int, previous_offset long, "
+    "carried boolean"
+)
+#: ``outcome`` values.
+OUTCOMES = ("committed", "deleted", "txn_committed", "txn_aborted", "txn_cleared", "txn_replaced", "txn_pending")
+NO_PRODUCER_ID = -1
+#: The OffsetCommitValue fields kept (every value version; absent ones parse as null).
+COMMIT_VALUE_DDL = "offset long, leaderEpoch int, metadata string, commitTimestamp long, topicId string"
+_KEY = ["group_id", "topic", "topic_partition"]
+_VALUE = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp", "topic_id"]
+
+
+def commit_records(decoded):
+    """Decodable offset-commit records of the codec's output as typed columns (one JSON parse per commit)."""
+    from pyspark.sql import functions as F
+
+    commits = decoded.filter(F.col("error_code").isNull() & F.col("record_type").isin(0, 1)
+                             & ~F.coalesce(F.col("is_control"), F.lit(False)))
+    value = F.from_json("value_json", COMMIT_VALUE_DDL)
+    timestamp = ((F.unix_micros(F.col("timestamp")) / 1000).cast("long") if "timestamp" in decoded.columns
+                 else F.lit(None).cast("long"))
+    return commits.withColumn("_v", value).select(
+        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition").cast("int").alias("topic_partition"),
+        F.col("partition").cast("int").alias("record_partition"), F.col("offset").cast("long").alias("record_offset"),
+        timestamp.alias("timestamp"),
+        F.coalesce(F.col("producer_id"), F.lit(NO_PRODUCER_ID)).cast("long").alias("producer_id"),
+        F.col("value").isNull().alias("is_tombstone"),
+        F.col("_v.offset").alias("committed_offset"),
+        F.coalesce(F.col("_v.leaderEpoch"), F.lit(-1)).alias("committed_leader_epoch"),
+        F.coalesce(F.col("_v.metadata"), F.lit("")).alias("metadata"),
+        F.col("_v.commitTimestamp").alias("commit_timestamp"),
+        F.col("_v.topicId").alias("topic_id"),
+    )
+
+
+def transaction_markers(decoded):
+    """COMMIT/ABORT control records: (record_partition, producer_id, marker_offset, control_type, marker_timestamp)."""
+    from pyspark.sql import functions as F
+
+    timestamp = ((F.unix_micros(F.col("timestamp")) / 1000).cast("long") if "timestamp" in decoded.columns
+                 else F.lit(None).cast("long"))
+    return decoded.filter(F.col("error_code").isNull() & F.coalesce(F.col("is_control"), F.lit(False))).select(
+        F.col("partition").cast("int").alias("record_partition"), F.col("producer_id").cast("long").alias("producer_id"),
+        F.col("offset").cast("long").alias("marker_offset"), "control_type", timestamp.alias("marker_timestamp"))
+
+
+def resolve_commits(decoded, previous=None):
+    """The commit log (``COMMIT_LOG_DDL``) of ``decoded``, given the offsets snapshot ``previous`` before it
+    (``replay.spark.OFFSETS_STATE_DDL`` rows; ``None`` at the start of the log). Rows of ``previous`` come
+    back with ``carried`` true: its committed winners as ``committed``, its pending commits resolved again."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    commits = commit_records(decoded)
+    commits = commits.withColumn("carried", F.lit(False))
+    txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != NO_PRODUCER_ID))
+    settled = commits.filter(F.col("is_tombstone") | (F.col("producer_id") == NO_PRODUCER_ID)).withColumn(
+        "marker_offset", F.lit(None).cast("long")).withColumn("control_type", F.lit(None).cast("string")) \
+        .withColumn("marker_timestamp", F.lit(None).cast("long"))
+    if previous is not None:
+        old = previous.select(*_KEY, "record_partition", "record_offset", F.lit(None).cast("long").alias("timestamp"),
+                              "producer_id", F.lit(False).alias("is_tombstone"), "committed_offset",
+                              "committed_leader_epoch", "metadata", "commit_timestamp",
+                              F.lit(None).cast("string").alias("topic_id"), F.lit(True).alias("carried"),
+                              "status", "effective_at")
+        txn = old.filter(F.col("status") == "pending").drop("status", "effective_at").unionByName(txn)
+        # A committed winner of an earlier batch: applied at the position it became effective.
+        settled = settled.withColumn("_carried_at", F.lit(None).cast("long")).unionByName(
+            old.filter(F.col("status") == "committed").drop("status")
+            .withColumnRenamed("effective_at", "_carried_at")
+            .withColumn("marker_offset", F.lit(None).cast("long")).withColumn("control_type", F.lit(None).cast("string"))
+            .withColumn("marker_timestamp", F.lit(None).cast("long")))
+    else:
+        settled = settled.withColumn("_carried_at", F.lit(None).cast("long"))
+
+    # Pass 1: each transactional commit finds the first marker of its producer after it.
+    markers = transaction_markers(decoded)
+    marker = F.struct("marker_offset", "control_type", "marker_timestamp")
+    stream = txn.withColumn("_m", F.lit(None).cast(
+        "struct<marker_offset:long,control_type:string,marker_timestamp:long>")).unionByName(
+        markers.select("record_partition", "producer_id", F.col("marker_offset").alias("record_offset"),
+                       marker.alias("_m")), allowMissingColumns=True)
+    behind = Window.partitionBy("record_partition", "producer_id").orderBy(F.col("record_offset").desc()) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    txn = (stream.withColumn("_next", F.last("_m", ignorenulls=True).over(behind))
+           .filter(F.col("_m").isNull())
+           .select(*txn.columns, F.col("_next.marker_offset").alias("marker_offset"),
+                   F.col("_next.control_type").alias("control_type"),
+                   F.col("_next.marker_timestamp").alias("marker_timestamp"))
+           .withColumn("_carried_at", F.lit(None).cast("long")))
+
+    # Pass 2: per offset key, in the order the coordinator applied them.
+    rows = settled.unionByName(txn.select(*settled.columns)).repartition("group_id")
+    is_txn = (F.col("producer_id") != NO_PRODUCER_ID) & ~F.col("is_tombstone") & ~F.col("carried") \
+        | (F.col("carried") & F.col("_carried_at").isNull())
+    rows = rows.withColumn("_txn", is_txn).withColumn(
+        "_pos", F.when(F.col("_carried_at").isNotNull(), F.col("_carried_at"))
+        .when(F.col("_txn"), F.col("marker_offset")).otherwise(F.col("record_offset")))
+    order = [F.col("record_partition"), F.col("_pos").asc_nulls_last(),
+             F.when(F.col("_pos").isNull(), F.col("producer_id")), F.col("record_offset")]
+    key = Window.partitionBy(*_KEY).orderBy(*order)
+    upto = key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = key.rowsBetween(Window.unboundedPreceding, -1)
+    rows = (rows
+            .withColumn("segment", F.sum(F.col("is_tombstone").cast("long")).over(upto))
+            .withColumn("_last_tombstone", F.last(F.when(F.col("is_tombstone"), F.col("record_offset")),
+                                                  ignorenulls=True).over(upto))
+            .withColumn("_next_pos", F.lead("_pos").over(key))
+            .withColumn("_next_producer", F.lead("producer_id").over(key))
+            .withColumn("_next_txn", F.lead("_txn").over(key))
+            .withColumn("_next_record", F.lead("record_offset").over(key)))
+    cleared = F.col("_txn") & F.col("_last_tombstone").isNotNull() & (F.col("_last_tombstone") > F.col("record_offset"))
+    same_marker = F.col("_next_txn") & (F.col("_next_producer") == F.col("producer_id")) & (
+        (F.col("_next_pos") == F.col("_pos")) | (F.col("_pos").isNull() & F.col("_next_pos").isNull()))
+    outcome = (F.when(F.col("is_tombstone"), F.lit("deleted"))
+               .when(~F.col("_txn"), F.lit("committed"))
+               .when(cleared, F.lit("txn_cleared"))
+               .when(same_marker, F.lit("txn_replaced"))
+               .when(F.col("control_type").isNull(), F.lit("txn_pending"))
+               .when(F.col("control_type") == "COMMIT", F.lit("txn_committed"))
+               .otherwise(F.lit("txn_aborted")))
+    rows = rows.withColumn("outcome", outcome)
+    effective = F.col("outcome").isin("committed", "txn_committed")
+    stored_before = F.max(F.when(effective, F.struct("segment", "record_offset"))).over(before)
+    rows = rows.withColumn("_stored", stored_before).withColumn(
+        "applied", F.when(effective, F.col("_stored").isNull() | (F.col("_stored.segment") != F.col("segment"))
+                          | (F.col("record_offset") > F.col("_stored.record_offset"))))
+    where_partition = F.col("record_partition")
+    where_offset = F.col("_pos")
+    previous_applied = F.last(F.when(F.col("applied"), F.struct(
+        F.col("segment").alias("segment"), F.col("committed_offset").alias("committed_offset"),
+        where_partition.alias("partition"), where_offset.alias("offset"))), ignorenulls=True).over(before)
+    rows = rows.withColumn("_previous", previous_applied)
+    same_segment = F.col("_previous.segment") == F.col("segment")
+    resolved = F.when(F.col("outcome") == "txn_cleared", F.col("_last_tombstone")).otherwise(F.col("marker_offset"))
+    return rows.select(
+        *_KEY, "record_partition", "record_offset", "timestamp", "producer_id", "committed_offset",
+        "committed_leader_epoch", "metadata", "commit_timestamp", "topic_id", "outcome",
+        F.when(F.col("_txn"), resolved).alias("resolved_offset"),
+        F.when(F.col("_txn") & (F.col("outcome") != "txn_cleared"), F.col("marker_timestamp")).alias("resolved_timestamp"),
+        F.when(effective, F.col("_pos")).alias("effective_at"), "applied", "segment",
+        F.when(same_segment, F.col("_previous.committed_offset")).alias("previous_committed_offset"),
+        F.when(same_segment, F.col("_previous.partition")).alias("previous_partition"),
+        F.when(same_segment, F.col("_previous.offset")).alias("previous_offset"),
+        "carried",
+    )
+
+
+def offsets_snapshot(commit_log):
+    """The offsets snapshot (``replay.spark.OFFSETS_STATE_DDL``) at the end of a commit log: per key the last
+    applied commit after the key's last tombstone (``committed``) and the pending transactional commits."""
+    from pyspark.sql import functions as F
+
+    columns = [*_KEY, "committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp",
+               "record_partition", "record_offset", "producer_id"]
+    # One aggregate per key (the log is hash-partitioned by group id already: no shuffle, no join).
+    latest = F.when(F.col("applied"), F.struct("segment", "effective_at"))
+    winners = (commit_log.groupBy(*_KEY)
+               .agg(F.max("segment").alias("_last_segment"),
+                    F.max_by(F.struct(*columns[3:], "effective_at", "segment"), latest).alias("w"))
+               .filter(F.col("w").isNotNull() & (F.col("w.segment") == F.col("_last_segment")))
+               .select(*_KEY, "w.*")
+               .select(*columns, F.lit("committed").alias("status"), "effective_at"))
+    pending = commit_log.filter(F.col("outcome") == "txn_pending").select(
+        *columns, F.lit("pending").alias("status"), F.lit(None).cast("long").alias("effective_at"))
+    return winners.unionByName(pending)

@@ -1,0 +1,179 @@
+"""Parity: the pure core and the Spark path give the same offsets, group tables, events and findings.
+
+The Spark path keeps offset commits columnar (``replay.commit_log`` and the offset rules as SQL in
+``audit.offsets_spark``); the pure core replays them one by one (``replay.offsets.OffsetStore``,
+``audit.rules.offsets``). Inputs: every golden history (one ``__consumer_offsets`` partition each), with a
+transactional tail on the consumer-group history (an aborted commit, a tombstone between a commit and its
+marker, a backwards transactional commit, commits pending too long and one left open, a commit by no owner), and
+a simulated history with every fault kind.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from offsets_audit.audit import audit_events
+from offsets_audit.codec.records import encode_record
+from offsets_audit.config import load_config
+from offsets_audit.replay import replay_records
+from replay_support import HISTORIES, load_expected
+
+pytestmark = pytest.mark.spark
+
+GOLDEN_NAMES = ["history-assignment-batching", "history-consumer-group", "history-simple-and-txn-commits",
+                "history-streams-group"]
+MINUTE = 60_000
+
+
+def _commit(partition, offset, ts, topic, tp, committed, producer_id=-1, group="orders-app"):
+    key, value = encode_record(1, {"group": group, "topic": topic, "partition": tp},
+                               None if committed is None else
+                               {"offset": committed, "leaderEpoch": -1, "metadata": "", "commitTimestamp": ts},
+                               None if committed is None else 3)
+    return {"key": key, "value": value, "partition": partition, "offset": offset, "timestamp": ts,
+            "producer_id": producer_id, "is_control": False, "control_type": None}
+
+
+def _marker(partition, offset, ts, producer_id, control_type):
+    key = (0).to_bytes(2, "big") + (1 if control_type == "COMMIT" else 0).to_bytes(2, "big")
+    return {"key": key, "value": (0).to_bytes(2, "big") + (0).to_bytes(4, "big"), "partition": partition,
+            "offset": offset, "timestamp": ts, "producer_id": producer_id, "is_control": True,
+            "control_type": control_type}
+
+
+def transactional_tail(partition: int, start: int, t: int) -> list[dict]:
+    """Offset records after the consumer-group history's end (offset ``start``, time ``t``)."""
+    o = iter(range(start, start + 100))
+    return [
+        _commit(partition, next(o), t + 1, "orders", 2, 1),                           # backwards
+        _commit(partition, next(o), t + 2, "orders", 99, 7),                          # no member owns orders-99
+        _commit(partition, next(o), t + 3, "payments", 0, 1, producer_id=5000),
+        _marker(partition, next(o), t + 4, 5000, "ABORT"),                            # aborted: no verdict
+        _commit(partition, next(o), t + 5, "payments", 1, 3, producer_id=5001),
+        _commit(partition, next(o), t + 6, "payments", 1, None),                      # tombstone before the marker
+        _marker(partition, next(o), t + 7, 5001, "COMMIT"),
+        _commit(partition, next(o), t + 10, "payments", 2, 5, producer_id=5002),
+        _commit(partition, next(o), t + 11, "orders", 3, 5, producer_id=5002),
+        _commit(partition, next(o), t + 20 * MINUTE, "orders", 4, 9900),              # both pending > 15 min here
+        _marker(partition, next(o), t + 21 * MINUTE, 5002, "COMMIT"),
+        _commit(partition, next(o), t + 22 * MINUTE, "payments", 0, 8, producer_id=5003),   # never resolved
+        _commit(partition, next(o), t + 23 * MINUTE, "orders", 2, 0, producer_id=5004),
+        _commit(partition, next(o), t + 23 * MINUTE, "orders", 2, 0, producer_id=5004),     # same key twice
+        _marker(partition, next(o), t + 24 * MINUTE, 5004, "COMMIT"),                 # applied, backwards
+        _commit(partition, next(o), t + 25 * MINUTE, "orders", 0, 1, producer_id=5005),
+        _commit(partition, next(o), t + 25 * MINUTE, "orders", 1, 1, producer_id=5005),
+        _marker(partition, next(o), t + 45 * MINUTE, 5005, "COMMIT"),                 # late, no clock between
+        _commit(partition, next(o), t + 50 * MINUTE, "orders", 5, 9999),
+    ]
+
+
+def golden_records() -> list[dict]:
+    records = []
+    for index, name in enumerate(GOLDEN_NAMES):
+        rows = load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl")
+        for r in rows:
+            r["partition"] = index
+        records.extend(rows)
+        if name == "history-consumer-group":
+            records.extend(transactional_tail(index, rows[-1]["offset"] + 1, rows[-1]["timestamp"]))
+    return records
+
+
+def _source_df(spark, records):
+    from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
+                                   StructType, TimestampType)
+
+    schema = StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+        StructField("partition", IntegerType()), StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()), StructField("producer_id", LongType()),
+        StructField("is_control", BooleanType()), StructField("control_type", StringType()),
+    ])
+    rows = [(r["key"], r["value"], "__consumer_offsets", r["partition"], r["offset"],
+             dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc), r["producer_id"],
+             r["is_control"], r["control_type"]) for r in records]
+    return spark.createDataFrame(rows, schema)
+
+
+def _both(spark, records, config):
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay import spark as replay_spark
+
+    pure = replay_records(records)
+    end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
+    findings, _ = audit_events(pure.events, config, end_time_ms=end)
+    decoded, _ = split(decode(_source_df(spark, records)))
+    tables = replay_spark.replay(decoded)
+    audited = audit_spark.audit(tables, config)
+    got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
+    got["findings"] = audited["findings"].collect()
+    return pure, findings, got
+
+
+def _assert_same(pure, findings, got):
+    # offsets: committed and pending, every column the pure store knows
+    committed = {(r["group_id"], r["topic"], r["partition"]): (r["committed_offset"], r["record_offset"],
+                                                               r["committed_leader_epoch"], r["metadata"])
+                 for r in got["offsets"] if r["status"] == "committed"}
+    assert committed == {k: (c["committed_offset"], c["record_offset"], c["committed_leader_epoch"], c["metadata"])
+                         for k, c in pure.offsets.committed.items()}
+    pending = sorted((r["producer_id"], r["group_id"], r["topic"], r["partition"], r["record_offset"])
+                     for r in got["offsets"] if r["status"] == "pending")
+    assert pending == sorted((r["producer_id"], r["group_id"], r["topic"], r["partition"], r["record_offset"])
+                             for r in pure.offsets.pending_rows())
+    # group tables and group events
+    state = {r["group_id"]: r.asDict() for r in got["group_state"]}
+    assert set(state) == set(pure.groups)
+    for group_id, fold in pure.groups.items():
+        expected = fold.state_row()
+        assert {k: state[group_id][k] for k in expected} == expected
+    members = sorted((m["group_id"], m["member_id"], m["member_epoch"]) for f in pure.groups.values()
+                     for m in f.member_rows())
+    assert sorted((r["group_id"], r["member_id"], r["member_epoch"]) for r in got["members"]) == members
+    offset_kinds = {"offset_committed", "offset_expired_or_deleted", "txn_offset_pending", "txn_offset_committed",
+                    "txn_offset_aborted"}
+    events = sorted((e["partition"], e["offset"], e["event"], e["member_id"] or "", json.dumps(e["details"], sort_keys=True))
+                    for e in pure.events if e["event"] not in offset_kinds)
+    assert sorted((r["partition"], r["offset"], r["event"], r["member_id"] or "",
+                   json.dumps(json.loads(r["details"]), sort_keys=True)) for r in got["group_events"]) == events
+    # findings: every field
+    spark_findings = sorted((r["id"], r["rule"], r["group_id"], r["severity"],
+                             None if r["time"] is None else int(r["time"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+                             r["message"], tuple(r["evidence"]), r["details"]) for r in got["findings"])
+    pure_findings = sorted((f.id, f.rule, f.group_id, f.severity, f.time, f.message, tuple(f.evidence),
+                            f.to_dict()["details"]) for f in findings)
+    assert spark_findings == pure_findings
+
+
+def test_golden_histories_with_a_transactional_tail(spark):
+    config = load_config()
+    config["broker"]["group_overrides"] = {"batch-override-0": {"assignment_interval_ms": 0}}
+    config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+    pure, findings, got = _both(spark, golden_records(), config)
+    rules = sorted(f.rule for f in findings)
+    # the tail's verdicts: two backwards commits (plain, then transactional), one by no owner, three pending
+    assert rules.count("offset_committed_backwards") >= 2
+    assert "offset_commit_by_non_owner" in rules
+    pending = [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
+    assert len(pending) == 3, [(f.message, f.evidence) for f in pending]
+    assert not [f for f in findings if f.rule == "offset_committed_backwards" and "to 1" in f.message
+                and "payments-0" in f.message]   # the ABORTed commit is no commit
+    _assert_same(pure, findings, got)
+
+
+def test_simulated_history_with_every_fault_kind(spark, tmp_path):
+    from offsets_audit.simulate import FAULT_KINDS, simulate
+    from offsets_audit.sources.segments import list_segments, read_segment
+
+    info = simulate(tmp_path, groups=12, hours=0.25, seed=3, partitions=4, faults=list(FAULT_KINDS),
+                    formats=("segments",))
+    records = [r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part)]
+    config = load_config(overrides={"broker": {"group_overrides": info.get("group_overrides") or {}}})
+    state = json.loads((tmp_path / "model_state.json").read_text())
+    config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
+    pure, findings, got = _both(spark, records, config)
+    assert {f.rule for f in findings} >= {"partition_owned_twice", "assignment_interval_violated"}
+    _assert_same(pure, findings, got)
