@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_audit.audit.command import EXIT_INTERNAL_ERROR, verdict_line
+from offsets_audit.commands.check import EXIT_INTERNAL_ERROR, verdict_line
 from offsets_audit.audit.report import render_report
 from offsets_audit.cli import main
 

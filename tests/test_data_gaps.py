@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from offsets_audit import tables
-from offsets_audit.audit.command import fails_on_losses, json_summary, junit_xml, verdict_line
+from offsets_audit.commands.check import fails_on_losses, json_summary, junit_xml, verdict_line
 from offsets_audit.audit.gaps import mark_data_gaps
 from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.config import load_config
