@@ -26,7 +26,8 @@ def audited(spark, tmp_path_factory):
     shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
     decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
     out = audit_spark.audit(replay_spark.replay(decoded), load_config(), decoded=decoded)
-    return {name: [r.asDict(recursive=True) for r in out[name].collect()] for name in ("rebalances", "rebalance_causes")}
+    return {name: [r.asDict(recursive=True) for r in out[name].collect()] for name in ("rebalances", "rebalance_causes",
+                                                                              "latency_summary")}
 
 
 def _pure():
@@ -50,3 +51,13 @@ def test_spark_rebalance_causes_table_equals_summarize_causes(audited):
 
     key = lambda r: tuple(str(r[k]) for k in ("level", "group_id", "day", "cause", "client_id", "client_host"))  # noqa: E731
     assert sorted(audited["rebalance_causes"], key=key) == sorted(summarize_causes(_pure()), key=key)
+
+
+def test_spark_latency_summary_counts_causes_as_summarize_latency_does(audited):
+    from offsets_audit.audit.latency import summarize_latency
+
+    key = lambda r: tuple(str(r[k]) for k in ("level", "group_type", "group_id", "day"))  # noqa: E731
+    spark_rows = [(key(r), r["rebalances"], r["causes"]) for r in sorted(audited["latency_summary"], key=key)]
+    pure = [(key(r), r["rebalances"], r["causes"]) for r in sorted(summarize_latency(_pure()), key=key)]
+    assert spark_rows == pure
+    assert all(sum(c["rebalances"] for c in causes) >= n for _, n, causes in spark_rows)

@@ -57,7 +57,8 @@ def _offsets_ddl() -> str:
 def _latency_summary_ddl() -> str:
     """``audit.spark.latency_summary``: one row per level (group_day, group_type_day, group_type)."""
     fields = [("level", "string"), ("group_type", "string"), ("group_id", "string"), ("day", "string"),
-              ("rebalances", "bigint"), ("complete", "bigint")]
+              ("rebalances", "bigint"), ("complete", "bigint"),
+              ("causes", "array<struct<cause:string,rebalances:bigint>>")]
     fields += [(f"{metric}_{q}", "double") for metric in LATENCY_METRICS
                for q in [name for name, _ in PERCENTILES] + ["max"]]
     return _ddl(fields)

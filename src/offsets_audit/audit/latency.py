@@ -229,7 +229,8 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def summarize_latency(rebalances: list[dict]) -> list[dict]:
-    """``latency_summary`` rows: per (group_type, group_id, day), per (group_type, day), per group_type.
+    """``latency_summary`` rows: per (group_type, group_id, day), per (group_type, day), per group_type, each
+    with its latency percentiles and ``causes``: how many of its rebalances had each cause (audit/causes.py).
 
     Rolled-up levels have ``group_id`` (and ``day``) null; ``level`` says which one a row is.
     """
@@ -241,8 +242,13 @@ def summarize_latency(rebalances: list[dict]) -> list[dict]:
             buckets.setdefault((level,) + key, []).append(r)
     out = []
     for (level, group_type, group_id, day), rows in sorted(buckets.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        causes: dict[str, int] = {}
+        for r in rows:
+            for cause in r.get("causes") or ["unknown"]:
+                causes[cause] = causes.get(cause, 0) + 1
         row = {"level": level, "group_type": group_type, "group_id": group_id, "day": day,
-               "rebalances": len(rows), "complete": sum(1 for r in rows if r["complete"])}
+               "rebalances": len(rows), "complete": sum(1 for r in rows if r["complete"]),
+               "causes": [{"cause": c, "rebalances": causes[c]} for c in sorted(causes)]}
         for metric in LATENCY_METRICS:
             values = [r[metric] for r in rows if r[metric] is not None]
             for name, q in PERCENTILES:

@@ -69,7 +69,9 @@ def latency_summary(rebalances):
 
     def level(name, keys):
         aggs = [F.count(F.lit(1)).alias("rebalances"),
-                F.sum(F.col("complete").cast("int")).cast("long").alias("complete")]
+                F.sum(F.col("complete").cast("int")).cast("long").alias("complete"),
+                F.flatten(F.collect_list(F.when(F.size("causes") > 0, F.col("causes"))
+                                         .otherwise(F.array(F.lit("unknown"))))).alias("_causes")]
         for metric in LATENCY_METRICS:
             qs = ", ".join(str(q) for _, q in PERCENTILES)
             aggs.append(F.expr(f"percentile({metric}, array({qs}))").alias(f"_{metric}"))
@@ -79,10 +81,14 @@ def latency_summary(rebalances):
             for i, (name_q, _) in enumerate(PERCENTILES):
                 df = df.withColumn(f"{metric}_{name_q}", F.col(f"_{metric}")[i])
             df = df.drop(f"_{metric}")
+        # Rebalances per cause (summarize_latency's ``causes``): a bump with two causes counts for both.
+        df = df.withColumn("causes", F.expr(
+            "transform(array_sort(array_distinct(_causes)), c -> named_struct('cause', c, "
+            "'rebalances', cast(size(filter(_causes, x -> x = c)) as bigint)))")).drop("_causes")
         for key in ("group_type", "group_id", "day"):
             if key not in keys:
                 df = df.withColumn(key, F.lit(None).cast("string"))
-        columns = ["level", "group_type", "group_id", "day", "rebalances", "complete"]
+        columns = ["level", "group_type", "group_id", "day", "rebalances", "complete", "causes"]
         columns += [f"{m}_{q}" for m in LATENCY_METRICS for q in [n for n, _ in PERCENTILES] + ["max"]]
         return df.withColumn("level", F.lit(name)).select(*columns)
 
