@@ -47,6 +47,20 @@ def _fmt_time(ms) -> str:
 
 # -- SVG primitives -------------------------------------------------------------------------------
 
+def _chart_frame(title: str, width: int, height: int, left: int, right: int, top: int, plot_h: float,
+                 top_value: float) -> list[str]:
+    """The opening of a vertical chart: the svg element, its title and five horizontal grid lines with values."""
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
+    for tick in range(5):
+        value = top_value * tick / 4
+        y = top + plot_h - plot_h * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+    return parts
+
+
 def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[int], str]], *, width=640,
                height=260, horizontal=False, y_label="") -> str:
     """Grouped bars; ``series`` = [(name, values per category, color)]."""
@@ -59,14 +73,7 @@ def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[i
     top_value = max([v for _, vs, _ in series for v in vs] + [1])
     slot = plot_w / len(categories)
     bar_w = max(slot * 0.8 / max(len(series), 1), 1)
-    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
-    for tick in range(5):
-        value = top_value * tick / 4
-        y = top + plot_h - plot_h * tick / 4
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+    parts = _chart_frame(title, width, height, left, right, top, plot_h, top_value)
     for i, category in enumerate(categories):
         x0 = left + i * slot + slot * 0.1
         for j, (name, values, color) in enumerate(series):
@@ -373,14 +380,7 @@ def _stacked_bars(title: str, labels: list[str], series: Sequence[tuple[str, Seq
     totals = [sum(vs[i] for _, vs, _ in series) for i in range(len(labels))]
     top_value = max(totals + [1])
     slot = plot_w / len(labels)
-    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
-    for tick in range(5):
-        value = top_value * tick / 4
-        y = top + plot_h - plot_h * tick / 4
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+    parts = _chart_frame(title, width, height, left, right, top, plot_h, top_value)
     for i, label in enumerate(labels):
         y = top + plot_h
         for name, values, color in series:
