@@ -171,7 +171,8 @@ def test_simulated_history_with_every_fault_kind(spark, tmp_path):
     info = simulate(tmp_path, groups=12, hours=0.25, seed=3, partitions=4, faults=list(FAULT_KINDS),
                     formats=("segments",))
     records = [r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part)]
-    config = load_config(overrides={"broker": {"group_overrides": info.get("group_overrides") or {}}})
+    config = load_config(overrides={"broker": {"group_overrides": info.get("group_overrides") or {},
+                                                "group_overrides_complete": True}})
     state = json.loads((tmp_path / "model_state.json").read_text())
     config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
     pure, findings, got = _both(spark, records, config)

@@ -56,7 +56,7 @@ def test_rerun_with_no_rows_replaces_the_runs_rows_and_keeps_other_runs(spark, t
     """Issue 13 defect 1: a rerun that finds nothing must not leave the earlier attempt's findings."""
     out = str(tmp_path / "out")
     schema = tables.schema("findings")
-    row = ("f1", "g", "consumer", "rebalance_storm", "warning", None, "storm", ["1:7"], "{}")
+    row = ("f1", "g", "consumer", "rebalance_storm", "warning", None, "storm", ["1:7"], "{}", False, 0)
     write_table(spark.createDataFrame([row], schema), out, "findings", "night-1", fmt)
     write_table(spark.createDataFrame([row, ("f2",) + row[1:]], schema), out, "findings", "night-2", fmt)
     write_table(tables.empty(spark, "findings"), out, "findings", "night-2", fmt)   # the rerun: clean

@@ -220,7 +220,8 @@ def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
                                               json.dumps(summary, indent=2, default=str))
 
 
-def print_summary(summary: dict, file=sys.stdout) -> None:
+def print_summary(summary: dict, file=None) -> None:
+    file = file or sys.stdout  # looked up at call time: the stream may have been replaced since import
     r = summary["records"]
     print(f"run {summary['run_id']}: read {r['read']:,} records = {r['decoded']:,} decoded + "
           f"{r['quarantined']:,} quarantined; {r.get('records_lost', 0):,} records lost in "

@@ -79,7 +79,9 @@ SOURCE_OPTIONS: dict[str, tuple[str, ...]] = {
                  "maxFilesPerTrigger", "maxBytesPerTrigger"),
     # Spark's Parquet reader options that make sense for a dump.
     "parquet": ("mergeSchema", "recursiveFileLookup", "pathGlobFilter", "modifiedBefore", "modifiedAfter",
-                "datetimeRebaseMode", "int96RebaseMode"),
+                "datetimeRebaseMode", "int96RebaseMode",
+                # Spark's file stream source (run --incremental over a dump)
+                "maxFilesPerTrigger", "latestFirst", "maxFileAge", "cleanSource", "sourceArchiveDir"),
     # Spark's Kafka source options plus the kafka-python reader's own.
     "kafka": ("subscribe", "assign", "subscribePattern", "startingOffsets", "endingOffsets",
               "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp", "endingTimestamp",
