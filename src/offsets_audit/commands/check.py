@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", help="override output.path")
     parser.add_argument("--run-id", help="override run_id")
     parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
+    parser.add_argument("--group-configs", help="group configs snapshot (capture-group-configs; JSON or Parquet)")
     parser.add_argument("--fail-on", choices=["info", "warning", "error", "never"], help="override check.fail_on")
     parser.add_argument("--junit-xml", help="override check.junit_xml")
     parser.add_argument("--json-summary", help="override check.json_summary")
@@ -200,6 +201,10 @@ def run(args) -> int:
     if config["source"]["kind"] not in ("parquet", "segments", "kafka"):
         raise UserError(f"source.kind {config['source']['kind']!r} cannot be checked", fix="use parquet or segments")
     check_output_path(config["output"]["path"])
+    from offsets_audit.config import source_config
+    from offsets_audit.sources import preflight
+
+    preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
     try:
         return _check(config, settings)
     except UserError:
