@@ -227,18 +227,25 @@ def _latency_distribution(rebalances: list[dict]) -> str:
     return "".join(charts) or _empty("Rebalance latency", message="no rebalances in this run")
 
 
+def _time_buckets(t0: int, t1: int, most: int) -> tuple[int, int, str, int]:
+    """``(start, bucket_ms, unit, count)``: the smallest ``RATE_BUCKETS`` width giving at most ``most`` buckets
+    from ``t0`` to ``t1`` (whole days beyond the largest)."""
+    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < most), RATE_BUCKETS[-1])
+    start = t0 - t0 % bucket
+    n = int((t1 - start) // bucket) + 1
+    if n > most:
+        bucket *= math.ceil(n / most)
+        unit = f"{bucket // 86_400_000} days"
+        n = int((t1 - start) // bucket) + 1
+    return start, bucket, unit, n
+
+
 def _rebalance_rate(rebalances: list[dict]) -> str:
     times = [r["bump_time"] for r in rebalances if r.get("bump_time") is not None]
     if not times:
         return _empty("Rebalances over time", message="no rebalances in this run")
     t0, t1 = min(times), max(times)
-    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < 120), RATE_BUCKETS[-1])
-    start = t0 - t0 % bucket
-    n = int((t1 - start) // bucket) + 1
-    if n > 120:
-        bucket *= math.ceil(n / 120)
-        unit = f"{bucket // 86_400_000} days"
-        n = int((t1 - start) // bucket) + 1
+    start, bucket, unit, n = _time_buckets(t0, t1, 120)
     types = sorted({r.get("group_type") or "?" for r in rebalances})
     series = []
     for i, gt in enumerate(types):
@@ -410,13 +417,7 @@ def _causes_over_time(rebalances: list[dict]) -> str:
         return _empty("Rebalance causes over time", 900)
     times = [r["bump_time"] for r in rows]
     t0, t1 = min(times), max(times)
-    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < 60), RATE_BUCKETS[-1])
-    start = t0 - t0 % bucket
-    n = int((t1 - start) // bucket) + 1
-    if n > 60:
-        bucket *= math.ceil(n / 60)
-        unit = f"{bucket // 86_400_000} days"
-        n = int((t1 - start) // bucket) + 1
+    start, bucket, unit, n = _time_buckets(t0, t1, 60)
     counts: dict[str, list[int]] = {}
     for r in rows:
         for cause in r.get("causes") or ["unknown"]:
