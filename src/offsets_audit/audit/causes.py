@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import Event
+from .model import Event, EventKind
 
 #: The fixed vocabulary of ``rebalances.causes`` (docs/rules.md, "Rebalance causes").
 CAUSES = (
@@ -66,7 +66,8 @@ _EPOCH_RELEVANT = {
     "streams_static": ("rack_id", "client_tags", "process_id", "topology_epoch"),
 }
 #: Events that close an operation: what the coordinator writes after the bump or on its own.
-_OPERATION_ENDS = ("target_assignment_computed", "member_epoch_advanced", "member_assignment_changed")
+_OPERATION_ENDS = (EventKind.TARGET_ASSIGNMENT_COMPUTED, EventKind.MEMBER_EPOCH_ADVANCED,
+                   EventKind.MEMBER_ASSIGNMENT_CHANGED)
 
 
 @dataclass
@@ -110,50 +111,50 @@ class CauseTracker:
             self._reset_window()
             self.window_time = ev.timestamp
         kind = ev.event
-        if kind in ("group_created", "group_deleted"):
+        if kind in (EventKind.GROUP_CREATED, EventKind.GROUP_DELETED):
             self.members, self.regex_topics = {}, {}
             self.share_initialized = self.converted = False
-            if kind == "group_deleted":
+            if kind == EventKind.GROUP_DELETED:
                 self.classic = {}
-        elif kind == "group_type_changed":
+        elif kind == EventKind.GROUP_TYPE_CHANGED:
             self.members, self.regex_topics = {}, {}
             self.converted = True
-        elif kind == "share_state_partition_metadata" and ev.get("initialized_topics"):
+        elif kind == EventKind.SHARE_STATE_PARTITION_METADATA and ev.get("initialized_topics"):
             self.share_initialized = True
         if kind in _OPERATION_ENDS and not self._part_of_operation(ev):
             self._reset_window()
-        elif kind != "group_epoch_bumped":
+        elif kind != EventKind.GROUP_EPOCH_BUMPED:
             self.window.append(ev)
 
     def _part_of_operation(self, ev: Event) -> bool:
         """A current-assignment record of a member that joined in this operation (a static replacement
         writes the new member's metadata, target and current assignment before the bump)."""
-        return ev.event != "target_assignment_computed" and any(
-            e.event == "member_joined" and e.member_id == ev.member_id for e in self.window)
+        return ev.event != EventKind.TARGET_ASSIGNMENT_COMPUTED and any(
+            e.event == EventKind.MEMBER_JOINED and e.member_id == ev.member_id for e in self.window)
 
     def after_event(self, ev: Event) -> None:
         """Keep the member registry current (called after ``on_event`` and any attribution)."""
         kind = ev.event
-        if kind in ("member_joined", "member_metadata_changed", "member_left") and self.window:
+        if kind in (EventKind.MEMBER_JOINED, EventKind.MEMBER_METADATA_CHANGED, EventKind.MEMBER_LEFT) and self.window:
             # What the registry held when the operation began: ``attribute`` compares before and after.
             self.undo.setdefault(ev.member_id, self.members.get(ev.member_id))
-        if kind == "regex_resolution_changed" and self.window:
+        if kind == EventKind.REGEX_RESOLUTION_CHANGED and self.window:
             self.regex_undo.setdefault(ev.get("regular_expression"), self.regex_topics.get(ev.get("regular_expression")))
-        if kind == "member_joined":
+        if kind == EventKind.MEMBER_JOINED:
             self.members[ev.member_id] = {f: ev.details.get(f) for f in _MEMBER_FIELDS}
-        elif kind == "member_metadata_changed":
+        elif kind == EventKind.MEMBER_METADATA_CHANGED:
             m = self.members[ev.member_id] = dict(self.members.get(ev.member_id) or {})
             m.update(ev.details.get("new") or {})
             m.update({f: ev.details.get(f) for f in _IDENTITY if f in ev.details})
-        elif kind == "member_left":
+        elif kind == EventKind.MEMBER_LEFT:
             self.members.pop(ev.member_id, None)
-        elif kind == "regex_resolution_changed":
+        elif kind == EventKind.REGEX_RESOLUTION_CHANGED:
             regex = ev.get("regular_expression")
             if ev.details.get("topics") is None:
                 self.regex_topics.pop(regex, None)
             else:
                 self.regex_topics[regex] = list(ev.details["topics"])
-        elif kind == "group_epoch_bumped":
+        elif kind == EventKind.GROUP_EPOCH_BUMPED:
             self._reset_window()
             self.converted = False
             self.share_initialized = False
@@ -177,8 +178,8 @@ class CauseTracker:
             if cause not in entry["causes"]:
                 entry["causes"].append(cause)
 
-        joined = {e.member_id: e for e in window if e.event == "member_joined"}
-        left = {e.member_id: e for e in window if e.event == "member_left"}
+        joined = {e.member_id: e for e in window if e.event == EventKind.MEMBER_JOINED}
+        left = {e.member_id: e for e in window if e.event == EventKind.MEMBER_LEFT}
         after = dict(self.members)
         before = dict(after)
         for mid, old in self.undo.items():
@@ -215,7 +216,7 @@ class CauseTracker:
             blame(mid, "member_left", identity)
 
         for e in window:
-            if e.event == "member_metadata_changed":
+            if e.event == EventKind.MEMBER_METADATA_CHANGED:
                 relevant = _epoch_relevant(group_type, after.get(e.member_id) or e.details)
                 for f in e.get("changed", []):
                     if group_type == "streams" and relevant is _ANY:
@@ -227,12 +228,12 @@ class CauseTracker:
                     identity = dict(after.get(e.member_id) or {})
                     identity.update({k: e.details.get(k) for k in _IDENTITY if e.details.get(k) is not None})
                     blame(e.member_id, cause, identity)
-            elif e.event == "regex_resolution_changed":
+            elif e.event == EventKind.REGEX_RESOLUTION_CHANGED:
                 regex = e.get("regular_expression")
                 topics = e.details.get("topics")
                 if topics != regex_before.get(regex) and "regex_resolution_changed" not in causes:
                     causes.append("regex_resolution_changed")
-            elif e.event == "topology_changed" and e.get("old_topology_epoch") is not None \
+            elif e.event == EventKind.TOPOLOGY_CHANGED and e.get("old_topology_epoch") is not None \
                     and "topology_changed" not in causes:
                 # The first topology of a group comes with its first member: that is the join.
                 causes.append("topology_changed")
@@ -268,9 +269,9 @@ class CauseTracker:
                                    window: list[Event]) -> bool:
         """Did the group's subscribed topics (names and resolved regexes; streams: the topology) change in
         this operation? Then a MetadataHash change follows from it, not from the topics themselves."""
-        if any(e.event in ("topology_changed", "group_type_changed", "group_created") for e in window):
+        if any(e.event in (EventKind.TOPOLOGY_CHANGED, EventKind.GROUP_TYPE_CHANGED, EventKind.GROUP_CREATED) for e in window):
             return True
-        if any(e.event == "regex_resolution_changed" and e.details.get("topics") != regex_before.get(
+        if any(e.event == EventKind.REGEX_RESOLUTION_CHANGED and e.details.get("topics") != regex_before.get(
                 e.get("regular_expression")) for e in window):
             return True
         if group_type == "streams":
@@ -303,8 +304,8 @@ class CauseTracker:
             if cause not in entry["causes"]:
                 entry["causes"].append(cause)
 
-        joined = {e.member_id: e.details for e in record_events if e.event == "member_joined"}
-        left = {e.member_id: self.classic.get(e.member_id, {}) for e in record_events if e.event == "member_left"}
+        joined = {e.member_id: e.details for e in record_events if e.event == EventKind.MEMBER_JOINED}
+        left = {e.member_id: self.classic.get(e.member_id, {}) for e in record_events if e.event == EventKind.MEMBER_LEFT}
         if self.converted:              # a consumer group downgraded to classic (group_type_changed)
             self.converted = False
             causes.append("group_converted")
@@ -325,9 +326,9 @@ class CauseTracker:
         if self.classic_protocol is not None and protocol is not None and protocol != self.classic_protocol:
             causes.append("protocol_changed")
         for e in record_events:
-            if e.event == "member_joined":
+            if e.event == EventKind.MEMBER_JOINED:
                 self.classic[e.member_id] = {f: e.details.get(f) for f in _IDENTITY}
-            elif e.event == "member_left":
+            elif e.event == EventKind.MEMBER_LEFT:
                 self.classic.pop(e.member_id, None)
         if protocol is not None:
             self.classic_protocol = protocol

@@ -21,6 +21,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 
 from .causes import Attribution, CauseTracker
+from offsets_audit.replay.state import MemberState
+
 from .model import Event
 from .rules.base import GroupView, RuleFamily
 
@@ -170,7 +172,7 @@ class RebalanceTracker(RuleFamily):
     @staticmethod
     def _converged(view: GroupView, epoch: int) -> bool:
         for m in view.members.values():
-            if m.member_epoch < epoch or m.state != "STABLE" or m.pending or any(m.tasks_pending.values()):
+            if m.member_epoch < epoch or m.state != MemberState.STABLE or m.pending or any(m.tasks_pending.values()):
                 return False
         return True
 

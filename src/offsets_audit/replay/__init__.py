@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .fold import GroupFold, decode_of, error_code_of
+from .events import Event, EventKind, event_row
+from .fold import GroupFold, decode_of, undecodable_details
 from .offsets import OffsetStore
 from .state import OFFSET_RECORD_TYPES, group_id_of
 
-__all__ = ["replay_records", "ReplayResult", "GroupFold", "OffsetStore"]
+__all__ = ["replay_records", "ReplayResult", "GroupFold", "OffsetStore", "Event", "EventKind"]
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Replayer:
         result = self.result
         if record.get("is_control"):
             events = [
-                _offset_event(record, group_id, kind, details, self._group_type(group_id))
+                event_row(record, group_id, self._group_type(group_id), kind, None, details)
                 for kind, group_id, details in result.offsets.replay_marker(record)
             ]
             result.events.extend(events)
@@ -50,21 +51,15 @@ class Replayer:
         try:
             decoded = decode_of(record, self._decode)
         except Exception as exc:
-            event = {
-                "partition": record.get("partition"), "offset": record.get("offset"),
-                "timestamp": record.get("timestamp"), "group_id": None, "group_type": None,
-                "event": "replay_anomaly", "member_id": None,
-                "details": {"reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)},
-            }
+            event = event_row(record, None, None, EventKind.REPLAY_ANOMALY, None, undecodable_details(exc))
             result.events.append(event)
             return [event]
         key = decoded.key or {}
         group_id = group_id_of(decoded.record_type, key)
-        record = dict(record, decoded=decoded)
-        events = self.fold_for(group_id).apply(record)
+        events = self.fold_for(group_id).apply(record, decoded)
         if decoded.record_type in OFFSET_RECORD_TYPES:
             events.extend(
-                _offset_event(record, gid, kind, details, self._group_type(gid))
+                event_row(record, gid, self._group_type(gid), kind, None, details)
                 for kind, gid, details in result.offsets.replay_commit(record, key, decoded.value)
             )
         result.events.extend(events)
@@ -73,13 +68,6 @@ class Replayer:
     def _group_type(self, group_id: str) -> str | None:
         fold = self.result.groups.get(group_id)
         return fold.group_type if fold is not None else None
-
-
-def _offset_event(record: dict, group_id: str, kind: str, details: dict, group_type: str | None) -> dict:
-    return {
-        "partition": record.get("partition"), "offset": record.get("offset"), "timestamp": record.get("timestamp"),
-        "group_id": group_id, "group_type": group_type, "event": kind, "member_id": None, "details": details,
-    }
 
 
 def replay_records(records: Iterable[dict], decode: Callable | None = None) -> ReplayResult:

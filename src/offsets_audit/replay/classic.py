@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .state import jsonable
+from .state import GroupState, jsonable
 
 
 class ClassicGroup:
@@ -27,9 +27,9 @@ class ClassicGroup:
         self.members: list[dict] = []
 
     @property
-    def state(self) -> str:
+    def state(self) -> GroupState:
         """``Empty`` when loaded without members, otherwise ``Stable`` (the load rule)."""
-        return "Stable" if self.members else "Empty"
+        return GroupState.STABLE if self.members else GroupState.EMPTY
 
     @property
     def is_simple(self) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import EventKind
 from .state import (
     RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -65,7 +66,7 @@ class ConsumerGroup(ModernGroup):
             classic_member_metadata=value.get("classicMemberMetadata"),
         )
         if joined:
-            return [("member_joined", member_id, {
+            return [(EventKind.MEMBER_JOINED, member_id, {
                 **member_identity(member),
                 "instance_id": member["instance_id"],
                 "rack_id": member["rack_id"],
@@ -88,7 +89,7 @@ class ConsumerGroup(ModernGroup):
                 assigned_partitions={},
                 partitions_pending_revocation={},
             )
-            return [("member_fenced_by_tombstone", member_id, {"instance_id": member.get("instance_id")})]
+            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {"instance_id": member.get("instance_id")})]
         if member is None:
             member = self.new_member(member_id)
             self.members[member_id] = member
@@ -117,7 +118,7 @@ class ConsumerGroup(ModernGroup):
                 "version": value.get("version"),
                 "timestamp": value.get("timestamp"),
             }
-        return [("regex_resolution_changed", None, {
+        return [(EventKind.REGEX_RESOLUTION_CHANGED, None, {
             "regular_expression": regex,
             "topics": None if value is None else sorted(value.get("topics") or ()),
         })]

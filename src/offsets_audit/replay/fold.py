@@ -14,6 +14,7 @@ import pickle
 import zlib
 from typing import Any, Callable, Iterable
 
+from .events import EventKind, event_row
 from .classic import ClassicGroup
 from .consumer import ConsumerGroup
 from .share import ShareGroup
@@ -23,6 +24,7 @@ from .state import (
     TARGET_MEMBER_RECORD_TYPES,
     TARGET_METADATA_RECORD_TYPES,
     Anomaly,
+    GroupState,
     jsonable,
 )
 from .streams import StreamsGroup
@@ -49,6 +51,11 @@ def decode_of(record: dict, decode: Callable | None = None):
 
 def error_code_of(exc: Exception) -> str:
     return str(getattr(exc, "code", None) or type(exc).__name__)
+
+
+def undecodable_details(exc: Exception) -> dict:
+    """The ``details`` of the ``replay_anomaly`` event of a record the codec could not decode."""
+    return {"reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)}
 
 
 class GroupFold:
@@ -97,17 +104,18 @@ class GroupFold:
             events.extend(self.apply(r))
         return events
 
-    def apply(self, record: dict) -> list[dict]:
-        """Replay one record of this group; returns the events it caused (maybe none)."""
+    def apply(self, record: dict, decoded: Any = None) -> list[dict]:
+        """Replay one record of this group; returns the events it caused (maybe none). ``decoded``: the
+        record already decoded (else its ``decoded`` entry, else the codec on its key/value bytes)."""
         if record.get("is_control"):
             return []
         self.partition = record.get("partition", self.partition)
         self.records_applied += 1
-        try:
-            decoded = decode_of(record, self._decode)
-        except Exception as exc:  # the codec's DecodeError, or anything it did not foresee
-            return [self._event(record, "replay_anomaly", None, {
-                "reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)})]
+        if decoded is None:
+            try:
+                decoded = decode_of(record, self._decode)
+            except Exception as exc:  # the codec's DecodeError, or anything it did not foresee
+                return [self._event(record, EventKind.REPLAY_ANOMALY, None, undecodable_details(exc))]
         record_type = decoded.record_type
         if record_type not in OFFSET_RECORD_TYPES:
             # last_offset / last_timestamp: the group's last group record (offset commits live in offsets).
@@ -118,7 +126,7 @@ class GroupFold:
         try:
             raw = self._replay(record_type, key, value, record)
         except Anomaly as anomaly:
-            raw = [("replay_anomaly", None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
+            raw = [(EventKind.REPLAY_ANOMALY, None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
         return [self._event(record, kind, member_id, details) for kind, member_id, details in raw]
 
     def _replay(self, record_type: int, key: dict, value: dict | None, record: dict | None = None) -> list[tuple]:
@@ -137,11 +145,11 @@ class GroupFold:
             if value is None and group is None:
                 return []  # Kafka ignores tombstones of groups it does not know
             if value is None and not (group.group_type == "classic" and group.is_simple):
-                return [("replay_anomaly", None, {
+                return [(EventKind.REPLAY_ANOMALY, None, {
                     "reason": f"{family} tombstone for a {group.group_type} group; ignored",
                     "record_type": record_type})]
             if group is not None and not (group.group_type == "classic" and group.is_simple):
-                events.append(("replay_anomaly", None, {
+                events.append((EventKind.REPLAY_ANOMALY, None, {
                     "reason": f"{family} record for a non-empty {group.group_type} group; replaced it",
                     "record_type": record_type}))
             events.extend(self._create(family))
@@ -150,7 +158,7 @@ class GroupFold:
             self._targets_changed.add(key["memberId"])
         elif record_type in TARGET_METADATA_RECORD_TYPES:
             events.extend(self._target_assignment_computed(record or {}))
-        if any(e[0] == "group_deleted" for e in events):
+        if any(e[0] == EventKind.GROUP_DELETED for e in events):
             self.last_group_type = self.group.group_type
             self.group = None
             self.deleted = True
@@ -164,8 +172,8 @@ class GroupFold:
         self._targets_changed = set()
         self._previous_target = {}
         if old_type is None:
-            return [("group_created", None, {"simple": simple})]
-        return [("group_type_changed", None, {"old_type": old_type, "new_type": family})]
+            return [(EventKind.GROUP_CREATED, None, {"simple": simple})]
+        return [(EventKind.GROUP_TYPE_CHANGED, None, {"old_type": old_type, "new_type": family})]
 
     def _replay_classic(self, value: dict | None) -> list[tuple]:
         """``GroupMetadata``: a value (re)loads the whole classic group, a tombstone removes any group."""
@@ -176,7 +184,7 @@ class GroupFold:
             self.last_group_type = old.group_type
             self.group = None
             self.deleted = True
-            return [("group_deleted", None, {})]
+            return [(EventKind.GROUP_DELETED, None, {})]
         events: list[tuple] = []
         if old is None:
             events.extend(self._create("classic"))
@@ -187,17 +195,17 @@ class GroupFold:
         old_members = {m["member_id"] for m in group.members} if old is group else set()
         group.load(value)
         if old_generation != group.generation:
-            events.append(("classic_generation_changed", None, {
+            events.append((EventKind.CLASSIC_GENERATION_CHANGED, None, {
                 "old_generation": old_generation, "generation": group.generation,
                 "protocol_type": group.protocol_type, "protocol": group.protocol, "leader": group.leader,
                 "members": [m["member_id"] for m in group.members]}))
         new_members = {m["member_id"]: m for m in group.members}
         for member_id in sorted(set(new_members) - old_members):
             m = new_members[member_id]
-            events.append(("member_joined", member_id, {"instance_id": m["instance_id"], "client_id": m["client_id"],
+            events.append((EventKind.MEMBER_JOINED, member_id, {"instance_id": m["instance_id"], "client_id": m["client_id"],
                                                         "client_host": m["client_host"]}))
         for member_id in sorted(old_members - set(new_members)):
-            events.append(("member_left", member_id, {}))
+            events.append((EventKind.MEMBER_LEFT, member_id, {}))
         return events
 
     def _target_assignment_computed(self, record: dict) -> list[tuple]:
@@ -210,7 +218,7 @@ class GroupFold:
         self._targets_changed = set()
         self._target_rows.append(self._target_row(record, changed))
         self._previous_target = copy.deepcopy(group.target_assignment)
-        return [("target_assignment_computed", None, {
+        return [(EventKind.TARGET_ASSIGNMENT_COMPUTED, None, {
             "assignment_epoch": group.assignment_epoch,
             "assignment_timestamp": group.assignment_timestamp,
             "group_epoch": group.group_epoch,
@@ -256,26 +264,18 @@ class GroupFold:
         }
         return jsonable(row)
 
-    def _event(self, record: dict, kind: str, member_id: str | None, details: dict) -> dict:
-        details = dict(details)
+    def _event(self, record: dict, kind: EventKind, member_id: str | None, details: dict) -> dict:
+        # jsonable builds a new dict, so the handler's details are never changed (nor copied twice).
+        details = jsonable(details)
         if member_id is not None:
             details.setdefault("member_id", member_id)
-        return {
-            "partition": record.get("partition"),
-            "offset": record.get("offset"),
-            "timestamp": record.get("timestamp"),
-            "group_id": self.group_id,
-            "group_type": self.group_type,
-            "event": kind,
-            "member_id": member_id,
-            "details": jsonable(details),
-        }
+        return event_row(record, self.group_id, self.group_type, kind, member_id, details)
 
     # -- outputs --------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
         if self.group is None:
-            return {"group_id": self.group_id, "group_type": self.last_group_type, "state": "Dead",
+            return {"group_id": self.group_id, "group_type": self.last_group_type, "state": GroupState.DEAD,
                     "exists": False, "members": []}
         out = self.group.to_dict()
         out["exists"] = True
@@ -288,7 +288,7 @@ class GroupFold:
             "group_id": self.group_id,
             "group_type": self.group_type,
             "exists": g is not None,
-            "state": g.state if g is not None else "Dead",
+            "state": g.state if g is not None else GroupState.DEAD,
             "group_epoch": getattr(g, "group_epoch", None),
             "assignment_epoch": getattr(g, "assignment_epoch", None),
             "assignment_timestamp": getattr(g, "assignment_timestamp", None),

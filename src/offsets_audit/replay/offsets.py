@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import EventKind
+
 NO_PRODUCER_ID = -1
 
 OffsetKey = tuple  # (group_id, topic, partition)
@@ -59,7 +61,7 @@ class OffsetStore:
                 if pending is not None and pending.pop(okey, None) is not None:
                     cleared.append(producer_id)
             return [(
-                "offset_expired_or_deleted", group_id,
+                EventKind.OFFSET_EXPIRED_OR_DELETED, group_id,
                 dict(base, had_offset=removed is not None,
                      committed_offset=None if removed is None else removed["committed_offset"],
                      pending_cleared_producer_ids=cleared),
@@ -68,10 +70,10 @@ class OffsetStore:
         producer_id = record.get("producer_id", NO_PRODUCER_ID)
         if producer_id is None or producer_id == NO_PRODUCER_ID:
             self.committed[okey] = commit
-            return [("offset_committed", group_id, dict(base, **_public(commit)))]
+            return [(EventKind.OFFSET_COMMITTED, group_id, dict(base, **_public(commit)))]
         self.pending.setdefault((log_partition, producer_id), {})[okey] = commit
         self._open.setdefault((log_partition, okey), set()).add(producer_id)
-        return [("txn_offset_pending", group_id, dict(base, producer_id=producer_id, **_public(commit)))]
+        return [(EventKind.TXN_OFFSET_PENDING, group_id, dict(base, producer_id=producer_id, **_public(commit)))]
 
     def replay_marker(self, record: dict) -> list[tuple]:
         """A COMMIT/ABORT control record of ``producer_id`` on this partition."""
@@ -95,9 +97,9 @@ class OffsetStore:
                 applied = existing is None or commit["record_offset"] > existing["record_offset"]
                 if applied:
                     self.committed[okey] = commit
-                events.append(("txn_offset_committed", group_id, dict(base, applied=applied, **_public(commit))))
+                events.append((EventKind.TXN_OFFSET_COMMITTED, group_id, dict(base, applied=applied, **_public(commit))))
             else:
-                events.append(("txn_offset_aborted", group_id, dict(base, **_public(commit))))
+                events.append((EventKind.TXN_OFFSET_ABORTED, group_id, dict(base, **_public(commit))))
         return events
 
     def committed_rows(self) -> list[dict]:

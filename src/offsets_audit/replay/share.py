@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import EventKind
 from .state import (
+    GroupState,
     RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
     MODERN_MEMBER_STATES,
@@ -29,8 +31,8 @@ class ShareGroup(ModernGroup):
         self.state_partition_metadata: dict | None = None
 
     @property
-    def state(self) -> str:
-        return "Stable" if self.members else "Empty"
+    def state(self) -> GroupState:
+        return GroupState.STABLE if self.members else GroupState.EMPTY
 
     def new_member(self, member_id: str) -> dict:
         member = super().new_member(member_id)
@@ -53,7 +55,7 @@ class ShareGroup(ModernGroup):
             subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
         )
         if joined:
-            return [("member_joined", member_id, {
+            return [(EventKind.MEMBER_JOINED, member_id, {
                 **member_identity(member),
                 "rack_id": member["rack_id"],
                 "subscribed_topic_names": member["subscribed_topic_names"],
@@ -68,7 +70,7 @@ class ShareGroup(ModernGroup):
                 return []
             member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                           assigned_partitions={})
-            return [("member_fenced_by_tombstone", member_id, {})]
+            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {})]
         if member is None:
             member = self.members[member_id] = self.new_member(member_id)
         old, old_assigned = self.member_epochs(member), (member["assigned_partitions"],)
@@ -89,7 +91,7 @@ class ShareGroup(ModernGroup):
         # Partitions whose share state became initialized get assigned by the next group epoch bump
         # (``GroupMetadataManager.initializedAssignmentPending``); the audit names that cause.
         initialized = (self.state_partition_metadata or {}).get("initializedTopics") or []
-        return [("share_state_partition_metadata", None, {
+        return [(EventKind.SHARE_STATE_PARTITION_METADATA, None, {
             "initialized_topics": sorted(t.get("topicName") or t.get("topicId") or "" for t in initialized),
             "changed": old != self.state_partition_metadata})]
 

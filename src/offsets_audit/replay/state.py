@@ -9,6 +9,8 @@ from typing import Any
 
 from offsets_audit.codec.record_types import RecordType
 
+from .events import EventKind, TextEnum
+
 
 R = RecordType
 #: record type -> group type it belongs to (offset commits are handled by offsets.py).
@@ -46,10 +48,37 @@ for _types, _name in (
     for _t in _types:
         GROUP_TYPE_BY_RECORD_TYPE[_t] = _name
 
+class GroupState(TextEnum):
+    """A group's state as Kafka spells it (``ConsumerGroup.ConsumerGroupState``, ``StreamsGroup.StreamsGroupState``,
+    ``ShareGroup.ShareGroupState`` and ``ClassicGroupState`` toString): the replay derives it and the audit
+    re-derives it from the events; both speak these values. A group loaded from the log is never in a classic
+    group's transient states (``PreparingRebalance``, ``CompletingRebalance``)."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    NOT_READY = "NotReady"
+    DEAD = "Dead"
+
+
+class MemberState(TextEnum):
+    """A member's state as Kafka names it (``modern.consumer.MemberState``, ``streams.MemberState``)."""
+
+    STABLE = "STABLE"
+    UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+    UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+    UNREVOKED_TASKS = "UNREVOKED_TASKS"
+    UNRELEASED_TASKS = "UNRELEASED_TASKS"
+    UNKNOWN = "UNKNOWN"
+
+
 #: Kafka's ``modern.MemberState`` (consumer and share groups), by the int8 stored in the record.
-MODERN_MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
+MODERN_MEMBER_STATES = {0: MemberState.STABLE, 1: MemberState.UNREVOKED_PARTITIONS,
+                        2: MemberState.UNRELEASED_PARTITIONS, 127: MemberState.UNKNOWN}
 #: Kafka's ``streams.MemberState``, by the int8 stored in the record.
-STREAMS_MEMBER_STATES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"}
+STREAMS_MEMBER_STATES = {1: MemberState.STABLE, 2: MemberState.UNREVOKED_TASKS, 3: MemberState.UNRELEASED_TASKS,
+                         127: MemberState.UNKNOWN}
 
 #: Member epoch written when a member leaves (``LEAVE_GROUP_MEMBER_EPOCH``).
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -160,7 +189,7 @@ def metadata_change_events(member: dict, before: dict, joined: bool) -> list[tup
     changed = [f for f in METADATA_FIELDS if f in member and before.get(f) != member.get(f)]
     if not changed:
         return []
-    return [("member_metadata_changed", member["member_id"], {
+    return [(EventKind.MEMBER_METADATA_CHANGED, member["member_id"], {
         "changed": changed, "old": {f: before.get(f) for f in changed}, "new": {f: member.get(f) for f in changed},
         "instance_id": member.get("instance_id"), **member_identity(member)})]
 
@@ -204,7 +233,7 @@ class ModernGroup:
             "member_id": member_id,
             "member_epoch": 0,
             "previous_member_epoch": -1,
-            "state": "STABLE",
+            "state": MemberState.STABLE,
             "instance_id": None,
             "rack_id": None,
             "client_id": "",
@@ -213,18 +242,18 @@ class ModernGroup:
         }
 
     def is_reconciled(self, member: dict) -> bool:
-        return member.get("state") == "STABLE" and member.get("member_epoch") == self.assignment_epoch
+        return member.get("state") == MemberState.STABLE and member.get("member_epoch") == self.assignment_epoch
 
     @property
-    def state(self) -> str:
+    def state(self) -> GroupState:
         """``ConsumerGroup.maybeUpdateGroupState``: Empty / Assigning / Reconciling / Stable."""
         if not self.members:
-            return "Empty"
+            return GroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
+            return GroupState.ASSIGNING
         if any(not self.is_reconciled(m) for m in self.members.values()):
-            return "Reconciling"
-        return "Stable"
+            return GroupState.RECONCILING
+        return GroupState.STABLE
 
     def set_group_metadata(self, value: dict) -> list[tuple]:
         old, old_hash = self.group_epoch, self.metadata_hash
@@ -232,7 +261,7 @@ class ModernGroup:
         self.metadata_hash = value.get("metadataHash", 0)
         if old != self.group_epoch:
             # The hashes let the audit tell a topic-metadata change from a membership change (audit/causes.py).
-            return [("group_epoch_bumped", None, {"old": old, "new": self.group_epoch,
+            return [(EventKind.GROUP_EPOCH_BUMPED, None, {"old": old, "new": self.group_epoch,
                                                   "old_metadata_hash": old_hash, "metadata_hash": self.metadata_hash})]
         return []
 
@@ -251,9 +280,9 @@ class ModernGroup:
             problems.append("target assignment metadata was not deleted first")
         events: list[tuple] = []
         if problems:
-            events.append(("replay_anomaly", None, {
+            events.append((EventKind.REPLAY_ANOMALY, None, {
                 "reason": "group tombstone before its member/target tombstones", "problems": problems}))
-        events.append(("group_deleted", None, {}))
+        events.append((EventKind.GROUP_DELETED, None, {}))
         return events
 
     def _group_metadata(self, key: dict, value: dict | None) -> list[tuple]:
@@ -286,14 +315,14 @@ class ModernGroup:
         events: list[tuple] = []
         member_id = member["member_id"]
         if old_epochs != self.member_epochs(member):
-            events.append(("member_epoch_advanced", member_id, {
+            events.append((EventKind.MEMBER_EPOCH_ADVANCED, member_id, {
                 "member_epoch": member["member_epoch"],
                 "previous_member_epoch": member["previous_member_epoch"],
                 "member_state": member["state"],
                 "old_member_epoch": old_epochs[0],
             }))
         if old_assignment != tuple(member[f] for f in fields):
-            events.append(("member_assignment_changed", member_id, {f: jsonable(member[f]) for f in fields}))
+            events.append((EventKind.MEMBER_ASSIGNMENT_CHANGED, member_id, {f: jsonable(member[f]) for f in fields}))
         return events
 
     def target_of(self, value: dict):
@@ -336,10 +365,10 @@ class ModernGroup:
         if member_id in self.target_assignment:
             problems.append("target assignment tombstone missing")
         del self.members[member_id]
-        events: list[tuple] = [("member_left", member_id, {"instance_id": member.get("instance_id"),
+        events: list[tuple] = [(EventKind.MEMBER_LEFT, member_id, {"instance_id": member.get("instance_id"),
                                                            **member_identity(member)})]
         if problems:
-            events.append(("replay_anomaly", member_id, {"reason": "member tombstone out of order", "problems": problems}))
+            events.append((EventKind.REPLAY_ANOMALY, member_id, {"reason": "member tombstone out of order", "problems": problems}))
         return events
 
     def base_dict(self) -> dict:

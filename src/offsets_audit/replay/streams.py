@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import EventKind
 from .state import (
+    GroupState,
     RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
     STREAMS_MEMBER_STATES,
@@ -37,12 +39,12 @@ class StreamsGroup(ModernGroup):
         self.topology: dict | None = None
 
     @property
-    def state(self) -> str:
+    def state(self) -> GroupState:
         """``StreamsGroup.maybeUpdateGroupState`` (adds NotReady before Assigning)."""
         if not self.members:
-            return "Empty"
+            return GroupState.EMPTY
         if self.topology is None or self.topology.get("epoch") != self.validated_topology_epoch:
-            return "NotReady"
+            return GroupState.NOT_READY
         return super().state
 
     def new_member(self, member_id: str) -> dict:
@@ -68,9 +70,9 @@ class StreamsGroup(ModernGroup):
                 problems.append(f"{len(self.members)} members remain")
             if self.assignment_epoch != -1:
                 problems.append("target assignment metadata was not deleted first")
-            events: list[tuple] = [("group_deleted", None, {})]
+            events: list[tuple] = [(EventKind.GROUP_DELETED, None, {})]
             if problems:
-                events.insert(0, ("replay_anomaly", None, {
+                events.insert(0, (EventKind.REPLAY_ANOMALY, None, {
                     "reason": "group tombstone before its member/target tombstones", "problems": problems}))
             return events
         old_validated, old_configs = self.validated_topology_epoch, self.last_assignment_configs
@@ -92,7 +94,7 @@ class StreamsGroup(ModernGroup):
             self.topology = None
         else:
             self.topology = {"epoch": value.get("epoch"), "subtopologies": value.get("subtopologies") or []}
-        return [("topology_changed", None, {
+        return [(EventKind.TOPOLOGY_CHANGED, None, {
             "old_topology_epoch": old_epoch,
             "topology_epoch": None if self.topology is None else self.topology["epoch"],
             "subtopology_ids": [] if self.topology is None else
@@ -117,7 +119,7 @@ class StreamsGroup(ModernGroup):
             client_tags={t["key"]: t["value"] for t in value.get("clientTags") or ()},
         )
         if joined:
-            return [("member_joined", member_id, {
+            return [(EventKind.MEMBER_JOINED, member_id, {
                 **member_identity(member),
                 "instance_id": member["instance_id"],
                 "rack_id": member["rack_id"],
@@ -138,7 +140,7 @@ class StreamsGroup(ModernGroup):
                 return []
             member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                           assigned_tasks=empty, tasks_pending_revocation=dict(empty))
-            return [("member_fenced_by_tombstone", member_id, {"process_id": member.get("process_id")})]
+            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {"process_id": member.get("process_id")})]
         if member is None:
             member = self.members[member_id] = self.new_member(member_id)
         epoch = value.get("memberEpoch", 0)

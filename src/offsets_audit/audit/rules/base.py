@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Event, Finding, partitions_of
+from offsets_audit.replay.state import GroupState, MemberState
+
+from ..model import Event, EventKind, Finding, partitions_of
 
 LEAVE_EPOCHS = (-1, -2)
 #: ``Uuid.ZERO_UUID``: an OffsetCommitValue without a known topic id.
@@ -22,7 +24,7 @@ class MemberView:
     member_id: str
     member_epoch: int = 0
     previous_member_epoch: int = -1
-    state: str = "STABLE"
+    state: str = MemberState.STABLE
     assigned: dict = field(default_factory=dict)      # (topic_id, partition) -> assignment epoch
     pending: dict = field(default_factory=dict)       # partitions pending revocation
     tasks: dict = field(default_factory=dict)         # role -> {(subtopology, partition): epoch}
@@ -62,23 +64,24 @@ class GroupView:
     # -- derived state (ConsumerGroup.maybeUpdateGroupState) ---------------------------------------
 
     def is_reconciled(self, member: MemberView) -> bool:
-        return member.state == "STABLE" and member.member_epoch == self.assignment_epoch
+        return member.state == MemberState.STABLE and member.member_epoch == self.assignment_epoch
 
     @property
-    def state(self) -> str:
+    def state(self) -> GroupState:
+        """The replay's ``GroupState`` as the events show it (the same derivation as ``replay.state``)."""
         if not self.exists:
-            return "DEAD"
+            return GroupState.DEAD
         if self.group_type == "classic":
-            return "STABLE" if self.classic_members else "EMPTY"
+            return GroupState.STABLE if self.classic_members else GroupState.EMPTY
         if self.group_type == "streams" and self.topology_ready is False:
-            return "NOT_READY"
+            return GroupState.NOT_READY
         if not self.members:
-            return "EMPTY"
+            return GroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
-            return "ASSIGNING"
+            return GroupState.ASSIGNING
         if any(not self.is_reconciled(m) for m in self.members.values()):
-            return "RECONCILING"
-        return "STABLE"
+            return GroupState.RECONCILING
+        return GroupState.STABLE
 
     def owners(self) -> dict[tuple, list[str]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
@@ -99,7 +102,7 @@ class GroupView:
                 self.first_time = ev.timestamp
         kind = ev.event
         deleted_before, self._just_deleted = self._just_deleted, None
-        if kind == "group_created":
+        if kind == EventKind.GROUP_CREATED:
             self._reset()
             self.exists = True
             self.created_in_log = not ev.get("simple", False)
@@ -115,26 +118,26 @@ class GroupView:
             if self.group_type in ("consumer", "share", "streams"):
                 # TargetAssignmentMetadata.INITIAL: epoch 1, timestamp 0 (KIP-1263), never written.
                 self.assignment_epoch = 1
-        elif kind == "group_type_changed":
+        elif kind == EventKind.GROUP_TYPE_CHANGED:
             self._reset()
             self.exists = True
             self.converted = True
             self.group_type = ev.get("new_type", self.group_type)
-        elif kind == "group_deleted":
+        elif kind == EventKind.GROUP_DELETED:
             self._just_deleted = (ev.timestamp, self.group_type, bool(self.classic_members or self.members))
             self._reset()
             self.exists = False
-        elif kind == "group_epoch_bumped":
+        elif kind == EventKind.GROUP_EPOCH_BUMPED:
             self.exists = True
             self.group_epoch = int(ev.get("new", 0))
             self.bumps[self.group_epoch] = ev
-        elif kind == "target_assignment_computed":
+        elif kind == EventKind.TARGET_ASSIGNMENT_COMPUTED:
             self.exists = True
             self.assignment_epoch = int(ev.get("assignment_epoch", 0))
             self.assignment_timestamp = int(ev.get("assignment_timestamp", 0))
             self.assignment_count += 1
             self.last_assignment = ev
-        elif kind == "member_joined":
+        elif kind == EventKind.MEMBER_JOINED:
             self.exists = True
             if self.group_type == "classic":
                 if ev.member_id not in self.classic_members:
@@ -144,22 +147,22 @@ class GroupView:
             m.subscribed_topic_names = ev.details.get("subscribed_topic_names", m.subscribed_topic_names)
             m.subscribed_topic_regex = ev.details.get("subscribed_topic_regex", m.subscribed_topic_regex)
             m.process_id = ev.details.get("process_id", m.process_id)
-        elif kind == "member_left":
+        elif kind == EventKind.MEMBER_LEFT:
             if self.group_type == "classic":
                 self.classic_members = [x for x in self.classic_members if x != ev.member_id]
             self.members.pop(ev.member_id, None)
-        elif kind == "member_fenced_by_tombstone":
+        elif kind == EventKind.MEMBER_FENCED_BY_TOMBSTONE:
             m = self.members.get(ev.member_id)
             if m is not None:
                 m.member_epoch = m.previous_member_epoch = -1
                 m.assigned, m.pending, m.tasks, m.tasks_pending = {}, {}, {}, {}
                 m.evidence = ev.where
-        elif kind == "member_epoch_advanced":
+        elif kind == EventKind.MEMBER_EPOCH_ADVANCED:
             m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
             m.member_epoch = int(ev.get("member_epoch", 0))
             m.previous_member_epoch = int(ev.get("previous_member_epoch", -1))
             m.state = ev.get("member_state", m.state)
-        elif kind == "member_assignment_changed":
+        elif kind == EventKind.MEMBER_ASSIGNMENT_CHANGED:
             m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
             if "assigned_partitions" in ev.details or "partitions_pending_revocation" in ev.details:
                 m.assigned = partitions_of(ev.details.get("assigned_partitions"))
@@ -171,11 +174,11 @@ class GroupView:
             m.evidence = ev.where
         if ev.member_id in self.members and ("task_offsets" in ev.details and "task_end_offsets" in ev.details):
             self.members[ev.member_id].task_lags = _task_lags(ev.details)
-        if kind == "classic_generation_changed":
+        if kind == EventKind.CLASSIC_GENERATION_CHANGED:
             self.exists = True
             self.generation = ev.get("generation")
             self.classic_members = list(ev.get("members", []) or [])
-        elif kind == "topology_changed":
+        elif kind == EventKind.TOPOLOGY_CHANGED:
             ready = ev.details.get("ready")
             if ready is not None:
                 self.topology_ready = bool(ready)

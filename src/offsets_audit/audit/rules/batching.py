@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from offsets_audit.group_configs import IntervalBasis, assignment_interval
 
-from ..model import Event, kafka_version_at_least
+from ..model import Event, EventKind, kafka_version_at_least
 from .base import GroupView, RuleFamily
 
 
@@ -40,7 +40,7 @@ class BatchingRules(RuleFamily):
         return self._basis[key]
 
     def on_event(self, ev: Event, view: GroupView) -> None:
-        if ev.event != "target_assignment_computed":
+        if ev.event != EventKind.TARGET_ASSIGNMENT_COMPUTED:
             return
         ts = int(ev.get("assignment_timestamp", 0))
         epoch = int(ev.get("assignment_epoch", 0))

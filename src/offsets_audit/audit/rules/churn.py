@@ -1,21 +1,24 @@
 """Churn: rebalance storms and groups that never settle (KIP-848 group states).
 
 A group epoch bump is a rebalance; many within an hour mean flapping members or metadata. A modern
-group is ASSIGNING while its group epoch is ahead of the target assignment, RECONCILING while some
-member has not reached the target, NOT_READY (streams) while its topology misses internal topics.
+group is Assigning while its group epoch is ahead of the target assignment, Reconciling while some
+member has not reached the target, NotReady (streams) while its topology misses internal topics (Kafka's
+``GroupState`` spellings).
 Both findings name the dominant causes of the bumps involved and the clients behind them (audit/causes.py).
 """
 from __future__ import annotations
 
 from collections import deque
 
+from offsets_audit.replay.state import GroupState
+
 from ..causes import Attribution, CauseTracker, dominant
-from ..model import Event
+from ..model import Event, EventKind
 from .base import GroupView, RuleFamily
 
 HOUR_MS = 3_600_000
-STUCK_STATES = {"ASSIGNING": "max_assigning_ms", "RECONCILING": "max_reconciling_ms",
-                "NOT_READY": "max_not_ready_ms"}
+STUCK_STATES = {GroupState.ASSIGNING: "max_assigning_ms", GroupState.RECONCILING: "max_reconciling_ms",
+                GroupState.NOT_READY: "max_not_ready_ms"}
 
 
 class ChurnRules(RuleFamily):
@@ -26,7 +29,7 @@ class ChurnRules(RuleFamily):
         self.window: deque[Event] = deque()
         self.window_causes: deque[Attribution | None] = deque()
         self.storm_open = False
-        self.state: str | None = None
+        self.state: GroupState | None = None
         self.state_since: Event | None = None
         self.causes = CauseTracker()
         self.batch_causes: list[Attribution] = []
@@ -40,7 +43,7 @@ class ChurnRules(RuleFamily):
             self.causes.after_event(ev)
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
-        if ev.event != "group_epoch_bumped" or ev.timestamp is None:
+        if ev.event != EventKind.GROUP_EPOCH_BUMPED or ev.timestamp is None:
             return
         attribution = None
         if view.group_type in ("consumer", "share", "streams") and int(ev.get("new", 0)) > int(ev.get("old", 0) or 0):
@@ -79,7 +82,7 @@ class ChurnRules(RuleFamily):
         self._check_stuck(view, last.timestamp, last)
 
     def _check_stuck(self, view: GroupView, now: int | None, last: Event | None) -> None:
-        setting = STUCK_STATES.get(self.state or "")
+        setting = STUCK_STATES.get(self.state) if self.state is not None else None
         since = self.state_since
         if setting is None or since is None or since.timestamp is None or now is None:
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..model import Event
+from ..model import Event, EventKind
 from .base import GroupView, RuleFamily
 
 HOUR_MS = 3_600_000
@@ -23,10 +23,10 @@ class ClassicRules(RuleFamily):
         self.last_generation_event: Event | None = None
 
     def on_event(self, ev: Event, view: GroupView) -> None:
-        if ev.event == "group_deleted":
+        if ev.event == EventKind.GROUP_DELETED:
             self.last_generation_event = None
             return
-        if ev.event != "classic_generation_changed":
+        if ev.event != EventKind.CLASSIC_GENERATION_CHANGED:
             return
         generation = ev.get("generation", 0)
         old = ev.details.get("old_generation")

@@ -8,7 +8,7 @@ through the commits' own ``topicId`` (OffsetCommitValue v4) or the topic-metadat
 """
 from __future__ import annotations
 
-from ..model import Event
+from ..model import Event, EventKind
 from .base import ZERO_UUID, GroupView, RuleFamily
 
 
@@ -23,29 +23,29 @@ class OffsetRules(RuleFamily):
 
     def on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
-        if kind in ("offset_committed", "txn_offset_committed", "txn_offset_pending"):
+        if kind in (EventKind.OFFSET_COMMITTED, EventKind.TXN_OFFSET_COMMITTED, EventKind.TXN_OFFSET_PENDING):
             if ev.get("topic_id") and ev.get("topic_id") != ZERO_UUID:
                 self.topic_ids.setdefault(ev.get("topic"), ev.get("topic_id"))
-        if kind in ("offset_committed", "txn_offset_committed"):
-            if kind == "txn_offset_committed" and ev.details.get("applied") is False:
+        if kind in (EventKind.OFFSET_COMMITTED, EventKind.TXN_OFFSET_COMMITTED):
+            if kind == EventKind.TXN_OFFSET_COMMITTED and ev.details.get("applied") is False:
                 self._resolve(ev)
                 return
             self._backwards(ev, view)
             self._non_owner(ev, view)
             self.last_commit[(ev.get("topic"), ev.get("partition"))] = ev
             self._resolve(ev)
-        elif kind == "txn_offset_pending":
+        elif kind == EventKind.TXN_OFFSET_PENDING:
             self._pending_check_all(view, ev.timestamp)
             self.pending.setdefault((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), ev)
-        elif kind == "txn_offset_aborted":
+        elif kind == EventKind.TXN_OFFSET_ABORTED:
             self._resolve(ev)
-        elif kind == "offset_expired_or_deleted":
+        elif kind == EventKind.OFFSET_EXPIRED_OR_DELETED:
             self.last_commit.pop((ev.get("topic"), ev.get("partition")), None)
             for producer_id in ev.get("pending_cleared_producer_ids", []) or []:
                 self.pending.pop((producer_id, ev.get("topic"), ev.get("partition")), None)
         if ev.timestamp is not None and self.pending:
             # A marker resolves all of its producer's commits at once (its events come one key at a time).
-            resolving = ev.get("producer_id") if kind in ("txn_offset_committed", "txn_offset_aborted") else None
+            resolving = ev.get("producer_id") if kind in (EventKind.TXN_OFFSET_COMMITTED, EventKind.TXN_OFFSET_ABORTED) else None
             self._pending_check_all(view, ev.timestamp, resolving)
 
     def _resolve(self, ev: Event) -> None:

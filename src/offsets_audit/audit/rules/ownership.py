@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Event
+from ..model import Event, EventKind
 from .base import ZERO_UUID, GroupView, RuleFamily
 
 
@@ -24,9 +24,9 @@ class OwnershipRules(RuleFamily):
         self.warmups: dict[tuple, tuple[int, str]] = {}
 
     def on_event(self, ev: Event, view: GroupView) -> None:
-        if ev.event in ("offset_committed", "txn_offset_committed") and ev.get("topic_id") not in (None, ZERO_UUID):
+        if ev.event in (EventKind.OFFSET_COMMITTED, EventKind.TXN_OFFSET_COMMITTED) and ev.get("topic_id") not in (None, ZERO_UUID):
             self.topic_ids.setdefault(ev.get("topic"), ev.get("topic_id"))
-        if ev.event == "target_assignment_computed" and view.group_type == "streams":
+        if ev.event == EventKind.TARGET_ASSIGNMENT_COMPUTED and view.group_type == "streams":
             self._check_warmups(ev, view)
 
     def on_batch_end(self, view: GroupView, last: Event) -> None:

@@ -89,7 +89,7 @@ _rule("classic_rebalance_rate_high", "classic", "warning",
 _rule("rebalance_storm", "churn", "warning",
       "a group's epoch was bumped too often within one hour", max_per_hour=60)
 _rule("group_stuck_in_state", "churn", "warning",
-      "a group stayed in ASSIGNING / RECONCILING / NOT_READY longer than allowed",
+      "a group stayed Assigning / Reconciling / NotReady longer than allowed",
       max_assigning_ms=300000, max_reconciling_ms=300000, max_not_ready_ms=300000)
 
 FAMILIES = tuple(dict.fromkeys(spec.family for spec in RULES.values()))
