@@ -10,13 +10,10 @@ from typing import Any
 from .events import EventKind
 from .state import (
     RecordType,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    MODERN_MEMBER_STATES,
     Anomaly,
     ModernGroup,
     jsonable,
     member_identity,
-    metadata_change_events,
     partitions_with_epochs,
 )
 
@@ -25,6 +22,8 @@ class ConsumerGroup(ModernGroup):
     """In-memory view of one consumer group as the coordinator rebuilds it from the log."""
 
     group_type = "consumer"
+    assignment_fields = ("assigned_partitions", "partitions_pending_revocation")
+    fenced_detail_fields = ("instance_id",)
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
@@ -48,13 +47,8 @@ class ConsumerGroup(ModernGroup):
 
     # -- record handlers ----------------------------------------------------------------------
 
-    def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            return self.remove_member(member_id)
-        member, joined = self.member_for_metadata(member_id)
-        before = dict(member)
-        member.update(
+    def metadata_of(self, value: dict) -> dict:
+        return dict(
             instance_id=value.get("instanceId"),
             rack_id=value.get("rackId"),
             client_id=value.get("clientId", ""),
@@ -65,48 +59,27 @@ class ConsumerGroup(ModernGroup):
             server_assignor=value.get("serverAssignor"),
             classic_member_metadata=value.get("classicMemberMetadata"),
         )
-        if joined:
-            return [(EventKind.MEMBER_JOINED, member_id, {
-                **member_identity(member),
-                "instance_id": member["instance_id"],
-                "rack_id": member["rack_id"],
-                "subscribed_topic_names": member["subscribed_topic_names"],
-                "subscribed_topic_regex": member["subscribed_topic_regex"],
-                "classic_protocol": member["classic_member_metadata"] is not None,
-                "server_assignor": member["server_assignor"],
-            })]
-        return metadata_change_events(member, before, joined)
 
-    def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        member = self.members.get(member_id)
-        if value is None:
-            if member is None:
-                return []
-            member.update(
-                member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                assigned_partitions={},
-                partitions_pending_revocation={},
-            )
-            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {"instance_id": member.get("instance_id")})]
-        if member is None:
-            member = self.new_member(member_id)
-            self.members[member_id] = member
-        return self.update_member_assignment(member, value)
+    def joined_details(self, member: dict) -> dict:
+        return {
+            **member_identity(member),
+            "instance_id": member["instance_id"],
+            "rack_id": member["rack_id"],
+            "subscribed_topic_names": member["subscribed_topic_names"],
+            "subscribed_topic_regex": member["subscribed_topic_regex"],
+            "classic_protocol": member["classic_member_metadata"] is not None,
+            "server_assignor": member["server_assignor"],
+        }
 
-    def update_member_assignment(self, member: dict, value: dict) -> list[tuple]:
-        epoch = value.get("memberEpoch", 0)
-        fields = ("assigned_partitions", "partitions_pending_revocation")
-        old, old_assignment = self.member_epochs(member), tuple(member[f] for f in fields)
-        member["member_epoch"] = epoch
-        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
-        member["state"] = MODERN_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
-        member["assigned_partitions"] = partitions_with_epochs(value.get("assignedPartitions"), epoch)
-        member["partitions_pending_revocation"] = partitions_with_epochs(
-            value.get("partitionsPendingRevocation"), epoch
-        )
-        return self.member_change_events(member, old, old_assignment, fields)
+    def assignment_of(self, value: dict, member_epoch: int) -> dict:
+        return {
+            "assigned_partitions": partitions_with_epochs(value.get("assignedPartitions"), member_epoch),
+            "partitions_pending_revocation": partitions_with_epochs(
+                value.get("partitionsPendingRevocation"), member_epoch),
+        }
+
+    def empty_assignment(self) -> dict:
+        return {"assigned_partitions": {}, "partitions_pending_revocation": {}}
 
     def _regular_expression(self, key: dict, value: dict | None) -> list[tuple]:
         regex = key.get("regularExpression")

@@ -11,12 +11,9 @@ from .events import EventKind
 from .state import (
     GroupState,
     RecordType,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    MODERN_MEMBER_STATES,
     ModernGroup,
     jsonable,
     member_identity,
-    metadata_change_events,
     partitions_plain,
 )
 
@@ -25,6 +22,7 @@ class ShareGroup(ModernGroup):
     """In-memory view of one share group."""
 
     group_type = "share"
+    assignment_fields = ("assigned_partitions",)
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
@@ -42,43 +40,26 @@ class ShareGroup(ModernGroup):
     def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
         return _HANDLERS[record_type](self, key, value)
 
-    def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            return self.remove_member(member_id)
-        member, joined = self.member_for_metadata(member_id)
-        before = dict(member)
-        member.update(
+    def metadata_of(self, value: dict) -> dict:
+        return dict(
             rack_id=value.get("rackId"),
             client_id=value.get("clientId", ""),
             client_host=value.get("clientHost", ""),
             subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
         )
-        if joined:
-            return [(EventKind.MEMBER_JOINED, member_id, {
-                **member_identity(member),
-                "rack_id": member["rack_id"],
-                "subscribed_topic_names": member["subscribed_topic_names"],
-            })]
-        return metadata_change_events(member, before, joined)
 
-    def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        member = self.members.get(member_id)
-        if value is None:
-            if member is None:
-                return []
-            member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                          assigned_partitions={})
-            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {})]
-        if member is None:
-            member = self.members[member_id] = self.new_member(member_id)
-        old, old_assigned = self.member_epochs(member), (member["assigned_partitions"],)
-        member["member_epoch"] = value.get("memberEpoch", 0)
-        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
-        member["state"] = MODERN_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
-        member["assigned_partitions"] = partitions_plain(value.get("assignedPartitions"))
-        return self.member_change_events(member, old, old_assigned, ("assigned_partitions",))
+    def joined_details(self, member: dict) -> dict:
+        return {
+            **member_identity(member),
+            "rack_id": member["rack_id"],
+            "subscribed_topic_names": member["subscribed_topic_names"],
+        }
+
+    def assignment_of(self, value: dict, member_epoch: int) -> dict:
+        return {"assigned_partitions": partitions_plain(value.get("assignedPartitions"))}
+
+    def empty_assignment(self) -> dict:
+        return {"assigned_partitions": {}}
 
     def _state_partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         old = self.state_partition_metadata

@@ -215,6 +215,14 @@ class ModernGroup:
     """
 
     group_type = "modern"
+    #: Member fields a current-assignment record sets besides the epochs and the state (partitions or tasks).
+    assignment_fields: tuple[str, ...] = ()
+    #: Member fields a ``member_fenced_by_tombstone`` event names.
+    fenced_detail_fields: tuple[str, ...] = ()
+    #: The member states by the int8 a current-assignment record stores.
+    member_states: dict[int, MemberState] = MODERN_MEMBER_STATES
+    #: Whether a group tombstone requires the members' target assignments deleted first.
+    deletion_checks_targets = True
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -266,7 +274,8 @@ class ModernGroup:
         return []
 
     def deletion_events(self) -> list[tuple]:
-        """Group tombstone: Kafka requires members, targets and target metadata to be deleted first.
+        """Group tombstone: Kafka requires members, targets (not for streams groups, whose check does not look
+        at them) and target metadata to be deleted first.
 
         Compaction can reorder those tombstones (KAFKA-17306), so the group is deleted anyway and the
         out-of-order case is reported as a ``replay_anomaly``.
@@ -274,7 +283,7 @@ class ModernGroup:
         problems = []
         if self.members:
             problems.append(f"{len(self.members)} members remain")
-        if self.target_assignment:
+        if self.deletion_checks_targets and self.target_assignment:
             problems.append(f"{len(self.target_assignment)} target assignments remain")
         if self.assignment_epoch != -1:
             problems.append("target assignment metadata was not deleted first")
@@ -302,6 +311,59 @@ class ModernGroup:
             return member, False
         member = self.members[member_id] = self.new_member(member_id)
         return member, True
+
+    # -- a member updated from a record, one path per record family (``ConsumerGroupMember.Builder.updateWith``)
+
+    def metadata_of(self, value: dict) -> dict:
+        """The member fields a member-metadata value sets (each group kind names its own)."""
+        raise NotImplementedError
+
+    def joined_details(self, member: dict) -> dict:
+        """The ``member_joined`` details of a member its first metadata record created."""
+        raise NotImplementedError
+
+    def assignment_of(self, value: dict, member_epoch: int) -> dict:
+        """The :attr:`assignment_fields` a current-assignment value sets (partitions or tasks, with epochs)."""
+        raise NotImplementedError
+
+    def empty_assignment(self) -> dict:
+        """The :attr:`assignment_fields` of a member whose current assignment was tombstoned."""
+        raise NotImplementedError
+
+    def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
+        """Member metadata (types 5/10/19): a tombstone removes the member, a value joins or updates it."""
+        member_id = key["memberId"]
+        if value is None:
+            return self.remove_member(member_id)
+        member, joined = self.member_for_metadata(member_id)
+        before = dict(member)
+        member.update(self.metadata_of(value))
+        if joined:
+            return [(EventKind.MEMBER_JOINED, member_id, self.joined_details(member))]
+        return metadata_change_events(member, before, joined)
+
+    def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
+        """Current member assignment (types 8/14/22): epochs, state and assignment; a tombstone fences the member
+        (its epochs become ``LEAVE_GROUP_MEMBER_EPOCH`` and it owns nothing)."""
+        member_id = key["memberId"]
+        member = self.members.get(member_id)
+        if value is None:
+            if member is None:
+                return []
+            member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                          **self.empty_assignment())
+            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id,
+                     {f: member.get(f) for f in self.fenced_detail_fields})]
+        if member is None:
+            member = self.members[member_id] = self.new_member(member_id)
+        fields = self.assignment_fields
+        old, old_assignment = self.member_epochs(member), tuple(member[f] for f in fields)
+        epoch = value.get("memberEpoch", 0)
+        member["member_epoch"] = epoch
+        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
+        member["state"] = self.member_states.get(value.get("state", 0), MemberState.UNKNOWN)
+        member.update(self.assignment_of(value, epoch))
+        return self.member_change_events(member, old, old_assignment, fields)
 
     @staticmethod
     def member_epochs(member: dict) -> tuple:

@@ -12,12 +12,10 @@ from .events import EventKind
 from .state import (
     GroupState,
     RecordType,
-    LEAVE_GROUP_MEMBER_EPOCH,
     STREAMS_MEMBER_STATES,
     ModernGroup,
     jsonable,
     member_identity,
-    metadata_change_events,
     tasks_plain,
     tasks_with_epochs,
 )
@@ -29,6 +27,10 @@ class StreamsGroup(ModernGroup):
     """In-memory view of one streams group."""
 
     group_type = "streams"
+    assignment_fields = ("assigned_tasks", "tasks_pending_revocation")
+    fenced_detail_fields = ("process_id",)
+    member_states = STREAMS_MEMBER_STATES
+    deletion_checks_targets = False  # Kafka's streams group tombstone check does not look at target assignments
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
@@ -65,16 +67,7 @@ class StreamsGroup(ModernGroup):
 
     def _group_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         if value is None:
-            problems = []
-            if self.members:
-                problems.append(f"{len(self.members)} members remain")
-            if self.assignment_epoch != -1:
-                problems.append("target assignment metadata was not deleted first")
-            events: list[tuple] = [(EventKind.GROUP_DELETED, None, {})]
-            if problems:
-                events.insert(0, (EventKind.REPLAY_ANOMALY, None, {
-                    "reason": "group tombstone before its member/target tombstones", "problems": problems}))
-            return events
+            return self.deletion_events()
         old_validated, old_configs = self.validated_topology_epoch, self.last_assignment_configs
         self.validated_topology_epoch = value.get("validatedTopologyEpoch", -1)
         self.stored_description_topology_epoch = value.get("storedDescriptionTopologyEpoch", -1)
@@ -101,13 +94,8 @@ class StreamsGroup(ModernGroup):
             [s.get("subtopologyId") for s in self.topology["subtopologies"]],
         })]
 
-    def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        if value is None:
-            return self.remove_member(member_id)
-        member, joined = self.member_for_metadata(member_id)
-        before = dict(member)
-        member.update(
+    def metadata_of(self, value: dict) -> dict:
+        return dict(
             instance_id=value.get("instanceId"),
             rack_id=value.get("rackId"),
             client_id=value.get("clientId", ""),
@@ -118,42 +106,29 @@ class StreamsGroup(ModernGroup):
             user_endpoint=value.get("userEndpoint"),
             client_tags={t["key"]: t["value"] for t in value.get("clientTags") or ()},
         )
-        if joined:
-            return [(EventKind.MEMBER_JOINED, member_id, {
-                **member_identity(member),
-                "instance_id": member["instance_id"],
-                "rack_id": member["rack_id"],
-                "process_id": member["process_id"],
-                "topology_epoch": member["topology_epoch"],
-            })]
-        return metadata_change_events(member, before, joined)
+
+    def joined_details(self, member: dict) -> dict:
+        return {
+            **member_identity(member),
+            "instance_id": member["instance_id"],
+            "rack_id": member["rack_id"],
+            "process_id": member["process_id"],
+            "topology_epoch": member["topology_epoch"],
+        }
 
     def target_of(self, value: dict) -> dict:
         return {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}
 
-    def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
-        member_id = key["memberId"]
-        member = self.members.get(member_id)
-        empty: dict[str, dict] = {"active": {}, "standby": {}, "warmup": {}}
-        if value is None:
-            if member is None:
-                return []
-            member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                          assigned_tasks=empty, tasks_pending_revocation=dict(empty))
-            return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id, {"process_id": member.get("process_id")})]
-        if member is None:
-            member = self.members[member_id] = self.new_member(member_id)
-        epoch = value.get("memberEpoch", 0)
-        fields = ("assigned_tasks", "tasks_pending_revocation")
-        old, old_tasks = self.member_epochs(member), tuple(member[f] for f in fields)
-        member["member_epoch"] = epoch
-        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
-        member["state"] = STREAMS_MEMBER_STATES.get(value.get("state", 0), "UNKNOWN")
-        member["assigned_tasks"] = {k: tasks_with_epochs(value.get(f), epoch) for k, f in _TASK_KINDS}
-        member["tasks_pending_revocation"] = {
-            k: tasks_with_epochs(value.get(f + "PendingRevocation"), epoch) for k, f in _TASK_KINDS
+    def assignment_of(self, value: dict, member_epoch: int) -> dict:
+        return {
+            "assigned_tasks": {k: tasks_with_epochs(value.get(f), member_epoch) for k, f in _TASK_KINDS},
+            "tasks_pending_revocation": {
+                k: tasks_with_epochs(value.get(f + "PendingRevocation"), member_epoch) for k, f in _TASK_KINDS},
         }
-        return self.member_change_events(member, old, old_tasks, fields)
+
+    def empty_assignment(self) -> dict:
+        return {"assigned_tasks": {"active": {}, "standby": {}, "warmup": {}},
+                "tasks_pending_revocation": {"active": {}, "standby": {}, "warmup": {}}}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()

@@ -18,8 +18,8 @@ CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2,
 
 def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
     """``rows``: dicts of the assignor_audit table; returns ``assignor_mismatch`` findings."""
-    rule = settings.get("assignor_mismatch") or {}
-    if not rule.get("enabled"):
+    rule = settings["assignor_mismatch"]  # settings from rule_settings() hold every rule id
+    if not rule["enabled"]:
         return []
     floor = CONFIDENCE_RANK.get(str(rule.get("min_confidence", "medium")).lower(), 1)
     out = []
