@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_audit.codec import DECODE_ERROR_CODES, DECODE_WARNING_CODES, DecodeError, decode_record, encode_record
-from offsets_audit.codec.reader import read_unsigned_varint
+from offsets_audit.codec.wire import read_unsigned_varint
 from offsets_audit.codec.spark import decode_columns
 from golden_files import open_golden
 

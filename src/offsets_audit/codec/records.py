@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from offsets_audit.codec.errors import DecodeError, DecodeWarning
 from offsets_audit.codec.json import jackson_dumps
-from offsets_audit.codec.reader import CompiledMessage, Compiler
+from offsets_audit.codec.compiler import CompiledMessage, Compiler
 from offsets_audit.codec.record_types import RecordType
 from offsets_audit.codec.schema import RecordTypeSpec, load_schemas
 

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_audit.codec.reader import default_value
+from offsets_audit.codec.compiler import default_value
 from offsets_audit.codec.records import codecs
 from offsets_audit.codec.schema import MessageSpec
 

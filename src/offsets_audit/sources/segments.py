@@ -770,7 +770,10 @@ def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 varint at ``pos`` (up to 10 bytes, i.e. a varlong); returns (value, next position)."""
+    """Unsigned LEB128 varint at ``pos`` (up to 10 bytes, i.e. a varlong); returns (value, next position).
+
+    Kept apart from ``codec.wire``'s on purpose: the sources sit below the codec (they may not import it), and
+    a batch's bad varint is a ``ValueError`` that makes an unreadable stretch, not a record's ``DecodeError``."""
     result = 0
     shift = 0
     while True:

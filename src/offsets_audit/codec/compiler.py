@@ -1,4 +1,5 @@
-"""Compile schemas/ into specialised Python readers, writers and JSON converters.
+"""Compile schemas/ into specialised Python readers, writers and JSON converters (the wire primitives they
+call are in ``codec.wire``).
 
 Kafka generates one Java class per message spec (``MessageDataGenerator`` for read/write,
 ``JsonConverterGenerator`` for JSON). We do the same at load time: for every (message, version) we emit
@@ -21,171 +22,29 @@ Python source for three functions and ``exec`` it once, so decoding an OffsetCom
 
 from __future__ import annotations
 
-import base64
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from offsets_audit.codec.errors import DecodeError
-from offsets_audit.codec.java_utf8 import decode_java_utf8
-from offsets_audit.codec.schema import ZERO_UUID, FieldSpec, MessageSpec, Versions
+from offsets_audit.codec.schema import ZERO_UUID, FieldSpec, MessageSpec
+from offsets_audit.codec.wire import (
+    base64_text,
+    negative_length_error,
+    pack_array,
+    read_java_compact_length,
+    read_java_string,
+    read_java_unsigned_varint,
+    truncated_error,
+    unpack_array,
+    uuid_from_string,
+    uuid_to_string,
+    write_unsigned_varint,
+)
 
 _FIXED = {"bool": ("b", 1), "int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4),
           "uint32": ("I", 4), "int64": ("q", 8), "float64": ("d", 8), "uuid": ("16s", 16)}
 _INT_TYPES = ("int8", "int16", "uint16", "int32", "uint32", "int64")
-
-
-# ---------------------------------------------------------------- runtime helpers used by generated code
-
-def read_unsigned_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readUnsignedVarint``: at most 5 bytes, 7 bits each, low groups first."""
-    value = 0
-    shift = 0
-    start = pos
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise DecodeError("invalid_varint", "unsigned varint longer than 5 bytes", position=start)
-
-
-def read_unsigned_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned varlong: at most 10 bytes."""
-    value = 0
-    shift = 0
-    start = pos
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("invalid_varint", "varlong longer than 10 bytes", position=start)
-
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readVarint``: zig-zag signed int32."""
-    raw, pos = read_unsigned_varint(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readVarlong``: zig-zag signed int64."""
-    raw, pos = read_unsigned_varlong(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def read_java_unsigned_varint(buf: bytes, pos: int, warnings: list) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readUnsignedVarint`` to the bit: at most 5 bytes, the result a Java int.
-
-    Bits above bit 31 (a fifth byte over 0x0F) are dropped and the value may come out negative, as the
-    Java shift-and-or does; dropping bits appends a ``varint_overflow`` warning. A fifth byte with its
-    high bit set is Kafka's "Varint is too long" (``invalid_varint``).
-    """
-    value = 0
-    shift = 0
-    start = pos
-    while True:
-        b = buf[pos]
-        pos += 1
-        if shift == 28:
-            if b >= 0x80:
-                raise DecodeError("invalid_varint", "unsigned varint longer than 5 bytes", position=start)
-            if b > 0x0F:
-                warnings.append(("varint_overflow", start))
-            value |= (b & 0x0F) << 28
-            return (value ^ 0x80000000) - 0x80000000, pos
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
-def read_java_compact_length(buf: bytes, pos: int, warnings: list) -> tuple[int, int]:
-    """A compact length (unsigned varint minus one) in Java int arithmetic: ``Integer.MIN_VALUE - 1`` wraps
-    to ``Integer.MAX_VALUE`` as in the generated ``_readable.readUnsignedVarint() - 1``."""
-    value, pos = read_java_unsigned_varint(buf, pos, warnings)
-    value -= 1
-    return (value + 0x100000000 if value < -0x80000000 else value), pos
-
-
-def read_java_string(buf: bytes, start: int, end: int, warnings: list) -> str:
-    """Kafka ``Readable.readString`` on bytes that are not well-formed UTF-8: Java's replacement characters,
-    and a ``bad_utf8`` warning at the first malformed byte."""
-    text, first = decode_java_utf8(bytes(buf[start:end]))
-    if first is not None:
-        warnings.append(("bad_utf8", start + first))
-    return text
-
-
-def write_unsigned_varint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def unsigned_varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    write_unsigned_varint(out, value)
-    return bytes(out)
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    write_unsigned_varint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(out: bytearray, value: int) -> None:
-    write_unsigned_varint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
-
-
-def uuid_to_string(raw: bytes) -> str:
-    """Kafka ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
-
-
-def uuid_from_string(text: str) -> bytes:
-    raw = base64.urlsafe_b64decode(text + "==")
-    if len(raw) != 16:
-        raise ValueError(f"not a Kafka Uuid string: {text!r}")
-    return raw
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _truncated(what: str, pos: int) -> DecodeError:
-    return DecodeError("truncated", f"{what} runs past the end of the buffer", position=pos)
-
-
-def _negative(what: str, n: int, pos: int) -> DecodeError:
-    if n == -1:
-        return DecodeError("null_not_allowed", f"{what} is null but not nullable at this version", position=pos)
-    return DecodeError("negative_length", f"{what} has length {n}", position=pos)
-
-
-_unpack_cache: dict[str, Callable] = {}
-
-
-def _unpack_array(code: str, n: int, buf: bytes, pos: int) -> list:
-    fmt = f">{n}{code}"
-    fn = _unpack_cache.get(fmt)
-    if fn is None:
-        fn = struct.Struct(fmt).unpack_from
-        if len(_unpack_cache) < 4096:
-            _unpack_cache[fmt] = fn
-    return list(fn(buf, pos))
-
-
-def _pack_array(code: str, values) -> bytes:
-    return struct.pack(f">{len(values)}{code}", *values)
 
 
 # ---------------------------------------------------------------- defaults
@@ -193,7 +52,7 @@ def _pack_array(code: str, values) -> bytes:
 
 def default_value(f: FieldSpec, version: int, structs_default: Callable[[str, int], dict] | None = None):
     """Kafka ``FieldSpec.fieldDefault``: the value a field holds when it is absent (or tagged and not sent)."""
-    raw = f.default
+    raw: Any = f.default  # a JSON value of the spec: int, str, bool or null
     is_null = f.has_default and (raw is None or raw == "null")
     if f.is_array:
         return None if is_null else []
@@ -251,8 +110,8 @@ class Compiler:
         self.ns: dict = {
             "DecodeError": DecodeError, "_juv": read_java_unsigned_varint, "_jlen": read_java_compact_length,
             "_jstr": read_java_string, "_wuv": write_unsigned_varint,
-            "_uuid": uuid_to_string, "_uuidb": uuid_from_string, "_b64": _b64, "_trunc": _truncated,
-            "_neg": _negative, "_ua": _unpack_array, "_pa": _pack_array, "struct": struct,
+            "_uuid": uuid_to_string, "_uuidb": uuid_from_string, "_b64": base64_text, "_trunc": truncated_error,
+            "_neg": negative_length_error, "_ua": unpack_array, "_pa": pack_array, "struct": struct,
             "_serr": struct.error, "ZERO_UUID": ZERO_UUID,
         }
         self._consts: dict = {}
