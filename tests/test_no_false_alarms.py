@@ -91,7 +91,8 @@ def _conversion_records() -> list[dict]:
     from offsets_audit.codec import encode_consumer_protocol
     from offsets_audit.codec.record_types import RecordType
     from offsets_audit.simulate import records as R
-    from offsets_audit.simulate.model import Member, ProtocolBytes
+    from offsets_audit.simulate.classic import ProtocolBytes
+    from offsets_audit.simulate.modern import Member
     from offsets_audit.simulate.writer import encode
 
     orders = "tdSMm_pWjo9nwTbCqMDntA"

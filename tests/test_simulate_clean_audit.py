@@ -19,7 +19,7 @@ from offsets_audit.audit import audit_events
 from offsets_audit.config import load_config
 from offsets_audit.replay import replay_records
 from offsets_audit.simulate import simulate
-from offsets_audit.simulate.model import AssignorFailed
+from offsets_audit.simulate.modern import AssignorFailed
 from offsets_audit.sources.segments import list_segments, read_segment
 
 SIZE = dict(groups=40, hours=0.25, seed=6, partitions=12)   # seed 6: every group kind, 4 streams groups

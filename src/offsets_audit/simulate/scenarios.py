@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 
 from offsets_audit.assignors.java_order import java_string_hash
 import offsets_audit.simulate.records as R
-from offsets_audit.simulate.model import (
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH, ClassicGroup, ClassicMember, ConsumerGroup, Member, ShareGroup, StreamsGroup,
-    Topic,
-)
+from offsets_audit.simulate.classic import ClassicMember, SimulatedClassicGroup
+from offsets_audit.simulate.consumer import SimulatedConsumerGroup
+from offsets_audit.simulate.modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH, Member, Topic
+from offsets_audit.simulate.share import SimulatedShareGroup
+from offsets_audit.simulate.streams import SimulatedStreamsGroup
 
 START_MS = 1754000000000
 #: group.consumer/share/streams.assignment.interval.ms of the simulated brokers (KIP-1263 default)
@@ -304,14 +305,14 @@ class ModernActor(Actor):
             self.leave(self.rng.choice(live))
         elif roll < 0.75 and len(live) > 1:
             self.crash(self.rng.choice(live))
-        elif roll < 0.9 and statics and isinstance(self.group, ConsumerGroup):
+        elif roll < 0.9 and statics and isinstance(self.group, SimulatedConsumerGroup):
             t = self.shard.now
             for mid in statics:
                 self.shard.at(t, self.static_leave, mid)
                 t += self.rng.randrange(2000, 6000)
                 self.shard.at(t, self.static_rejoin, mid)
                 t += self.rng.randrange(1000, 5000)
-        elif isinstance(self.group, ConsumerGroup):
+        elif isinstance(self.group, SimulatedConsumerGroup):
             mid = self.rng.choice(live)
             names = sorted(self.by_name)
             new_sub = tuple(sorted(self.rng.sample(names, self.rng.choice([1, 2]))))
@@ -394,7 +395,7 @@ class ModernActor(Actor):
         out = self.group.state()
         out["assignment_interval_ms"] = self.group.interval_ms
         out.update(super().state())
-        if isinstance(self.group, StreamsGroup):
+        if isinstance(self.group, SimulatedStreamsGroup):
             out["changelog_topics"] = [{"topic_id": t.topic_id, "name": t.name, "partitions": t.partitions}
                                        for _, t in sorted(self.group.changelogs.items())]
         return out
@@ -467,7 +468,7 @@ class ClassicActor(Actor):
 
     def __init__(self, shard, plan, topics):
         super().__init__(shard, plan, topics)
-        self.group = ClassicGroup(plan.group_id, topics, self.rng.choice(["range", "roundrobin"]))
+        self.group = SimulatedClassicGroup(plan.group_id, topics, self.rng.choice(["range", "roundrobin"]))
         self.rebalance_at = None
         self.commit_scheduled: set = set()
 
@@ -602,11 +603,11 @@ def make_actor(shard: Shard, plan: GroupPlan, topics: dict) -> Actor:
     rng = random.Random(f"{shard.cfg.seed}:{plan.group_id}:config")
     interval = rng.choice([1000, 1000, 1000, 0, 3000])
     if plan.kind == "consumer":
-        group = ConsumerGroup(plan.group_id, topics, interval)
+        group = SimulatedConsumerGroup(plan.group_id, topics, interval)
         group.assignor = rng.choice(["uniform", "uniform", "uniform", "range"])
         return ModernActor(shard, plan, topics, group)
     if plan.kind == "share":
-        return ShareActor(shard, plan, topics, ShareGroup(plan.group_id, topics, interval))
+        return ShareActor(shard, plan, topics, SimulatedShareGroup(plan.group_id, topics, interval))
     if plan.kind == "streams":
         names = sorted(t.name for t in topics.values())
         sources = rng.sample(names, rng.choice([1, 2, 3]))
@@ -616,7 +617,7 @@ def make_actor(shard: Shard, plan: GroupPlan, topics: dict) -> Actor:
             if rng.random() < 0.7:
                 changelog = f"{plan.group_id}-store-{i}-changelog"
                 changelogs[str(i)] = Topic(kafka_uuid(rng), changelog, by_name[name].partitions)
-        group = StreamsGroup(plan.group_id, topics, interval, {str(i): n for i, n in enumerate(sources)},
+        group = SimulatedStreamsGroup(plan.group_id, topics, interval, {str(i): n for i, n in enumerate(sources)},
                              changelogs, standby_replicas=shard.cfg.num_standby_replicas)
         actor = StreamsActor(shard, plan, topics, group)
         actor.processes = [kafka_uuid(rng) for _ in range(rng.choice([1, 2, 3]))]
@@ -665,7 +666,7 @@ def scripted_scenario(name: str, group_id: str = "causes-app", start_ms: int = S
         raise UserError(f"unknown scripted scenario {name!r}", fix=f"use one of {', '.join(SCRIPTED_SCENARIOS)}")
     rng = random.Random(f"scripted:{name}")
     orders = Topic(kafka_uuid(rng), "orders", 6)
-    group = ConsumerGroup(group_id, {orders.topic_id: orders}, 0)
+    group = SimulatedConsumerGroup(group_id, {orders.topic_id: orders}, 0)
     appends: list = []
     clock = [start_ms]
     static = name == "static_replacement"

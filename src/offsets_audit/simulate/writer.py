@@ -11,7 +11,7 @@ from pathlib import Path
 
 from offsets_audit.codec import encode_consumer_protocol, encode_record
 from offsets_audit.codec.record_types import RecordType
-from offsets_audit.simulate.model import ProtocolBytes
+from offsets_audit.simulate.classic import ProtocolBytes
 from offsets_audit.sources.segment_writer import DEFAULT_TOPIC, SegmentWriter, encode_batch, segment_path
 
 PARQUET_ROW_GROUP = 200_000
