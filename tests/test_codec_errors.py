@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_audit.codec import DECODE_ERROR_CODES, DECODE_WARNING_CODES, DecodeError, decode_record, encode_record
-from offsets_audit.codec.wire import read_unsigned_varint
+from offsets_audit.codec.wire import read_java_unsigned_varint
 from offsets_audit.codec.spark import decode_columns
 from golden_files import open_golden
 
@@ -100,7 +100,7 @@ def test_null_not_allowed():
 
 def test_invalid_varint():
     with pytest.raises(DecodeError) as info:
-        read_unsigned_varint(b"\xff\xff\xff\xff\xff\x01", 0)
+        read_java_unsigned_varint(b"\xff\xff\xff\xff\xff\x01", 0, [])
     assert info.value.code == "invalid_varint"
     key, value = encode_record(1, OFFSET_KEY, dict(OFFSET_V3, topicId="AAAAAAAAAAAAAAAAAAAAAA"), 4)
     # v4 is flexible: replace the compact metadata length with an over-long varint

@@ -16,50 +16,6 @@ from offsets_audit.codec.errors import DecodeError
 from offsets_audit.codec.java_utf8 import decode_java_utf8
 
 
-def read_unsigned_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readUnsignedVarint``: at most 5 bytes, 7 bits each, low groups first."""
-    value = 0
-    shift = 0
-    start = pos
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise DecodeError("invalid_varint", "unsigned varint longer than 5 bytes", position=start)
-
-
-def read_unsigned_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned varlong: at most 10 bytes."""
-    value = 0
-    shift = 0
-    start = pos
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("invalid_varint", "varlong longer than 10 bytes", position=start)
-
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readVarint``: zig-zag signed int32."""
-    raw, pos = read_unsigned_varint(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Kafka ``ByteUtils.readVarlong``: zig-zag signed int64."""
-    raw, pos = read_unsigned_varlong(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def read_java_unsigned_varint(buf: bytes, pos: int, warnings: list) -> tuple[int, int]:
     """Kafka ``ByteUtils.readUnsignedVarint`` to the bit: at most 5 bytes, the result a Java int.
 
@@ -108,20 +64,6 @@ def write_unsigned_varint(out: bytearray, value: int) -> None:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
-
-
-def unsigned_varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    write_unsigned_varint(out, value)
-    return bytes(out)
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    write_unsigned_varint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(out: bytearray, value: int) -> None:
-    write_unsigned_varint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def uuid_to_string(raw: bytes) -> str:

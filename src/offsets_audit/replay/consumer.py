@@ -13,7 +13,6 @@ from .state import (
     Anomaly,
     ModernGroup,
     jsonable,
-    member_identity,
     partitions_with_epochs,
 )
 
@@ -22,6 +21,8 @@ class ConsumerGroup(ModernGroup):
     """In-memory view of one consumer group as the coordinator rebuilds it from the log."""
 
     group_type = "consumer"
+    joined_detail_fields = ("instance_id", "rack_id", "subscribed_topic_names", "subscribed_topic_regex",
+                            "server_assignor")
     assignment_fields = ("assigned_partitions", "partitions_pending_revocation")
     fenced_detail_fields = ("instance_id",)
 
@@ -61,15 +62,9 @@ class ConsumerGroup(ModernGroup):
         )
 
     def joined_details(self, member: dict) -> dict:
-        return {
-            **member_identity(member),
-            "instance_id": member["instance_id"],
-            "rack_id": member["rack_id"],
-            "subscribed_topic_names": member["subscribed_topic_names"],
-            "subscribed_topic_regex": member["subscribed_topic_regex"],
-            "classic_protocol": member["classic_member_metadata"] is not None,
-            "server_assignor": member["server_assignor"],
-        }
+        details = super().joined_details(member)
+        details["classic_protocol"] = member["classic_member_metadata"] is not None
+        return details
 
     def assignment_of(self, value: dict, member_epoch: int) -> dict:
         return {

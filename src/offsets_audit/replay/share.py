@@ -13,7 +13,6 @@ from .state import (
     RecordType,
     ModernGroup,
     jsonable,
-    member_identity,
     partitions_plain,
 )
 
@@ -22,6 +21,7 @@ class ShareGroup(ModernGroup):
     """In-memory view of one share group."""
 
     group_type = "share"
+    joined_detail_fields = ("rack_id", "subscribed_topic_names")
     assignment_fields = ("assigned_partitions",)
 
     def __init__(self, group_id: str) -> None:
@@ -47,13 +47,6 @@ class ShareGroup(ModernGroup):
             client_host=value.get("clientHost", ""),
             subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
         )
-
-    def joined_details(self, member: dict) -> dict:
-        return {
-            **member_identity(member),
-            "rack_id": member["rack_id"],
-            "subscribed_topic_names": member["subscribed_topic_names"],
-        }
 
     def assignment_of(self, value: dict, member_epoch: int) -> dict:
         return {"assigned_partitions": partitions_plain(value.get("assignedPartitions"))}

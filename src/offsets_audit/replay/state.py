@@ -217,6 +217,8 @@ class ModernGroup:
     group_type = "modern"
     #: Member fields a current-assignment record sets besides the epochs and the state (partitions or tasks).
     assignment_fields: tuple[str, ...] = ()
+    #: Member fields a ``member_joined`` event names besides the member's identity.
+    joined_detail_fields: tuple[str, ...] = ()
     #: Member fields a ``member_fenced_by_tombstone`` event names.
     fenced_detail_fields: tuple[str, ...] = ()
     #: The member states by the int8 a current-assignment record stores.
@@ -319,8 +321,9 @@ class ModernGroup:
         raise NotImplementedError
 
     def joined_details(self, member: dict) -> dict:
-        """The ``member_joined`` details of a member its first metadata record created."""
-        raise NotImplementedError
+        """The ``member_joined`` details of a member its first metadata record created: who it is and the
+        :attr:`joined_detail_fields` of its kind."""
+        return {**member_identity(member), **{f: member[f] for f in self.joined_detail_fields}}
 
     def assignment_of(self, value: dict, member_epoch: int) -> dict:
         """The :attr:`assignment_fields` a current-assignment value sets (partitions or tasks, with epochs)."""

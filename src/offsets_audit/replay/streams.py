@@ -15,7 +15,6 @@ from .state import (
     STREAMS_MEMBER_STATES,
     ModernGroup,
     jsonable,
-    member_identity,
     tasks_plain,
     tasks_with_epochs,
 )
@@ -27,6 +26,7 @@ class StreamsGroup(ModernGroup):
     """In-memory view of one streams group."""
 
     group_type = "streams"
+    joined_detail_fields = ("instance_id", "rack_id", "process_id", "topology_epoch")
     assignment_fields = ("assigned_tasks", "tasks_pending_revocation")
     fenced_detail_fields = ("process_id",)
     member_states = STREAMS_MEMBER_STATES
@@ -106,15 +106,6 @@ class StreamsGroup(ModernGroup):
             user_endpoint=value.get("userEndpoint"),
             client_tags={t["key"]: t["value"] for t in value.get("clientTags") or ()},
         )
-
-    def joined_details(self, member: dict) -> dict:
-        return {
-            **member_identity(member),
-            "instance_id": member["instance_id"],
-            "rack_id": member["rack_id"],
-            "process_id": member["process_id"],
-            "topology_epoch": member["topology_epoch"],
-        }
 
     def target_of(self, value: dict) -> dict:
         return {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}

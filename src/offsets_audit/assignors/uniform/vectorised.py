@@ -5,6 +5,9 @@ One numpy array holds the partition owners; the heterogeneous hand-out of unassi
 topic as level-by-level filling of the subscribers sorted by (size, index), members with the same subscription
 share one subscriber array, and only topics whose subscribers differ by more than one partition run the
 sequential balancing loop.
+
+The quota and balancing loops repeat the reference builders' on purpose: those stay a line-by-line mirror of
+Kafka's Java (the golden tests pin both), these work on arrays.
 """
 
 from __future__ import annotations
