@@ -18,3 +18,21 @@ def test_every_record_type_belongs_to_exactly_one_family():
     families = [OFFSET_RECORD_TYPES, CLASSIC_RECORD_TYPES, CONSUMER_RECORD_TYPES, SHARE_RECORD_TYPES,
                 STREAMS_RECORD_TYPES]
     assert sorted(t for f in families for t in f) == sorted(RecordType)
+
+
+def test_each_group_kind_replays_exactly_its_family_by_record_type_name():
+    from offsets_audit.replay import consumer, share, streams
+
+    for module, family in ((consumer, CONSUMER_RECORD_TYPES), (share, SHARE_RECORD_TYPES),
+                           (streams, STREAMS_RECORD_TYPES)):
+        handlers = module._HANDLERS
+        assert all(type(t) is RecordType for t in handlers), module.__name__
+        assert set(handlers) == family, module.__name__
+
+
+def test_the_event_kinds_are_the_strings_the_group_events_table_holds():
+    import json
+
+    from offsets_audit.replay.events import EventKind
+
+    assert all(json.dumps(kind) == json.dumps(kind.value) and f"{kind}" == kind.value for kind in EventKind)
