@@ -6,6 +6,7 @@ Parquet dump written by the simulator), then checks the fixed behaviour.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -290,3 +291,27 @@ def test_a_parquet_file_copied_inside_a_dump_is_refused_naming_both(history, tmp
     with pytest.raises(UserError, match="read twice") as error:
         check_parquet_files(str(dump))
     assert "part-00000-copy.parquet" in str(error.value) and part.name in str(error.value)
+
+
+@pytest.mark.spark
+def test_decode_counts_unreadable_stretches_and_records_lost_like_run(spark, history, tmp_path, capsys):
+    root = copy_segments(history, tmp_path)
+    clean = len(offsets_on_disk(root))
+    segment = sorted((root / "__consumer_offsets-2").glob("*.log"))[0]
+    data = bytearray(segment.read_bytes())
+    start = batch_extents(bytes(data))[2][0] + 1
+    data[start:start + 2048] = bytes(2048)
+    segment.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    code = main(["decode", "--input", str(root), "--input-format", "segments", "--output", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    numbers = {name: int(re.search(rf"^{name}: +(\d+)", printed, re.M).group(1))
+               for name in ("rows read", "decoded", "quarantined", "unreadable")}
+    read, decoded, quarantined = numbers["rows read"], numbers["decoded"], numbers["quarantined"]
+    lost = int(re.search(r"records_lost (\d+)", printed).group(1))
+    assert read == decoded + quarantined
+    assert lost > 0 and read + lost == clean
+    unreadable = spark.read.parquet(str(out / "quarantine")).filter("read_error_code is not null")
+    assert unreadable.count() == int(numbers["unreadable"]) >= 1
+    assert unreadable.agg({"records_lost": "sum"}).first()[0] == lost

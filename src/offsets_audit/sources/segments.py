@@ -545,9 +545,11 @@ def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expecte
             settle(batch.base_offset, "the next readable batch")
             stretches.clear()
         counted_before = False
-        # never backwards: of two swapped batches the second read ends below the first, whose offsets are counted
-        expected = batch.last_offset + 1 if expected is None else max(expected, batch.last_offset + 1)
         spans.append((batch.base_offset, batch.last_offset))
+        if expected is None or batch.base_offset >= expected:
+            expected = batch.last_offset + 1
+        else:
+            expected = _first_unread_after(spans, batch.last_offset)
         yield batch
         pos += size
     if stretches:
@@ -559,6 +561,20 @@ def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expecte
         if following is None and next_base_offset is not None:
             following, where = next_base_offset, "the next segment's base offset"
         settle(following, where)
+
+
+def _first_unread_after(spans: list, offset: int) -> int:
+    """The first offset above ``offset`` no read batch holds. A batch read below the offsets already counted ran
+    backwards: of two swapped batches the second (whose successor was read before it: count on after that one), or
+    the batch after one whose damaged base offset (no CRC covers it) jumped far ahead (count on from this one)."""
+    following = offset + 1
+    moved = True
+    while moved:
+        moved = False
+        for first, last in reversed(spans):
+            if first <= following <= last:
+                following, moved = last + 1, True
+    return following
 
 
 def _fill_holes(buf, path, partition, unsettled: list, spans: list, counted: list, floor: int | None,
