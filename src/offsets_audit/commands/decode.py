@@ -138,6 +138,10 @@ def run(args) -> int:
         if taken:
             raise UserError(f"output {taken[0]} already exists", fix="pass --overwrite or choose another --output")
 
+    from offsets_audit.sources import preflight
+
+    preflight({"kind": args.input_format, "path": args.input})  # a bad input file: one line before Spark starts
+
     from offsets_audit.spark_session import get_spark
 
     spark = get_spark("offsets-audit-decode", master=args.master)
