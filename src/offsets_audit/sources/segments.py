@@ -590,7 +590,7 @@ def _fill_holes(buf, path, partition, unsettled: list, spans: list, counted: lis
     if not unsettled or len(spans) < 2:
         return
     lowest, highest = min(first for first, _ in spans), max(last for _, last in spans)
-    for index, (stretch, entry) in enumerate(unsettled):
+    for index, (stretch, _) in enumerate(unsettled):
         base, last, count, _ = stretch["claimed"]
         if (count is None or base is None or last is None or not 0 < count <= last - base + 1
                 or last - base + 1 > _MAX_CLAIMED_RECORDS or not lowest < base <= last < highest
