@@ -22,8 +22,12 @@ header's claim cannot be trusted, so the lost offsets run from the offset after 
 segment's base offset, from its file name) to the offset before the next good batch (or the next segment's
 base offset); only at the very end of a partition, where nothing follows, does the damaged header's own
 claim (its last offset delta and record count, whichever is smaller) say how many records were lost, and an
-unreadable claim there is 0 lost with a message saying the count is unknown. Several stretches between the
+unreadable claim there is 0 lost with a message saying the count is unknown (so too where the offsets around a
+stretch are too far apart to believe, unless its header's claim is readable). Several stretches between the
 same two good batches share one lost range: the first carries it, the others say they are counted there.
+Batches out of offset order (two swapped neighbours) are read; counting goes on from the first offset no read
+batch holds, and a damaged batch whose claimed offsets turn out to be a hole between read batches that no read
+batch or other row covers counts them (its row is reported when the walk of the range ends).
 
 Pass ``quarantine`` as a list (entries are appended) or as a callable (called with each entry). Reading then
 resumes at the next readable batch: right after the bad batch when its length is trustworthy, else at the
