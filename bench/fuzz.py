@@ -207,15 +207,22 @@ def read_pure(root: Path, decode: bool = True, untouched: dict | None = None) ->
     return read, lost
 
 
-def pure_campaign(histories: list[Path], damages: int, seed: int, scratch: Path, decode_every: int = 1) -> dict:
+def input_rng(seed: int, i: int) -> random.Random:
+    """The random source of damaged input ``i``: its own, so one input is re-run alone (``--only i``)."""
+    return random.Random(f"{seed}:{i}")
+
+
+def pure_campaign(histories: list[Path], damages: int, seed: int, scratch: Path, decode_every: int = 1,
+                  only: set[int] | None = None, keep: Path | None = None) -> dict:
     from offsets_audit.errors import UserError
 
-    rng = random.Random(seed)
     partitions = [Partition(f) for h in histories for f in sorted((h / "segments").iterdir()) if f.is_dir()]
     figures = Counter()
     failures = []
+    inexact = []  # (input, why, read, lost, on disk) of the inputs counted as not exact but explained
     started = time.perf_counter()
-    for i in range(damages):
+    for i in (range(damages) if only is None else sorted(only)):
+        rng = input_rng(seed, i)
         part = rng.choice(partitions)
         kind = KINDS[i % len(KINDS)]
         work = scratch / f"d{i}"
@@ -244,19 +251,25 @@ def pure_campaign(histories: list[Path], damages: int, seed: int, scratch: Path,
             figures["exact"] += 1
         elif info["tail_header"] and read + lost <= truth:
             figures["tail header destroyed"] += 1
+            inexact.append((i, "tail header destroyed", read, lost, truth))
         elif info["base_offset_field"]:
             figures["base offset field damaged"] += 1
+            inexact.append((i, "base offset field damaged", read, lost, truth))
         else:
             figures["count mismatch"] += 1
             failures.append((i, kind, f"read {read} + lost {lost} != on disk {truth} ({info['kind']}, "
                                       f"truncated {info['truncated']})"))
             print("  FAIL", failures[-1], file=sys.stderr, flush=True)
-        shutil.rmtree(work)
+        if keep is None:
+            shutil.rmtree(work)
+        else:
+            shutil.rmtree(keep / work.name, ignore_errors=True)
+            shutil.move(str(work), str(keep / work.name))
         if (i + 1) % 1000 == 0:
             print(f"  ... {i + 1:,} damaged inputs, {time.perf_counter() - started:.0f} s, {len(failures)} failures",
                   file=sys.stderr, flush=True)
     figures["seconds"] = round(time.perf_counter() - started, 1)
-    return {"figures": figures, "failures": failures}
+    return {"figures": figures, "failures": failures, "inexact": inexact}
 
 
 def cli_campaign(histories: list[Path], runs: int, seed: int, scratch: Path) -> dict:
@@ -340,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--decode-every", type=int, default=10,
                         help="also run the codec's decode_batch on every Nth damaged input (the reader on all)")
+    parser.add_argument("--only", type=lambda text: {int(i) for i in text.split(",")},
+                        help="re-run only these damaged inputs of the pure path (comma-separated numbers, as FAIL "
+                             "lines print them)")
+    parser.add_argument("--keep", type=Path, help="keep each damaged input of the pure path under this folder")
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "offsets-audit-fuzz"),
                         help="where the clean histories are generated once (kept between runs)")
     args = parser.parse_args(argv)
@@ -347,9 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(prefix="fuzz-", dir=shm) as scratch:
-        pure = pure_campaign(histories, args.damages, args.seed, Path(scratch), args.decode_every)
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+        pure = pure_campaign(histories, args.damages, args.seed, Path(scratch), args.decode_every, args.only,
+                             args.keep)
         f = pure["figures"]
-        print(f"pure path: {args.damages:,} damaged inputs in {f['seconds']} s (decode_batch on every "
+        print(f"pure path: {len(args.only) if args.only else args.damages:,} damaged inputs in {f['seconds']} s (decode_batch on every "
               f"{args.decode_every}): {f['traceback']} tracebacks, "
               f"{f['user_error (exit 2)']} one-line errors (exit 2), {f['exact']:,} with read + records_lost == "
               f"records on disk, {f['tail header destroyed']} with the final batch header destroyed "
@@ -357,9 +377,14 @@ def main(argv: list[str] | None = None) -> int:
               f"(not covered by Kafka's CRC), {f['count mismatch']} mismatches")
         print("  by kind: " + ", ".join(f"{k[5:]} {v}" for k, v in sorted(f.items()) if k.startswith("kind:")))
         print(f"  records: read {f['read']:,} + lost {f['records_lost']:,} of {f['on_disk']:,} on disk")
+        for i, why, read, lost, truth in pure["inexact"]:
+            print(f"  input {i}: {why}: read {read} + lost {lost} of {truth} on disk")
         failed += len(pure["failures"])
         for failure in pure["failures"][:10]:
             print("  FAIL", failure)
+        if pure["failures"]:
+            numbers = ",".join(str(failure[0]) for failure in pure["failures"])
+            print(f"  re-run them alone: bench/fuzz.py --seed {args.seed} --cli 0 --only {numbers} --keep DIR")
         if args.cli:
             cli = cli_campaign(histories, args.cli, args.seed, Path(scratch))
             c = cli["figures"]

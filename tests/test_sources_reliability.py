@@ -6,6 +6,7 @@ Parquet dump written by the simulator), then checks the fixed behaviour.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -290,3 +291,80 @@ def test_a_parquet_file_copied_inside_a_dump_is_refused_naming_both(history, tmp
     with pytest.raises(UserError, match="read twice") as error:
         check_parquet_files(str(dump))
     assert "part-00000-copy.parquet" in str(error.value) and part.name in str(error.value)
+
+
+@pytest.mark.spark
+def test_decode_counts_unreadable_stretches_and_records_lost_like_run(spark, history, tmp_path, capsys):
+    root = copy_segments(history, tmp_path)
+    clean = len(offsets_on_disk(root))
+    segment = sorted((root / "__consumer_offsets-2").glob("*.log"))[0]
+    data = bytearray(segment.read_bytes())
+    start = batch_extents(bytes(data))[2][0] + 1
+    data[start:start + 2048] = bytes(2048)
+    segment.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    code = main(["decode", "--input", str(root), "--input-format", "segments", "--output", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    numbers = {name: int(re.search(rf"^{name}: +(\d+)", printed, re.M).group(1))
+               for name in ("rows read", "decoded", "quarantined", "unreadable")}
+    read, decoded, quarantined = numbers["rows read"], numbers["decoded"], numbers["quarantined"]
+    lost = int(re.search(r"records_lost (\d+)", printed).group(1))
+    assert read == decoded + quarantined
+    assert lost > 0 and read + lost == clean
+    unreadable = spark.read.parquet(str(out / "quarantine")).filter("read_error_code is not null")
+    assert unreadable.count() == int(numbers["unreadable"]) >= 1
+    assert unreadable.agg({"records_lost": "sum"}).first()[0] == lost
+
+
+# -- a Parquet file damaged behind an intact footer ------------------------------------------------------------
+
+def damage_a_data_page(dump: Path) -> Path:
+    """Zero 512 bytes inside the ``value`` column's first data page of one file; its footer stays intact."""
+    import pyarrow.parquet as pq
+
+    victim = sorted(dump.rglob("*.parquet"))[1]
+    row_group = pq.ParquetFile(victim).metadata.row_group(0)
+    value = next(row_group.column(i) for i in range(row_group.num_columns)
+                 if row_group.column(i).path_in_schema == "value")
+    data = bytearray(victim.read_bytes())
+    start = value.data_page_offset + 40
+    data[start:start + 512] = bytes(512)
+    victim.write_bytes(bytes(data))
+    pq.ParquetFile(victim).metadata  # noqa: B018 - the footer still parses
+    return victim
+
+
+@pytest.mark.parametrize("command", ["decode", "run"])
+def test_a_parquet_file_damaged_behind_its_footer_is_one_line_naming_it_without_a_java_trace(history, tmp_path,
+                                                                                             command):
+    import subprocess
+    import sys
+
+    dump = tmp_path / "dump"
+    shutil.copytree(history / "parquet", dump)
+    victim = damage_a_data_page(dump)
+    argv = [sys.executable, "-m", "offsets_audit.cli", command, "--input", str(dump), "--input-format", "parquet",
+            "--output", str(tmp_path / "out")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert not [line for line in lines if "at org.apache" in line or "Traceback" in line]
+    errors = [line for line in lines if line.startswith("offsets-audit: error")]
+    assert len(errors) == 1 and str(victim) in errors[0] and "row group 1" in errors[0]
+    assert "move it out of the dump folder" in errors[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_file_damaged_after_a_clean_check_is_checked_again(history, tmp_path):
+    """Each file's row groups are read once per process (the preflight and the read share it), keyed by its size
+    and modification time: a file rewritten since is read again."""
+    import os
+
+    dump = tmp_path / "dump"
+    shutil.copytree(history / "parquet", dump)
+    assert check_parquet_files(str(dump)) == len(list(dump.rglob("*.parquet")))
+    victim = damage_a_data_page(dump)
+    os.utime(victim, ns=(0, 0))  # a different modification time, whatever the clock's resolution
+    with pytest.raises(UserError, match="row group 1 of 1"):
+        check_parquet_files(str(dump))

@@ -39,16 +39,31 @@ def _read_input(spark, path: str, input_format: str):
 
 
 def summarize(decoded_df) -> dict:
-    """Rows read / decoded / quarantined, counts per record type and per error code, and the decoded rows
-    with warnings per warning code (docs/decoding.md) (two Spark jobs over the persisted decode)."""
+    """Records read / decoded / quarantined, the unreadable stretches and the records they cost, counts per record
+    type and per error code, and the decoded rows with warnings per warning code (docs/decoding.md) (two Spark jobs
+    over the persisted decode).
+
+    As in ``run``'s summary: ``rows_read`` counts records (each with its offset) and equals ``decoded +
+    quarantined``; a stretch of bytes a source could not read at all is no record but one ``unreadable`` row of the
+    quarantine table saying how many offsets it cost (``records_lost``), so ``rows_read + records_lost`` is the
+    number of records the input held.
+    """
     from pyspark.sql import functions as F
 
-    groups = (decoded_df.groupBy("record_type", "record_name", "error_code")
-              .agg(F.count(F.lit(1)).alias("n"), F.count("decode_warnings").alias("warned")).collect())
-    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "decoded_with_warnings": 0, "per_record_type": {},
-               "per_error_code": {}, "per_warning_code": {}}
+    unreadable_row = F.col("read_error_code").isNotNull()
+    groups = (decoded_df.groupBy("record_type", "record_name", "error_code", unreadable_row.alias("unreadable"))
+              .agg(F.count(F.lit(1)).alias("n"), F.count("decode_warnings").alias("warned"),
+                   F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost")).collect())
+    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "unreadable": 0, "records_lost": 0,
+               "decoded_with_warnings": 0, "per_record_type": {}, "per_error_code": {}, "per_warning_code": {}}
     for row in groups:
         n = row["n"]
+        if row["error_code"] is not None:
+            summary["per_error_code"][row["error_code"]] = summary["per_error_code"].get(row["error_code"], 0) + n
+        if row["unreadable"]:
+            summary["unreadable"] += n
+            summary["records_lost"] += row["lost"] or 0
+            continue
         summary["rows_read"] += n
         if row["error_code"] is None:
             summary["decoded"] += n
@@ -57,7 +72,6 @@ def summarize(decoded_df) -> dict:
             summary["per_record_type"][label] = summary["per_record_type"].get(label, 0) + n
         else:
             summary["quarantined"] += n
-            summary["per_error_code"][row["error_code"]] = summary["per_error_code"].get(row["error_code"], 0) + n
     if summary["decoded_with_warnings"]:
         codes = (decoded_df.filter(F.col("decode_warnings").isNotNull())
                  .select(F.explode(F.array_distinct(F.col("decode_warnings.code"))).alias("code"))
@@ -68,7 +82,9 @@ def summarize(decoded_df) -> dict:
 
 def format_summary(summary: dict) -> str:
     lines = [f"rows read:   {summary['rows_read']}", f"decoded:     {summary['decoded']}",
-             f"quarantined: {summary['quarantined']}"]
+             f"quarantined: {summary['quarantined']}",
+             f"unreadable:  {summary.get('unreadable', 0)} stretches of input (quarantine rows with a read_error_code), "
+             f"records_lost {summary.get('records_lost', 0)}: rows read + records_lost = records the input held"]
     if summary.get("decoded_with_warnings"):
         lines.append(f"decoded with warnings (applied as Kafka applies them): {summary['decoded_with_warnings']}")
     if summary["per_record_type"]:
@@ -121,6 +137,10 @@ def run(args) -> int:
         taken = [p for p in outputs.values() if os.path.exists(p.removeprefix("file://"))]
         if taken:
             raise UserError(f"output {taken[0]} already exists", fix="pass --overwrite or choose another --output")
+
+    from offsets_audit.sources import preflight
+
+    preflight({"kind": args.input_format, "path": args.input})  # a bad input file: one line before Spark starts
 
     from offsets_audit.spark_session import get_spark
 

@@ -22,13 +22,22 @@ def missing_columns(columns: Iterable[str]) -> list[str]:
     return [name for name in REQUIRED_COLUMNS if name not in present]
 
 
-def check_parquet_files(path: str) -> int:
-    """Open the footer of every file Spark would read under a local ``path``; return how many there are.
+#: ``(file, size, mtime_ns)`` of the files whose every row group was read whole in this process: the preflight and
+#: the read that follows it check a file once.
+_VERIFIED: set[tuple[str, int, int]] = set()
 
-    A file that is not Parquet (a ``notes.txt`` left in the dump folder) or whose footer is damaged (a copy cut
-    short) would fail the Spark job at the write stage with a long Java traceback; here it is one line naming the
-    file, before any Spark work. Only footers are read (a few KiB per file). Files Spark skips (names starting
-    with ``_`` or ``.``, e.g. ``_SUCCESS``, ``.part-0.crc``) are skipped here too. Remote paths are left to Spark.
+
+def check_parquet_files(path: str, *, row_groups: bool = True) -> int:
+    """Check every file Spark would read under a local ``path``; return how many there are.
+
+    A file that is not Parquet (a ``notes.txt`` left in the dump folder), whose footer is damaged (a copy cut
+    short) or whose data behind an intact footer is damaged (a bad disk block, a bit flip in a compressed page)
+    would fail the Spark job at the write stage with a long Java stack trace; here it is one line naming the file
+    (and the row group), before any Spark work. With ``row_groups`` every row group is read and dropped, one at a
+    time, with Parquet's page checksums verified where the writer stored them (Spark does not verify them, so a
+    flipped bit in an uncompressed page would otherwise reach the decoder as a wrong byte); without it only footers
+    are read (a few KiB per file). Files Spark skips (names starting with ``_`` or ``.``, e.g. ``_SUCCESS``,
+    ``.part-0.crc``) are skipped here too. Remote paths are left to Spark.
     """
     import os
     from urllib.parse import urlparse
@@ -59,7 +68,8 @@ def check_parquet_files(path: str) -> int:
                 if size >= 4 and head == b"PAR1":
                     reason = "it is cut short (no Parquet footer at its end)"
                 raise ValueError(reason)
-            metadata = pq.ParquetFile(file).metadata  # parses the footer: schema, row groups
+            parquet_file = pq.ParquetFile(file, page_checksum_verification=True)  # parses the footer
+            metadata = parquet_file.metadata
         except OSError as exc:
             raise UserError(f"cannot read {file} in the Parquet dump {path}: {exc.strerror or exc}",
                             fix="check the file's permissions, or move it out of the dump folder") from None
@@ -68,6 +78,8 @@ def check_parquet_files(path: str) -> int:
             raise UserError(f"{file} in the Parquet dump {path} is not a readable Parquet file ({detail})",
                             fix="move it out of the dump folder, or write the dump again with `offsets-audit dump`"
                             ) from None
+        if row_groups:
+            _read_row_groups(file, path, parquet_file, size)
         fingerprint = _fingerprint(file, metadata)
         if fingerprint is not None:
             if fingerprint in seen:
@@ -76,6 +88,28 @@ def check_parquet_files(path: str) -> int:
                                 fix="remove the copy from the dump folder")
             seen[fingerprint] = file
     return len(files)
+
+
+def _read_row_groups(file: str, path: str, parquet_file, size: int) -> None:
+    """Read every row group of ``file`` whole (then drop it), or raise a ``UserError`` naming the first bad one."""
+    import os
+
+    key = (file, size, os.stat(file).st_mtime_ns)
+    if key in _VERIFIED:
+        return
+    metadata = parquet_file.metadata
+    for group in range(metadata.num_row_groups):
+        try:
+            parquet_file.read_row_group(group, use_threads=False)
+        except Exception as exc:  # noqa: BLE001 - any error pyarrow raises on the data is a damaged file
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            rows = metadata.row_group(group).num_rows
+            raise UserError(
+                f"{file} in the Parquet dump {path}: row group {group + 1} of {metadata.num_row_groups} ({rows:,} "
+                f"rows) cannot be read ({detail}); its footer is intact, so the data behind it is damaged",
+                fix="restore the file (or write the dump again with `offsets-audit dump`), or move it out of the dump "
+                    "folder to audit the rest without its rows") from None
+    _VERIFIED.add(key)
 
 
 def _fingerprint(file: str, metadata) -> tuple | None:

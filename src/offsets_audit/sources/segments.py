@@ -22,8 +22,12 @@ header's claim cannot be trusted, so the lost offsets run from the offset after 
 segment's base offset, from its file name) to the offset before the next good batch (or the next segment's
 base offset); only at the very end of a partition, where nothing follows, does the damaged header's own
 claim (its last offset delta and record count, whichever is smaller) say how many records were lost, and an
-unreadable claim there is 0 lost with a message saying the count is unknown. Several stretches between the
+unreadable claim there is 0 lost with a message saying the count is unknown (so too where the offsets around a
+stretch are too far apart to believe, unless its header's claim is readable). Several stretches between the
 same two good batches share one lost range: the first carries it, the others say they are counted there.
+Batches out of offset order (two swapped neighbours) are read; counting goes on from the first offset no read
+batch holds, and a damaged batch whose claimed offsets turn out to be a hole between read batches that no read
+batch or other row covers counts them (its row is reported when the walk of the range ends).
 
 Pass ``quarantine`` as a list (entries are appended) or as a callable (called with each entry). Reading then
 resumes at the next readable batch: right after the bad batch when its length is trustworthy, else at the
@@ -468,6 +472,32 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
     expected = first_offset  # the first offset no read batch or quarantine entry has accounted for yet
     stretches: list[dict] = []
     spans: list[tuple[int, int]] = []  # offsets of the batches read, to catch a damaged base offset
+    # (stretch, entry) of the rows that counted no offsets though their header claims some: reported when the walk
+    # ends, once it is known whether the claimed offsets are a hole no read batch filled (see _fill_holes)
+    unsettled: list[tuple[dict, dict]] = []
+    counted: list[tuple[int, int]] = []  # the offsets quarantine rows already counted lost
+    try:
+        yield from _walk_batches(buf, path, partition, pos, end, report, expected, next_base_offset, counted_before,
+                                 floor, stretches, spans, unsettled, counted)
+        _fill_holes(buf, path, partition, unsettled, spans, counted, floor, next_base_offset)
+    finally:
+        for _, entry in unsettled:
+            report(entry)
+
+
+def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expected: int | None,
+                  next_base_offset: int | None, counted_before: bool, floor: int | None, stretches: list,
+                  spans: list, unsettled: list, counted: list) -> Iterator[RecordBatch]:
+    def settle(following, where):
+        for stretch, entry in _settle(buf, path, partition, stretches, expected, following, where, counted_before):
+            base, last = stretch["claimed"][:2]
+            if entry["records_lost"] == 0 and base is not None and last is not None:
+                unsettled.append((stretch, entry))
+            else:
+                if entry["records_lost"]:
+                    counted.append((entry["lost_from"], entry["lost_to"]))
+                report(entry)
+
     while pos < end:
         remaining = end - pos
         claimed: tuple[int | None, ...] = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
@@ -516,12 +546,14 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
             pos += skip
             continue
         if stretches:
-            _settle(buf, path, partition, stretches, expected, batch.base_offset, "the next readable batch",
-                    counted_before, report)
-            stretches = []
+            settle(batch.base_offset, "the next readable batch")
+            stretches.clear()
         counted_before = False
-        expected = batch.last_offset + 1
         spans.append((batch.base_offset, batch.last_offset))
+        if expected is None or batch.base_offset >= expected:
+            expected = batch.last_offset + 1
+        else:
+            expected = _first_unread_after(spans, batch.last_offset)
         yield batch
         pos += size
     if stretches:
@@ -532,7 +564,50 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
                 break
         if following is None and next_base_offset is not None:
             following, where = next_base_offset, "the next segment's base offset"
-        _settle(buf, path, partition, stretches, expected, following, where, counted_before, report)
+        settle(following, where)
+
+
+def _first_unread_after(spans: list, offset: int) -> int:
+    """The first offset above ``offset`` no read batch holds. A batch read below the offsets already counted ran
+    backwards: of two swapped batches the second (whose successor was read before it: count on after that one), or
+    the batch after one whose damaged base offset (no CRC covers it) jumped far ahead (count on from this one)."""
+    following = offset + 1
+    moved = True
+    while moved:
+        moved = False
+        for first, last in reversed(spans):
+            if first <= following <= last:
+                following, moved = last + 1, True
+    return following
+
+
+def _fill_holes(buf, path, partition, unsettled: list, spans: list, counted: list, floor: int | None,
+                next_base_offset: int | None) -> None:
+    """Count the offsets a damaged batch claims when no read batch holds them though read batches lie on both
+    sides: its batch was read out of offset order (two batches swapped, then one damaged), so the stretch between
+    its neighbours in the file cost nothing while its own offsets are a hole in what was read.
+
+    The claim (the header's base offset and last offset delta, its record count at most that span) is believed
+    only when every offset of it is such a hole: inside the segment's offsets, after one read batch and before
+    another, held by no read batch and counted by no other quarantine row.
+    """
+    if not unsettled or len(spans) < 2:
+        return
+    lowest, highest = min(first for first, _ in spans), max(last for _, last in spans)
+    for index, (stretch, _) in enumerate(unsettled):
+        base, last, count, _ = stretch["claimed"]
+        if (count is None or base is None or last is None or not 0 < count <= last - base + 1
+                or last - base + 1 > _MAX_CLAIMED_RECORDS or not lowest < base <= last < highest
+                or (floor is not None and base < floor)
+                or (next_base_offset is not None and last >= next_base_offset)
+                or any(first <= last and base <= end for first, end in spans + counted)):
+            continue
+        note = (f"no batch read from this file holds its claimed offsets {base}-{last}, though batches before and "
+                "after them were read (its batch was out of offset order, e.g. swapped with a neighbour), so they "
+                "are lost")
+        unsettled[index] = (stretch, _quarantine_entry(buf, path, partition, stretch, base, last, last - base + 1,
+                                                       note, 0))
+        counted.append((base, last))
 
 
 def _overlaps(spans: list, batch: RecordBatch) -> bool:
@@ -542,8 +617,9 @@ def _overlaps(spans: list, batch: RecordBatch) -> bool:
 
 
 def _settle(buf, path, partition, stretches: list, expected: int | None, following: int | None,
-            where: str | None, counted_before: bool, report) -> None:
-    """Report the stretches found between two good batches with the offsets they cost (see the module doc)."""
+            where: str | None, counted_before: bool) -> list[tuple[dict, dict]]:
+    """``(stretch, quarantine entry)`` of the stretches found between two good batches, with the offsets they cost
+    (see the module doc)."""
     first = stretches[0]
     if counted_before:
         lost_from = lost_to = None
@@ -567,20 +643,29 @@ def _settle(buf, path, partition, stretches: list, expected: int | None, followi
             note = "nothing follows it, so the damaged header's own claim gives the offsets lost"
     records_lost = 0 if lost_from is None or lost_to is None else max(0, lost_to - lost_from + 1)
     if records_lost > _MAX_LOST_OFFSETS:
-        records_lost = 0
-        note = (f"the readable batches around it state offsets {lost_from} and {lost_to + 1}, too far apart to "
-                "believe (a damaged base offset, which no CRC covers), so the number of records lost is unknown "
-                "(counted as 0)")
+        too_far = (f"the offsets around it ({lost_from} and {where} {lost_to + 1}) are too far apart to believe (a "
+                   "damaged base offset, which no CRC covers, or a file named as a segment that holds none)")
+        count = _claimed_records(first["claimed"], expected)
+        if count is None:
+            records_lost = 0
+            note = f"{too_far}, so the number of records lost is unknown (counted as 0)"
+        else:
+            lost_from = expected if expected is not None else first["claimed"][0]
+            lost_to = lost_from + count - 1
+            records_lost = count
+            note = f"{too_far}, so the damaged header's own claim gives the offsets lost"
     if records_lost == 0:
         lost_from = lost_to = None
+    entries = []
     for index, stretch in enumerate(stretches):
         if index == 0:
-            report(_quarantine_entry(buf, path, partition, stretch, lost_from, lost_to, records_lost, note,
-                                     len(stretches) - 1))
+            entries.append((stretch, _quarantine_entry(buf, path, partition, stretch, lost_from, lost_to,
+                                                       records_lost, note, len(stretches) - 1)))
         else:
-            report(_quarantine_entry(buf, path, partition, stretch, None, None, 0,
-                                     f"its offsets are counted by the quarantine row at byte {first['position']}",
-                                     0))
+            entries.append((stretch, _quarantine_entry(
+                buf, path, partition, stretch, None, None, 0,
+                f"its offsets are counted by the quarantine row at byte {first['position']}", 0)))
+    return entries
 
 
 def _claimed_records(claimed: tuple, expected: int | None) -> int | None:
