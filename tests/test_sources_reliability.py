@@ -368,3 +368,23 @@ def test_a_file_damaged_after_a_clean_check_is_checked_again(history, tmp_path):
     os.utime(victim, ns=(0, 0))  # a different modification time, whatever the clock's resolution
     with pytest.raises(UserError, match="row group 1 of 1"):
         check_parquet_files(str(dump))
+
+
+def test_row_group_check_follows_verify_row_groups(history, tmp_path, monkeypatch, capsys):
+    """``verifyRowGroups``: ``false`` checks footers only; ``auto`` reads row groups only up to the size limit and
+    says on stderr when it did not (a second full read on the driver would not scale); ``true`` at any size."""
+    from offsets_audit.sources import parquet as parquet_source
+    from offsets_audit.sources import preflight
+
+    dump = tmp_path / "dump"
+    shutil.copytree(history / "parquet", dump)
+    damage_a_data_page(dump)
+    files = len(list(dump.rglob("*.parquet")))
+    assert check_parquet_files(str(dump), row_groups=False) == files
+    monkeypatch.setattr(parquet_source, "ROW_GROUP_CHECK_AUTO_MAX_BYTES", 1)
+    assert check_parquet_files(str(dump)) == files
+    assert "only footers are checked" in capsys.readouterr().err
+    with pytest.raises(UserError, match="row group 1 of 1"):
+        preflight({"kind": "parquet", "path": str(dump), "verifyRowGroups": "true"})
+    with pytest.raises(UserError, match="verifyRowGroups"):
+        preflight({"kind": "parquet", "path": str(dump), "verifyRowGroups": "sometimes"})

@@ -78,7 +78,8 @@ SOURCE_OPTIONS: dict[str, tuple[str, ...]] = {
     "segments": ("partition", "topic", "segmentNames", "maxBytesPerPartition", "rowsPerBatch",
                  "maxFilesPerTrigger", "maxBytesPerTrigger"),
     # Spark's Parquet reader options that make sense for a dump.
-    "parquet": ("mergeSchema", "recursiveFileLookup", "pathGlobFilter", "modifiedBefore", "modifiedAfter",
+    "parquet": ("verifyRowGroups",  # ours (sources.parquet): read every row group before Spark? auto|true|false
+                "mergeSchema", "recursiveFileLookup", "pathGlobFilter", "modifiedBefore", "modifiedAfter",
                 "datetimeRebaseMode", "int96RebaseMode",
                 # Spark's file stream source (run --incremental over a dump)
                 "maxFilesPerTrigger", "latestFirst", "maxFileAge", "cleanSource", "sourceArchiveDir"),
@@ -99,6 +100,7 @@ OPTION_CHOICES: dict[str, tuple[str, ...]] = {
     "kafka.isolation.level": ("read_committed", "read_uncommitted"),
     "isolation.level": ("read_committed", "read_uncommitted"),
     "segmentnames": ("kafka", "any"),
+    "verifyrowgroups": ("auto", "true", "false"),
 }
 
 #: Kafka consumer settings (``kafka.<name>``) known to Kafka's ``ConsumerConfig``: a misspelt one would be passed
@@ -215,9 +217,9 @@ def preflight(source_config) -> None:
         with contextlib.redirect_stderr(io.StringIO()):  # read() says what it skips; say it once
             _plan_segments(_required_path(source_config, kind), _text_options(options), None)
     elif kind == "parquet":
-        from offsets_audit.sources.parquet import check_parquet_files
+        from offsets_audit.sources.parquet import check_parquet_files, row_group_check
 
-        check_parquet_files(_required_path(source_config, kind))
+        check_parquet_files(_required_path(source_config, kind), row_groups=row_group_check(options))
 
 
 def _as_source_schema(df):

@@ -26,8 +26,29 @@ def missing_columns(columns: Iterable[str]) -> list[str]:
 #: the read that follows it check a file once.
 _VERIFIED: set[tuple[str, int, int]] = set()
 
+#: ``verifyRowGroups: auto`` reads every row group before Spark only for dumps up to this size: beyond it the
+#: check would be a second full read of the input on the driver's one thread (a 2 M-row file took ~23 s),
+#: which a nightly job over hundreds of millions of records cannot afford; footers are still checked.
+ROW_GROUP_CHECK_AUTO_MAX_BYTES = 1 << 30
 
-def check_parquet_files(path: str, *, row_groups: bool = True) -> int:
+#: The Parquet source's own option (not passed to Spark's reader): ``auto`` (default), ``true`` or ``false``.
+VERIFY_ROW_GROUPS_OPTION = "verifyRowGroups"
+
+
+def row_group_check(options: dict | None) -> str:
+    """``auto``, ``true`` or ``false``: the ``verifyRowGroups`` option of a Parquet source (any key case)."""
+    for key, value in (options or {}).items():
+        if str(key).lower() == VERIFY_ROW_GROUPS_OPTION.lower() and value is not None:
+            return str(value).strip().lower()
+    return "auto"
+
+
+def spark_reader_options(options: dict | None) -> dict:
+    """``options`` without the Parquet source's own ones (what Spark's reader receives)."""
+    return {k: v for k, v in (options or {}).items() if str(k).lower() != VERIFY_ROW_GROUPS_OPTION.lower()}
+
+
+def check_parquet_files(path: str, *, row_groups: str | bool = "auto") -> int:
     """Check every file Spark would read under a local ``path``; return how many there are.
 
     A file that is not Parquet (a ``notes.txt`` left in the dump folder), whose footer is damaged (a copy cut
@@ -36,7 +57,8 @@ def check_parquet_files(path: str, *, row_groups: bool = True) -> int:
     (and the row group), before any Spark work. With ``row_groups`` every row group is read and dropped, one at a
     time, with Parquet's page checksums verified where the writer stored them (Spark does not verify them, so a
     flipped bit in an uncompressed page would otherwise reach the decoder as a wrong byte); without it only footers
-    are read (a few KiB per file). Files Spark skips (names starting with ``_`` or ``.``, e.g. ``_SUCCESS``,
+    are read (a few KiB per file). ``"auto"`` reads row groups when the dump holds at most
+    ``ROW_GROUP_CHECK_AUTO_MAX_BYTES`` and says so on stderr when it does not. Files Spark skips (names starting with ``_`` or ``.``, e.g. ``_SUCCESS``,
     ``.part-0.crc``) are skipped here too. Remote paths are left to Spark.
     """
     import os
@@ -54,6 +76,17 @@ def check_parquet_files(path: str, *, row_groups: bool = True) -> int:
         for folder, dirs, names in os.walk(local):
             dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
             files += [os.path.join(folder, n) for n in sorted(names) if not n.startswith(("_", "."))]
+    if row_groups == "auto":
+        total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+        row_groups = total <= ROW_GROUP_CHECK_AUTO_MAX_BYTES
+        if not row_groups:
+            import sys
+
+            print(f"offsets-audit: note: the Parquet dump {path} holds {total / (1 << 30):.1f} GiB: only footers are "
+                  "checked before Spark (set source.options.verifyRowGroups: true to read every row group first)",
+                  file=sys.stderr)
+    else:
+        row_groups = row_groups in (True, "true")
     seen: dict[tuple, str] = {}
     for file in files:
         try:
@@ -140,7 +173,8 @@ def read_parquet(spark, path: str, options: dict | None = None):
     """Read a Parquet dump as a DataFrame with SOURCE_SCHEMA's columns first (typed as SOURCE_SCHEMA)."""
     from pyspark.sql import functions as F
 
-    check_parquet_files(path)
+    check_parquet_files(path, row_groups=row_group_check(options))
+    options = spark_reader_options(options)
     reader = spark.read
     if options:
         from offsets_audit.sources.options import option_text
