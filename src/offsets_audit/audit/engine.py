@@ -185,7 +185,7 @@ class GroupAudit:
     def _offset_event(self, ev: Event) -> None:
         for family in self.offset_families:
             family.on_event(ev, self.view)
-        self.view.apply(ev)  # type: ignore[union-attr]
+        self.view.apply(ev)
 
     def _decide_batch_end(self, next_timestamp: int | None, *, log_ends: bool = False) -> None:
         """The last group event ended its batch if the next group event has another append time (or none comes)."""
