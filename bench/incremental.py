@@ -58,7 +58,7 @@ def main() -> None:
         sim = simulate(root / "sim", groups=args.groups, hours=args.hours, seed=11, partitions=args.partitions,
                        formats=("segments",), segment_bytes=4 * 1024 * 1024)
         print(f"input: {sim['records']:,} records, {args.groups} groups, {args.partitions} partitions")
-        spark = get_spark("bench-incremental", extra_conf={"spark.python.authenticate.socketTimeout": "180s"})
+        spark = get_spark("bench-incremental")
         live = root / "live"
 
         def config(run_id, source, output):

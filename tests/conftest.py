@@ -32,9 +32,6 @@ def spark():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from offsets_audit.spark_session import get_spark
 
-    # A loaded CI machine can take longer than the default 15 s to start a Python worker (the streaming
-    # transformWithStateInPandas workers connect back once per micro-batch): a slow start is not a failure.
-    session = get_spark("offsets-audit-tests", extra_conf={"spark.sql.shuffle.partitions": "2",
-                                                           "spark.python.authenticate.socketTimeout": "180s"})
+    session = get_spark("offsets-audit-tests", extra_conf={"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
