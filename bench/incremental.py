@@ -1,17 +1,42 @@
-"""Benchmark: incremental replay (Structured Streaming, state in a checkpoint) against the batch replay.
+"""Benchmark: an incremental run over 1 % new records on top of a large history, next to one batch run.
 
-Simulates a history, then prints for the incremental run its micro-batches, seconds per query and records/s,
-for a second run with no new data its fixed cost, and the batch replay's seconds on the same input.
+Simulates a history, cuts every partition's log at 99 % of its batches (the active segments cut mid-way, as a
+broker leaves them), runs the incremental audit over that (the history), grows the log to 100 % and times the
+incremental run over the 1 % that is new (replay + audit + assignor re-runs + tables written); then one batch
+run (``job.run_job``) over the whole log, and an incremental run with nothing new (its fixed cost). Prints the
+records, micro-batches and per-stage seconds of each.
 
-    .venv/bin/python bench/incremental.py [--groups 40] [--hours 1] [--max-bytes 2000000]
+    .venv/bin/python bench/incremental.py [--groups 40] [--hours 1] [--partitions 10] [--new 0.01]
+
+Figures are wall-clock seconds of whatever machine runs it; on a shared machine say so next to them. The ratio
+new-run / batch-run measured in one invocation is what the cost claim rests on: O(new records + touched
+groups' state) for the replay and the audit, against O(all records) for the batch run.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+
+def cut_logs(segments: Path, live: Path, fraction: float) -> None:
+    """Make ``live`` hold the first ``fraction`` of each partition's batches (files only grow or appear)."""
+    from offsets_audit.sources.segments_stream import batch_ends
+
+    for folder in sorted(p for p in segments.iterdir() if p.is_dir()):
+        ends = [(f, end) for f in sorted(folder.glob("*.log")) for end in batch_ends(str(f), 0, f.stat().st_size)]
+        if not ends:
+            continue
+        last_file, last_end = ends[max(math.ceil(len(ends) * fraction) - 1, 0)]
+        (live / folder.name).mkdir(parents=True, exist_ok=True)
+        for f in sorted(folder.glob("*.log")):
+            if f.name > last_file.name:
+                break
+            data = f.read_bytes()
+            (live / folder.name / f.name).write_bytes(data if f != last_file else data[:last_end])
 
 
 def main() -> None:
@@ -19,17 +44,13 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=40)
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--partitions", type=int, default=10)
-    parser.add_argument("--max-bytes", type=int, default=2_000_000, help="maxBytesPerTrigger")
+    parser.add_argument("--new", type=float, default=0.01, help="fraction of the log that is new in the timed run")
     args = parser.parse_args()
 
-    from pyspark.sql import functions as F
-
-    from offsets_audit.codec.spark import decode, split
     from offsets_audit.config import load_config
-    from offsets_audit.replay.incremental import run_incremental
-    from offsets_audit.replay.spark import replay
+    from offsets_audit.incremental import run_incremental
+    from offsets_audit.job import run_job
     from offsets_audit.simulate import simulate
-    from offsets_audit.sources import read
     from offsets_audit.spark_session import get_spark
 
     root = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
@@ -38,22 +59,34 @@ def main() -> None:
                        formats=("segments",), segment_bytes=4 * 1024 * 1024)
         print(f"input: {sim['records']:,} records, {args.groups} groups, {args.partitions} partitions")
         spark = get_spark("bench-incremental")
-        config = load_config(None, {
-            "source": {"kind": "segments", "path": str(root / "sim" / "segments"),
-                       "options": {"maxBytesPerTrigger": args.max_bytes}},
-            "output": {"path": str(root / "out")}})
-        started = time.perf_counter()
-        summary = run_incremental(spark, config, str(root / "checkpoint"), progress=False)
-        seconds = time.perf_counter() - started
-        print(f"incremental: {len(summary['batches']['fold'])} micro-batches, {seconds:.1f} s "
-              f"({summary['records']['read'] / seconds:,.0f} records/s), per stage {summary['timings_s']}")
-        started = time.perf_counter()
-        run_incremental(spark, config, str(root / "checkpoint"), progress=False)
-        print(f"incremental, nothing new: {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
-        tables = replay(split(decode(read(spark, {"kind": "segments", "path": str(root / "sim" / "segments")})))[0])
-        counts = {name: df.agg(F.count("*")).first()[0] for name, df in tables.items()}
-        print(f"batch replay (counting every table): {time.perf_counter() - started:.1f} s {counts}")
+        live = root / "live"
+
+        def config(run_id, source, output):
+            return load_config(None, {"run_id": run_id, "source": {"kind": "segments", "path": str(source)},
+                                      "output": {"path": str(root / output), "html_report": False},
+                                      "broker": {"group_overrides": sim.get("group_overrides") or {}}})
+
+        def timed(label, work):
+            started = time.perf_counter()
+            summary = work()
+            seconds = time.perf_counter() - started
+            records = summary["records"]["read"]
+            stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
+            print(f"{label}: {records:,} records in {seconds:.1f} s, per stage {stages}")
+            return seconds
+
+        cut_logs(root / "sim" / "segments", live, 1 - args.new)
+        timed("incremental, history", lambda: run_incremental(
+            spark, config("history", live, "incremental"), str(root / "checkpoint"), progress=False))
+        cut_logs(root / "sim" / "segments", live, 1.0)
+        new = timed(f"incremental, {args.new:.0%} new", lambda: run_incremental(
+            spark, config("new", live, "incremental"), str(root / "checkpoint"), progress=False))
+        idle = timed("incremental, nothing new", lambda: run_incremental(
+            spark, config("idle", live, "incremental"), str(root / "checkpoint"), progress=False))
+        batch = timed("batch run over the whole log", lambda: run_job(
+            spark, config("batch", root / "sim" / "segments", "batch"), progress=False))
+        print(f"incremental run over {args.new:.0%} new records / batch run: {new / batch:.2f} "
+              f"(fixed cost of a run with nothing new: {idle:.1f} s)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

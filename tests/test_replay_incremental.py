@@ -160,11 +160,27 @@ def _config(simulated: Path, output: Path, kind: str = "segments") -> dict:
 
 @pytest.fixture(scope="module")
 def uninterrupted(spark, simulated, tmp_path_factory):
-    from offsets_audit.replay.incremental import read_tables, run_incremental
+    from offsets_audit.incremental import run_incremental
 
     root = tmp_path_factory.mktemp("incremental-run")
     summary = run_incremental(spark, _config(simulated, root / "out"), str(root / "checkpoint"), progress=False)
-    return summary, read_tables(spark, str(root / "out"))
+    return summary, read_tables(spark, str(root / "out")), audit_rows(spark, str(root / "out"))
+
+
+AUDIT_TABLES = ("findings", "provisional_findings", "rebalances", "provisional_rebalances", "assignor_audit",
+                "latency_summary")
+
+
+def audit_rows(spark, output: str) -> dict:
+    """The audit tables of the last run under ``output`` as sorted JSON rows."""
+    import json
+
+    from offsets_audit import sinks
+
+    run_id = sinks.complete_runs(spark, output)[-1]["run_id"]
+    return {name: sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
+                         for r in sinks.read_table(spark, output, name, run_id, "parquet").collect())
+            for name in AUDIT_TABLES}
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +193,24 @@ def batch_tables(spark, simulated):
     return replay(decoded)
 
 
+def read_tables(spark, output: str) -> dict:
+    """The replay tables of every incremental run under ``output`` in the batch replay's layouts: the events and
+    target assignments of all runs, the state tables of the last one."""
+    from offsets_audit import sinks
+
+    runs = [m["run_id"] for m in sinks.complete_runs(spark, output)]
+    tables = {}
+    for name in TABLES:
+        if name in ("group_events", "target_assignments"):
+            frames = [sinks.read_table(spark, output, name, run_id, "parquet") for run_id in runs]
+            tables[name] = frames[0]
+            for df in frames[1:]:
+                tables[name] = tables[name].unionByName(df)
+        else:
+            tables[name] = sinks.read_table(spark, output, name, runs[-1], "parquet")
+    return tables
+
+
 def _assert_same_tables(got: dict, expected: dict) -> None:
     from chispa import assert_df_equality
 
@@ -187,21 +221,21 @@ def _assert_same_tables(got: dict, expected: dict) -> None:
 
 @pytest.mark.spark
 def test_incremental_run_reads_the_log_in_several_micro_batches(uninterrupted):
-    summary, _ = uninterrupted
+    summary, _, _ = uninterrupted
     assert len(summary["batches"]["fold"]) >= 2 and len(summary["batches"]["records"]) >= 2
     assert summary["records"]["read"] == summary["records"]["decoded"] > 0
 
 
 @pytest.mark.spark
 def test_incremental_tables_equal_the_batch_replay(uninterrupted, batch_tables):
-    _, tables = uninterrupted
+    _, tables, _ = uninterrupted
     _assert_same_tables(tables, batch_tables)
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 def test_parquet_dump_streamed_file_by_file_equals_the_batch_replay(spark, simulated, tmp_path, batch_tables):
-    from offsets_audit.replay.incremental import read_tables, run_incremental
+    from offsets_audit.incremental import run_incremental
 
     summary = run_incremental(spark, _config(simulated, tmp_path / "out", "parquet"), str(tmp_path / "checkpoint"),
                               progress=False)
@@ -215,7 +249,7 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
                                                                               batch_tables):
     import yaml
 
-    from offsets_audit.replay.incremental import read_tables, run_incremental
+    from offsets_audit.incremental import run_incremental
 
     config = _config(simulated, tmp_path / "out")
     config_file = tmp_path / "incremental.yaml"
@@ -238,19 +272,20 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)  # the driver and the JVM it started, at once
         job.wait()
-    assert not (checkpoint / "materialized.json").exists()
+    assert not (checkpoint / "runs.json").exists()
 
     summary = run_incremental(spark, config, str(checkpoint), progress=False)
     assert summary["batches"]["fold"][0] >= 1  # the killed run's first micro-batch was not redone
     tables = read_tables(spark, str(tmp_path / "out"))
     _assert_same_tables(tables, uninterrupted[1])
     _assert_same_tables(tables, batch_tables)
+    assert audit_rows(spark, str(tmp_path / "out")) == uninterrupted[2]  # the audit state survived the kill too
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, batch_tables):
-    from offsets_audit.replay.incremental import read_tables, run_incremental
+    from offsets_audit.incremental import run_incremental
 
     log_dir = tmp_path / "logs"
     pending = []
@@ -275,6 +310,7 @@ def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, 
     for target, data in pending:
         with open(target, "ab") as handle:
             handle.write(data)
+    config = dict(config, run_id="second")
     second = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
     assert first["records"]["read"] + second["records"]["read"] == sum(
         1 for _ in _rows_of_log(simulated / "segments"))

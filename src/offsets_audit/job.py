@@ -265,10 +265,10 @@ def run(args) -> int:
     if args.incremental:
         if not args.checkpoint:
             raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
-        from offsets_audit.replay.incremental import run_incremental
-        summary = run_incremental(spark, config, args.checkpoint)
-    else:
-        summary = run_job(spark, config)
+        from offsets_audit import incremental
+        incremental.print_summary(incremental.run_incremental(spark, config, args.checkpoint))
+        return 0
+    summary = run_job(spark, config)
     print_summary(summary)
     return 0
 

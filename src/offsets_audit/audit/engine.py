@@ -6,6 +6,8 @@ tests call directly with hand-built or replayed events.
 from __future__ import annotations
 
 import json
+import pickle
+import zlib
 from typing import Iterable
 
 from .latency import RebalanceTracker
@@ -79,6 +81,162 @@ class GroupTimeline:
         })
 
 
+#: Version byte of ``GroupAudit.to_bytes``: a checkpoint written by another layout is refused, not misread.
+_STATE_FORMAT = 1
+
+
+class GroupAudit:
+    """The audit of one group id, resumable: fed its events chunk by chunk, its whole state kept as bytes.
+
+    The walk ``audit_group`` does in one go, cut anywhere: the view (``GroupView``), every rule family, the
+    ``RebalanceTracker``, the ``GroupTimeline`` signature and ownership, and the one thing a cut would lose,
+    whether the last group event ended its batch (the coordinator writes one batch per append time, so that is
+    known only when the next group event comes; until then the batch end and the offset events after it wait).
+    ``feed`` emits what is certain (findings, rebalances that closed, timeline rows); ``finish`` adds what holds
+    only because the log ends here: still-pending transactions, still-stuck states, rebalances still open, the
+    interval summary of ``assignment_interval_overridden``. ``provisional(end_time_ms)`` is that tail computed
+    on a copy, so an incremental run can report it for its own "now" and resume later from the uncut state.
+
+    Like ``GroupFold`` for the replay (``GroupCoordinatorShard.replay`` one record at a time), this is what the
+    streaming audit keeps per group in its state store (``to_bytes`` / ``from_bytes``).
+    """
+
+    def __init__(self, group_id: str | None, config: dict | None = None, *, settings: dict | None = None,
+                 end_time_ms: int | None = None, timeline: bool = False) -> None:
+        self.group_id = group_id
+        self.ctx = AuditContext(settings if settings is not None else rule_settings(config), dict(config or {}),
+                                group_id)
+        if end_time_ms is not None:
+            self.ctx.config["_end_time_ms"] = end_time_ms
+        self.families: list = [cls(self.ctx) for cls in FAMILY_CLASSES]
+        self.tracker = RebalanceTracker(self.ctx)
+        self.families.append(self.tracker)
+        self.offset_families = [f for f in self.families if isinstance(f, (OffsetRules, OwnershipRules))]
+        self.timeline = GroupTimeline() if timeline else None
+        self.view: GroupView | None = None
+        self.seq = 0  # index of the next event in the group's whole event list (the timeline rows' ``seq``)
+        self._waiting: list[Event] = []  # events before the group's type is known (the view starts typed)
+        self._last_group_event: Event | None = None  # its batch end not yet decided
+        self._held: list[Event] = []  # offset events after it, applied once its batch end is decided
+
+    # -- state ---------------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Compact state (zlib-compressed pickle) without the settings and config, given again on load."""
+        settings, config = self.ctx.settings, self.ctx.config
+        self.ctx.settings, self.ctx.config = {}, {}
+        try:
+            blob = pickle.dumps(self.__dict__, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            self.ctx.settings, self.ctx.config = settings, config
+        return bytes([_STATE_FORMAT]) + zlib.compress(blob, 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: dict | None = None, *, settings: dict | None = None) -> GroupAudit:
+        if not data or data[0] != _STATE_FORMAT:
+            raise ValueError(f"unknown GroupAudit state format {data[:1]!r}; the checkpoint was written by another "
+                             "version: start a new checkpoint")
+        audit = cls.__new__(cls)
+        audit.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
+        audit.ctx.settings = settings if settings is not None else rule_settings(config)
+        audit.ctx.config = dict(config or {})
+        return audit
+
+    # -- the walk ------------------------------------------------------------------------------------
+
+    def feed(self, events: Iterable) -> None:
+        """Walk the next events of the group, in log order (after every event fed before)."""
+        for raw in events:
+            ev = raw if isinstance(raw, Event) else Event.from_dict(raw)
+            if self.view is None:
+                self._waiting.append(ev)
+                if ev.group_type:
+                    self._start(ev.group_type)
+                continue
+            self._walk(ev)
+
+    def _start(self, group_type: str | None) -> None:
+        self.view = GroupView(self.group_id, group_type)
+        if self.timeline is not None:
+            self.timeline.start(self.view)
+        waiting, self._waiting = self._waiting, []
+        for ev in waiting:
+            self._walk(ev)
+
+    def _walk(self, ev: Event) -> None:
+        view = self.view
+        assert view is not None
+        seq, self.seq = self.seq, self.seq + 1
+        if ev.event in OFFSET_EVENT_KINDS:
+            if self._last_group_event is not None:
+                self._held.append(ev)
+            else:
+                self._offset_event(ev)
+            return
+        if self._last_group_event is not None:
+            self._decide_batch_end(ev.timestamp)
+        for family in self.families:
+            family.on_event(ev, view)
+        view.apply(ev)
+        if self.timeline is not None:
+            self.timeline.after(ev, view, seq)
+        self._last_group_event = ev
+
+    def _offset_event(self, ev: Event) -> None:
+        for family in self.offset_families:
+            family.on_event(ev, self.view)
+        self.view.apply(ev)
+
+    def _decide_batch_end(self, next_timestamp: int | None, *, log_ends: bool = False) -> None:
+        """The last group event ended its batch if the next group event has another append time (or none comes)."""
+        last, self._last_group_event = self._last_group_event, None
+        if last is not None and (log_ends or next_timestamp != last.timestamp):
+            for family in self.families:
+                family.on_batch_end(self.view, last)
+        held, self._held = self._held, []
+        for ev in held:
+            self._offset_event(ev)
+
+    def finish(self) -> None:
+        """The log ends here: close the last batch, then every family's end-of-log checks."""
+        if self.view is None:
+            self._start(None)
+        self._decide_batch_end(None, log_ends=True)
+        for family in self.families:
+            family.finish(self.view)
+
+    # -- what the walk produced ----------------------------------------------------------------------
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.ctx.findings
+
+    @property
+    def rebalances(self) -> list[dict]:
+        return self.tracker.rows
+
+    def take(self) -> tuple[list[Finding], list[dict], list[dict], list[dict]]:
+        """Findings, rebalance rows, timeline context and ownership rows produced since the last ``take``;
+        cleared here so the stored state does not grow with the group's history."""
+        out = (self.ctx.findings, self.tracker.rows,
+               self.timeline.context if self.timeline else [], self.timeline.ownership if self.timeline else [])
+        self.ctx.findings, self.tracker.rows = [], []
+        if self.timeline is not None:
+            self.timeline.context, self.timeline.ownership = [], []
+        return out
+
+    def provisional(self, end_time_ms: int | None) -> tuple[list[Finding], list[dict]]:
+        """What ``finish`` would add if the log ended at ``end_time_ms``, computed on a copy (this state is
+        left as it was). Call after ``take``: the result holds only the end-of-log tail."""
+        copy = GroupAudit.from_bytes(self.to_bytes(), self.ctx.config, settings=self.ctx.settings)
+        copy.ctx.findings, copy.tracker.rows = [], []
+        if end_time_ms is not None:
+            copy.ctx.config["_end_time_ms"] = end_time_ms
+        copy.finish()
+        findings, rebalances, _, _ = copy.take()
+        return findings, rebalances
+
+
 def audit_group(events: Iterable[dict], config: dict | None = None, *, settings: dict | None = None,
                 end_time_ms: int | None = None,
                 timeline: GroupTimeline | None = None) -> tuple[list[Finding], list[dict]]:
@@ -88,43 +246,17 @@ def audit_group(events: Iterable[dict], config: dict | None = None, *, settings:
     and stuck states are measured up to it; by default, the group's own last event. Offset events
     (``OFFSET_EVENT_KINDS``) reach the offset rules only; the Spark edge leaves them out and evaluates the
     offset rules in Spark SQL over the commit log, from the ``timeline`` this walk fills in.
+    A ``GroupAudit`` fed once and finished.
     """
-    settings = settings if settings is not None else rule_settings(config)
     parsed = [e if isinstance(e, Event) else Event.from_dict(e) for e in events]
     if not parsed:
         return [], []
-    group_id = parsed[0].group_id
-    cfg = dict(config or {})
-    if end_time_ms is not None:
-        cfg["_end_time_ms"] = end_time_ms
-    ctx = AuditContext(settings, cfg, group_id)
-    view = GroupView(group_id, next((e.group_type for e in parsed if e.group_type), None))
-    families: list = [cls(ctx) for cls in FAMILY_CLASSES]
-    offset_families = [f for f in families if isinstance(f, (OffsetRules, OwnershipRules))]
-    tracker = RebalanceTracker(ctx)
-    families.append(tracker)
-    group_events = [i for i, ev in enumerate(parsed) if ev.event not in OFFSET_EVENT_KINDS]
-    batch_ends = {i for i, nxt in zip(group_events, group_events[1:] + [None])
-                  if nxt is None or parsed[nxt].timestamp != parsed[i].timestamp}
+    audit = GroupAudit(parsed[0].group_id, config, settings=settings, end_time_ms=end_time_ms)
     if timeline is not None:
-        timeline.start(view)
-    for i, ev in enumerate(parsed):
-        if ev.event in OFFSET_EVENT_KINDS:
-            for family in offset_families:
-                family.on_event(ev, view)
-            view.apply(ev)
-            continue
-        for family in families:
-            family.on_event(ev, view)
-        view.apply(ev)
-        if timeline is not None:
-            timeline.after(ev, view, i)
-        if i in batch_ends:
-            for family in families:
-                family.on_batch_end(view, ev)
-    for family in families:
-        family.finish(view)
-    return ctx.findings, tracker.rows
+        audit.timeline = timeline
+    audit.feed(parsed)
+    audit.finish()
+    return audit.findings, audit.rebalances
 
 
 def audit_events(events: Iterable[dict], config: dict | None = None, *,

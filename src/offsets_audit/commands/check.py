@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=["info", "warning", "error", "never"], help="override check.fail_on")
     parser.add_argument("--junit-xml", help="override check.junit_xml")
     parser.add_argument("--json-summary", help="override check.json_summary")
+    parser.add_argument("--incremental", action="store_true",
+                        help="gate over what is new since the last run (state kept in --checkpoint): the findings "
+                             "this run's records complete plus those still open at the end of the log")
+    parser.add_argument("--checkpoint", help="checkpoint folder for --incremental (the same as the nightly run's)")
 
 
 def failing(findings: list[dict], fail_on: str) -> list[dict]:
@@ -81,9 +85,10 @@ def verdict_line(findings: list[dict], fail_on: str, run_id: str, records: dict 
 
 
 def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, seconds: float = 0.0,
-              records: dict | None = None, fail_on_quarantine: bool = False) -> str:
+              records: dict | None = None, fail_on_quarantine: bool = False, not_run: dict | None = None) -> str:
     """JUnit XML: one testcase per rule; disabled rules are skipped, failing rules carry their evidence.
-    With ``check.fail_on_quarantine`` one more testcase, ``input_complete``, fails when records were lost."""
+    With ``check.fail_on_quarantine`` one more testcase, ``input_complete``, fails when records were lost.
+    ``not_run``: rule id -> why the run did not evaluate it (skipped, never a pass)."""
     suite = ET.Element("testsuite", name="offsets-audit", timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(),
                        time=f"{seconds:.3f}")
     suite.set("hostname", "offsets-audit")
@@ -98,6 +103,9 @@ def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, s
         bad = failing(found, fail_on)
         if not settings[rule_id]["enabled"]:
             ET.SubElement(case, "skipped", message="rule disabled in the config")
+            skipped += 1
+        elif rule_id in (not_run or {}):
+            ET.SubElement(case, "skipped", message=(not_run or {})[rule_id])
             skipped += 1
         elif bad:
             failures += 1
@@ -167,12 +175,12 @@ def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: d
     }
 
 
-def _read_findings(spark, config: dict) -> list[dict]:
+def _read_findings(spark, config: dict, table: str = "findings") -> list[dict]:
     """This run's findings, read with the table's known schema (an empty table reads as no findings)."""
     from offsets_audit.sinks import read_table
 
     out = config["output"]
-    df = read_table(spark, out["path"], "findings", config["run_id"], out["format"])
+    df = read_table(spark, out["path"], table, config["run_id"], out["format"])
     return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
 
 
@@ -198,6 +206,10 @@ def run(args) -> int:
         overrides["check"] = check
     config = load_config(args.config, overrides)
     settings = rule_settings(config)
+    if args.incremental and not args.checkpoint:
+        raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH (the nightly run's)")
+    if args.checkpoint and not args.incremental:
+        raise UserError("--checkpoint is only read with --incremental", fix="add --incremental or drop --checkpoint")
     if config["source"]["kind"] not in ("parquet", "segments", "kafka"):
         raise UserError(f"source.kind {config['source']['kind']!r} cannot be checked", fix="use parquet or segments")
     check_output_path(config["output"]["path"])
@@ -206,7 +218,7 @@ def run(args) -> int:
 
     preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
     try:
-        return _check(config, settings)
+        return _check(config, settings, args.checkpoint if args.incremental else None)
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a crash must never read as the gate's FAIL (exit 1)
@@ -217,7 +229,7 @@ def run(args) -> int:
         return EXIT_INTERNAL_ERROR
 
 
-def _check(config: dict, settings: dict) -> int:
+def _check(config: dict, settings: dict, checkpoint: str | None = None) -> int:
     import time
 
     from offsets_audit.job import run_job
@@ -226,15 +238,27 @@ def _check(config: dict, settings: dict) -> int:
     spark = get_spark("offsets-audit-check", master=config["spark"]["master"],
                       extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
     start = time.perf_counter()
-    summary = run_job(spark, config, progress=False)
-    findings = _read_findings(spark, config)
+    not_run: dict = {}
+    if checkpoint is not None:
+        # The nightly gate: this run's completed findings and what is still open at the end of the log now
+        # (a group stuck since yesterday fails tonight too); rules the incremental audit does not evaluate are
+        # reported skipped, never passed.
+        from offsets_audit.incremental import SKIPPED_RULES, run_incremental
+
+        summary = run_incremental(spark, config, checkpoint, progress=False)
+        findings = _read_findings(spark, config) + [dict(f, provisional=True) for f in
+                                                    _read_findings(spark, config, "provisional_findings")]
+        not_run = {rule: "not evaluated by incremental runs yet" for rule in SKIPPED_RULES}
+    else:
+        summary = run_job(spark, config, progress=False)
+        findings = _read_findings(spark, config)
     fail_on = config["check"]["fail_on"]
     fail_on_quarantine = bool(config["check"].get("fail_on_quarantine"))
     run_id = config["run_id"]
     records = summary.get("records") or {}
     _write(config["check"].get("junit_xml"),
            junit_xml(findings, settings, fail_on, run_id, seconds=time.perf_counter() - start, records=records,
-                     fail_on_quarantine=fail_on_quarantine))
+                     fail_on_quarantine=fail_on_quarantine, not_run=not_run))
     _write(config["check"].get("json_summary"),
            json.dumps(json_summary(findings, fail_on, run_id, summary, fail_on_quarantine), indent=2, default=str))
     print(verdict_line(findings, fail_on, run_id, records, fail_on_quarantine), file=sys.stdout, flush=True)

@@ -44,8 +44,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -69,7 +67,13 @@ def ordered_group_rows(pdf: pd.DataFrame) -> pd.DataFrame:
     return pdf[~(is_commit & is_commit.shift(1, fill_value=False))]
 
 
-def _processor_class():
+def fold_processor_class(extension=None):
+    """The ``transformWithStateInPandas`` processor of the ``fold`` query.
+
+    ``extension`` (optional, picklable) carries more per-group state beside the fold, in the same state store and
+    the same micro-batch commit: ``extension(group_id, rows, state_bytes_or_None) -> (more_rows, state_bytes)``
+    gets the fold's ``(kind, group_id, payload)`` rows of the micro-batch (the audit feeds its events to the
+    group's audit state there, ``offsets_audit.incremental``)."""
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -80,6 +84,9 @@ def _processor_class():
 
         def init(self, handle) -> None:
             self.fold_state = handle.getValueState("group_fold", StructType([StructField("fold", BinaryType())]))
+            self.extension_state = (handle.getValueState("group_extension",
+                                                         StructType([StructField("state", BinaryType())]))
+                                    if extension else None)
 
         def handleInputRows(self, key, rows, timerValues):
             group_id = key[0]
@@ -87,6 +94,11 @@ def _processor_class():
             fold = GroupFold.from_bytes(bytes(self.fold_state.get()[0])) if self.fold_state.exists() \
                 else GroupFold(group_id)
             out = fold_frame(fold, pdf) + state_rows(fold)
+            if extension is not None:
+                stored = bytes(self.extension_state.get()[0]) if self.extension_state.exists() else None
+                more, stored = extension(group_id, out, stored)
+                out += more
+                self.extension_state.update((stored,))
             self.fold_state.update((fold.to_bytes(),))
             yield pd.DataFrame(out, columns=["kind", "group_id", "payload"])[["group_id", "kind", "payload"]]
 
@@ -97,7 +109,8 @@ def _processor_class():
 
 
 def fold_input(decoded):
-    """The rows the fold needs: decodable group records and non-tombstone offset commits of a group."""
+    """The rows the fold needs: decodable group records and non-tombstone offset commits of a group (the batch
+    replay folds the decoded rows only; quarantined ones never reach the replay nor the audit)."""
     from pyspark.sql import functions as F
 
     rows = decoded.filter(
@@ -191,10 +204,10 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     return seen
 
 
-def run_fold_query(spark, decoded, checkpoint: str) -> list[int]:
-    """The ``fold`` query: returns the micro-batch ids it ran."""
+def run_fold_query(spark, decoded, checkpoint: str, extension=None) -> list[int]:
+    """The ``fold`` query (see ``fold_processor_class`` for ``extension``): returns the micro-batch ids it ran."""
     folded = fold_input(decoded).groupBy("group_id").transformWithStateInPandas(
-        statefulProcessor=_processor_class()(), outputStructType=FOLD_OUTPUT_DDL, outputMode="Append",
+        statefulProcessor=fold_processor_class(extension)(), outputStructType=FOLD_OUTPUT_DDL, outputMode="Append",
         timeMode="None")
     rows_root = f"{checkpoint}/fold_rows"
 
@@ -206,8 +219,12 @@ def run_fold_query(spark, decoded, checkpoint: str) -> list[int]:
     return _run_query(folded, f"{checkpoint}/fold", write)
 
 
-def run_records_query(spark, decoded, checkpoint: str, output: str) -> list[int]:
-    """The ``records`` query (offsets snapshot, quarantine, record counts): returns the micro-batch ids it ran."""
+def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
+    """The ``records`` query (offsets snapshot, quarantine, record counts): returns the micro-batch ids it ran.
+
+    Per micro-batch N: ``PATH/quarantine/batch=N`` (the quarantined rows), ``PATH/counts/batch=N.json`` (rows per
+    record type and error code, unreadable stretches and the records they lost, as ``job``'s summary counts them,
+    and the newest record time of a group: the audit's clock) and ``PATH/offsets_state/batch=N``."""
     from pyspark.sql import functions as F
 
     state_root = f"{checkpoint}/offsets_state"
@@ -216,15 +233,22 @@ def run_records_query(spark, decoded, checkpoint: str, output: str) -> list[int]
     def write(batch_df, batch_id):
         batch_df = batch_df.persist()
         try:
-            counts = batch_df.groupBy("record_name", "error_code").agg(F.count("*").alias("n")).collect()
-            _write_json(counts_root / f"batch={batch_id}.json",
-                        [[r["record_name"], r["error_code"], r["n"]] for r in counts])
+            unreadable = F.col("read_error_code").isNotNull()
+            counts = batch_df.groupBy("record_name", "error_code", unreadable.alias("unreadable")).agg(
+                F.count("*").alias("n"), F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost"),
+                F.max(F.when(F.col("group_id").isNotNull() & ~unreadable,
+                             (F.unix_micros(F.col("timestamp")) / 1000).cast("long"))).alias("clock")).collect()
             batch_df.filter(F.col("error_code").isNotNull()).write.mode("overwrite") \
-                .parquet(f"{output}/quarantine/batch={batch_id}")
+                .parquet(f"{checkpoint}/quarantine/batch={batch_id}")
             earlier = [b for b in _batches(state_root) if b < batch_id]
             previous = (spark.read.schema(_OFFSETS_STATE_DDL).parquet(f"{state_root}/batch={earlier[-1]}") if earlier
                         else spark.createDataFrame([], _OFFSETS_STATE_DDL))
             merge_offsets(previous, batch_df).write.mode("overwrite").parquet(f"{state_root}/batch={batch_id}")
+            # last: a count file marks the micro-batch's outputs complete
+            _write_json(counts_root / f"batch={batch_id}.json",
+                        {"rows": [[r["record_name"], r["error_code"], bool(r["unreadable"]), r["n"], r["lost"] or 0]
+                                  for r in counts],
+                         "clock": max((r["clock"] for r in counts if r["clock"] is not None), default=None)})
         finally:
             batch_df.unpersist()
         for old in earlier[:-1]:
@@ -233,162 +257,142 @@ def run_records_query(spark, decoded, checkpoint: str, output: str) -> list[int]
     return _run_query(decoded, f"{checkpoint}/records", write)
 
 
+def record_counts(checkpoint: str, batches) -> dict:
+    """Record counts of the ``records`` micro-batches ``batches`` (``job``'s ``records`` summary: ``read =
+    decoded + quarantined``; unreadable stretches are quarantine rows that lost ``records_lost`` offsets) and
+    ``clock``: the newest record time of a group in them (None when none)."""
+    folder = Path(_local(checkpoint)) / "counts"
+    by_type: dict = {}
+    by_error: dict = {}
+    decoded = quarantined = unreadable = lost = 0
+    clock = None
+    for batch_id in batches:
+        data = _read_json(folder / f"batch={batch_id}.json", {"rows": [], "clock": None})
+        if data.get("clock") is not None:
+            clock = data["clock"] if clock is None else max(clock, data["clock"])
+        for name, error, is_unreadable, n, n_lost in data["rows"]:
+            if error is not None:
+                by_error[error] = by_error.get(error, 0) + n
+            if is_unreadable:
+                unreadable += n
+                lost += n_lost
+            elif error is None:
+                decoded += n
+                by_type[name or "?"] = by_type.get(name or "?", 0) + n
+            else:
+                quarantined += n
+    return {"read": decoded + quarantined, "decoded": decoded, "quarantined": quarantined,
+            "unreadable": unreadable, "records_lost": lost, "by_record_type": dict(sorted(by_type.items())),
+            "by_error_code": dict(sorted(by_error.items())), "clock": clock}
+
+
+def counted_batches(checkpoint: str) -> list[int]:
+    """Ids of the ``records`` micro-batches whose outputs are complete (their count file exists), ascending."""
+    folder = Path(_local(checkpoint)) / "counts"
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for f in folder.iterdir() if (m := re.fullmatch(r"batch=(\d+)\.json", f.name)))
+
+
+def fold_batches(checkpoint: str) -> list[int]:
+    """Ids of the complete ``fold`` micro-batches (their rows folder has ``_SUCCESS``), ascending."""
+    return _batches(f"{checkpoint}/fold_rows")
+
+
 def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
 
 
-# -- materialising the output tables ---------------------------------------------------------------------------
+# -- the tables of a run, from the checkpoint -------------------------------------------------------------------
 
-def materialize(spark, checkpoint: str, output: str) -> dict[str, str]:
-    """Write the output tables from the checkpoint's per-batch rows; returns table -> path."""
+def fold_rows(spark, checkpoint: str, batches: list[int]):
+    """The ``fold`` query's output rows (``group_id``, ``kind``, ``payload``, ``batch``) of ``batches``."""
+    from pyspark.sql import functions as F
+
+    if not batches:
+        return spark.createDataFrame([], _FOLD_ROWS_SCHEMA_DDL)
+    return (spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(f"{checkpoint}/fold_rows")
+            .filter(F.col("batch").isin(*batches)))
+
+
+def parsed(rows, kind: str, ddl: str):
+    """Rows of ``kind`` as columns of ``ddl`` (the payloads are JSON), with their ``batch``."""
+    from pyspark.sql import functions as F
+
+    return rows.filter(F.col("kind") == kind).select("batch", F.from_json("payload", ddl).alias("r")) \
+        .select("r.*", "batch")
+
+
+def latest_per_group(rows, kind: str):
+    """Each group's rows of ``kind`` from the newest batch that has any (the group's current state)."""
     from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    of_kind = rows.filter(F.col("kind") == kind)
+    return (of_kind.withColumn("_last", F.max("batch").over(Window.partitionBy("group_id")))
+            .filter(F.col("batch") == F.col("_last")).drop("_last"))
+
+
+def quarantine_rows(spark, checkpoint: str, batches: list[int]):
+    """The quarantined rows of the ``records`` micro-batches ``batches`` (None when there are none)."""
+    paths = [f"{checkpoint}/quarantine/batch={b}" for b in batches
+             if (Path(_local(checkpoint)) / "quarantine" / f"batch={b}").is_dir()]
+    return spark.read.parquet(*paths) if paths else None
+
+
+def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[int], record_range: list[int]) -> dict:
+    """The batch replay's tables (``replay.spark.replay``'s layouts) for a run: ``group_events`` and
+    ``target_assignments`` of the micro-batches in ``fold_range`` / ``record_range`` (what is new), and the
+    current ``group_state``, ``members`` (each group's newest rows up to the last of ``all_fold``) and
+    ``offsets`` (the newest snapshot)."""
     from pyspark.sql import functions as F
 
     from offsets_audit.replay.spark import EVENTS_DDL, GROUP_STATE_DDL, MEMBERS_DDL, TARGET_ASSIGNMENTS_DDL
 
-    marker = Path(_local(checkpoint)) / "materialized.json"
-    done = _read_json(marker, {"fold": -1, "records": -1})
-    fold_batches = _batches(f"{checkpoint}/fold_rows")
-    record_batches = _batches(f"{output}/quarantine")
-    paths: dict[str, str] = {}
-
-    def parsed(rows, ddl):
-        return rows.select("batch", F.from_json("payload", ddl).alias("r")).select("r.*", "batch")
-
-    def append(df, table, by):
-        path = f"{output}/{table}"
-        df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(*by).parquet(path)
-        paths[table] = path
-
-    if fold_batches:
-        rows = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(f"{checkpoint}/fold_rows")
-        new = rows.filter(F.col("batch") > done["fold"])
-        events = parsed(new.filter(F.col("kind") == "event"), EVENTS_DDL).withColumn("query", F.lit("fold"))
-        append(events, "group_events", ["query", "batch"])
-        append(parsed(new.filter(F.col("kind") == "target"), TARGET_ASSIGNMENTS_DDL), "target_assignments", ["batch"])
-        states = rows.filter(F.col("kind") == "state")
-        latest = states.withColumn("_last", F.max("batch").over(Window.partitionBy("group_id"))) \
-            .filter(F.col("batch") == F.col("_last")).drop("_last")
-        _overwrite(parsed(latest, GROUP_STATE_DDL).drop("batch"), f"{output}/group_state")
-        members = rows.filter(F.col("kind") == "member").join(latest.select("group_id", "batch"), ["group_id", "batch"])
-        _overwrite(parsed(members, MEMBERS_DDL).drop("batch"), f"{output}/members")
-        paths.update(group_state=f"{output}/group_state", members=f"{output}/members")
-    if record_batches:
-        quarantine = spark.read.parquet(f"{output}/quarantine").filter(F.col("batch") > done["records"])
-        undecodable = quarantine.select(
-            F.col("partition").cast("int"), F.col("offset").cast("long"),
-            (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp"),
-            F.col("group_id"), F.lit(None).cast("string").alias("group_type"), F.lit("replay_anomaly").alias("event"),
-            F.lit(None).cast("string").alias("member_id"),
-            F.to_json(F.struct(F.lit("undecodable record").alias("reason"), F.col("error_code"),
-                               F.col("error_message").alias("error"))).alias("details"),
-            "batch", F.lit("records").alias("query"))
-        append(undecodable, "group_events", ["query", "batch"])
-        paths["quarantine"] = f"{output}/quarantine"
+    new = fold_rows(spark, checkpoint, fold_range)
+    events = parsed(new, "event", EVENTS_DDL).drop("batch")
+    quarantine = quarantine_rows(spark, checkpoint, record_range)
+    everything = fold_rows(spark, checkpoint, all_fold)
+    latest = latest_per_group(everything, "state")
+    members = everything.filter(F.col("kind") == "member").join(latest.select("group_id", "batch"),
+                                                                ["group_id", "batch"])
+    tables = {
+        "group_events": events,
+        "target_assignments": parsed(new, "target", TARGET_ASSIGNMENTS_DDL).drop("batch"),
+        "group_state": parsed(latest, "state", GROUP_STATE_DDL).drop("batch"),
+        "members": parsed(members, "member", MEMBERS_DDL).drop("batch"),
+        "quarantine": quarantine,
+        "offsets": None,
+    }
     state_batches = _batches(f"{checkpoint}/offsets_state")
     if state_batches:
-        snapshot = spark.read.schema(_OFFSETS_STATE_DDL).parquet(f"{checkpoint}/offsets_state/batch={state_batches[-1]}")
-        _overwrite(offsets_table(snapshot), f"{output}/offsets")
-        paths["offsets"] = f"{output}/offsets"
-    _write_json(marker, {"fold": fold_batches[-1] if fold_batches else done["fold"],
-                         "records": record_batches[-1] if record_batches else done["records"]})
-    return paths
-
-
-def _overwrite(df, path: str) -> None:
-    """Replace a small state table: written beside it, then swapped in (a kill leaves the old or the new one)."""
-    local = Path(_local(path))
-    staging = local.with_name(local.name + ".next")
-    df.write.mode("overwrite").parquet(str(staging))
-    old = local.with_name(local.name + ".old")
-    _remove_tree(old)
-    if local.exists():
-        os.replace(local, old)
-    os.replace(staging, local)
-    _remove_tree(old)
-
-
-def read_tables(spark, output: str) -> dict:
-    """The incremental output tables as DataFrames in the batch replay's layouts (partition columns dropped)."""
-    from offsets_audit.replay.spark import EVENTS_DDL, TARGET_ASSIGNMENTS_DDL
-
-    schemas = {"group_events": EVENTS_DDL + ", query string, batch long",
-               "target_assignments": TARGET_ASSIGNMENTS_DDL + ", batch long"}
-    tables = {}
-    for name in ("group_state", "members", "group_events", "target_assignments", "offsets"):
-        path = Path(_local(output)) / name
-        if path.is_dir():
-            reader = spark.read.schema(schemas[name]) if name in schemas else spark.read
-            df = reader.parquet(str(path))
-            tables[name] = df.drop(*[c for c in ("query", "batch") if c in df.columns])
+        snapshot = spark.read.schema(_OFFSETS_STATE_DDL).parquet(
+            f"{checkpoint}/offsets_state/batch={state_batches[-1]}")
+        tables["offsets"] = offsets_table(snapshot)
     return tables
 
 
-# -- the job ---------------------------------------------------------------------------------------------------
-
-def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
-    """Run the incremental replay over ``config``'s source until caught up; returns a summary like ``run_job``'s."""
-    from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.sources.options import source_config
-
-    output = config["output"]["path"]
-    if config["output"].get("format", "parquet") != "parquet":
-        raise UserError("--incremental writes Parquet tables only",
-                        fix="set output.format to parquet for incremental runs")
-    for path in (checkpoint, output):
+def check_locations(config: dict, checkpoint: str) -> None:
+    """One line before any Spark work when the checkpoint or output cannot serve an incremental run."""
+    for path in (checkpoint, config["output"]["path"]):
         if "://" in path and not path.startswith("file://"):
             raise UserError(f"--incremental needs local folders, got {path}",
                             fix="pass a local --checkpoint and output.path")
-    Path(_local(checkpoint)).mkdir(parents=True, exist_ok=True)
-    spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
-    timings: dict[str, float] = {}
-
-    def log(message):
-        if progress:
-            print(f"[offsets-audit] {message}", file=sys.stderr, flush=True)
-
-    source = source_config(config)
-    started = time.perf_counter()
-    log("incremental fold ...")
-    fold_batches = run_fold_query(spark, codec_spark.decode(read_stream(spark, source)), checkpoint)
-    timings["fold"] = round(time.perf_counter() - started, 3)
-    started = time.perf_counter()
-    log("incremental offsets ...")
-    record_batches = run_records_query(spark, codec_spark.decode(read_stream(spark, source)), checkpoint, output)
-    timings["offsets"] = round(time.perf_counter() - started, 3)
-    started = time.perf_counter()
-    log("materialise tables ...")
-    paths = materialize(spark, checkpoint, output)
-    timings["write"] = round(time.perf_counter() - started, 3)
-    summary = {
-        "run_id": config["run_id"], "mode": "incremental", "checkpoint": checkpoint,
-        "batches": {"fold": fold_batches, "records": record_batches},
-        "records": _counts(Path(_local(checkpoint)) / "counts", record_batches),
-        "timings_s": timings, "tables": paths,
-    }
-    if paths.get("group_state"):
-        from pyspark.sql import functions as F
-
-        state = spark.read.parquet(paths["group_state"])
-        summary["groups"] = {r["group_type"] or "?": r["n"]
-                             for r in state.groupBy("group_type").agg(F.count("*").alias("n")).collect()}
-    return summary
+    root = Path(_local(checkpoint))
+    if root.exists() and not root.is_dir():
+        raise UserError(f"checkpoint {checkpoint} is a file, not a folder", fix="pass --checkpoint a folder")
 
 
-def _counts(folder: Path, batches: list[int]) -> dict:
-    """This run's record counts (``run_job``'s ``records`` summary) from the per-batch count files."""
-    by_type: dict = {}
-    by_error: dict = {}
-    decoded = quarantined = 0
-    for batch_id in batches:
-        for name, error, n in _read_json(folder / f"batch={batch_id}.json", []):
-            if error is None:
-                decoded += n
-                by_type[name or "?"] = by_type.get(name or "?", 0) + n
-            else:
-                quarantined += n
-                by_error[error] = by_error.get(error, 0) + n
-    return {"read": decoded + quarantined, "decoded": decoded, "quarantined": quarantined,
-            "by_record_type": dict(sorted(by_type.items())), "by_error_code": dict(sorted(by_error.items()))}
+def local_folder(path: str) -> Path:
+    """A local path of a ``file://`` URI or plain path."""
+    return Path(_local(path))
+
+
+def read_json(path: Path, default):
+    return _read_json(path, default)
+
+
+def write_json(path: Path, data) -> None:
+    _write_json(path, data)

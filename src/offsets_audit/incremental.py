@@ -1,0 +1,348 @@
+"""Incremental runs: replay and audit only what is new since the last run, state kept in a checkpoint.
+
+``offsets-audit run --incremental --checkpoint PATH`` (``run_incremental``) is the nightly form of ``job.run_job``:
+the replay's Structured Streaming queries (``replay.incremental``) read what arrived since the last run, and the
+same ``transformWithStateInPandas`` processor that folds a group's records feeds the events it emits to the
+group's resumable audit (``audit.engine.GroupAudit``), whose whole state sits in the same state store and is
+committed with the same micro-batch. A rebalance that starts in one run and converges in the next is timed once,
+and a finding is reported once, by the run whose records complete it.
+
+What only the end of the log produces (``GroupAudit.finish``: a state still stuck, a rebalance still open,
+the interval summary of ``assignment_interval_overridden``) is *provisional*: each run reports it in
+``provisional_findings`` / ``provisional_rebalances`` for its own "now", from every group's stored audit state,
+and the next run replaces it. So the findings (rebalances) of every run plus the last run's provisional ones
+are, row for row and id for id, those of one batch run over the whole log.
+
+Every run writes its tables through ``sinks.write_run`` under its ``run_id`` (run manifest, every table even
+when empty, a rerun of the run id replaces all it wrote), its HTML report and ``latency_daily``: the latency
+summary of every day this run's rebalances touch, over all rebalances of those days so far. Which micro-batches
+a run covers is kept in ``PATH/runs.json``: a run covers every batch since the last *published* run, so a run
+killed before publishing is covered again by its rerun (with any run id); rerunning the last published run id
+covers its batches again and replaces its tables.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+
+import pandas as pd
+
+from offsets_audit.audit.engine import GroupAudit
+from offsets_audit.audit.latency import REBALANCE_COLUMNS
+from offsets_audit.audit.model import FINDING_ROW_DDL
+from offsets_audit.audit.rules.registry import rule_settings
+from offsets_audit.audit.spark import REBALANCES_DDL, latency_summary, rebalance_causes
+from offsets_audit.errors import UserError
+from offsets_audit.replay import incremental as replay_incremental
+
+#: Within one record the replay emits group creation before the record's own events; the batch audit edge
+#: (``audit.spark``) orders a group's events by (partition, offset, this rank) and so does the streaming one.
+EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
+_ROWS_DDL = "kind string, group_id string, payload string"
+#: Rule families the incremental audit does not evaluate yet (the offset rules run as SQL over the whole
+#: resolved commit log in batch): reported as skipped, never as zero findings.
+SKIPPED_RULES = ("offset_committed_backwards", "offset_commit_by_non_owner", "transactional_offset_pending_too_long")
+RUNS_FILE = "runs.json"
+
+
+class GroupAuditStep:
+    """The fold processor's extension (``replay.incremental.fold_processor_class``): feeds the events the fold
+    just emitted for a group to the group's ``GroupAudit`` and returns what the audit produced, as rows of kind
+    ``finding``, ``rebalance``, ``context``, ``ownership`` (the offset rules' timeline) and ``audit_state`` (the
+    state as base64, for the provisional tail of the run)."""
+
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.settings = rule_settings(config)
+
+    def __call__(self, group_id: str, rows: list[tuple], stored: bytes | None) -> tuple[list[tuple], bytes]:
+        events = [json.loads(payload) for kind, _, payload in rows if kind == "event"]
+        events.sort(key=lambda e: (e["partition"], e["offset"], EVENT_RANK.get(e["event"], 2)))
+        audit = (GroupAudit.from_bytes(stored, self.config, settings=self.settings) if stored is not None
+                 else GroupAudit(group_id, self.config, settings=self.settings, timeline=True))
+        audit.feed(events)
+        findings, rebalances, context, ownership = audit.take()
+        state = audit.to_bytes()
+        out = [("finding", group_id, json.dumps(f.to_dict())) for f in findings]
+        out += [("rebalance", group_id, json.dumps(r)) for r in rebalances]
+        out += [("context", group_id, json.dumps(r)) for r in context]
+        out += [("ownership", group_id, json.dumps(r)) for r in ownership]
+        out.append(("audit_state", group_id, base64.b64encode(state).decode("ascii")))
+        return out, state
+
+
+def provisional_rows(rows, config: dict, end_time_ms: int | None):
+    """``finding`` / ``rebalance`` rows that the end of the log at ``end_time_ms`` would add, per group, from
+    each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records))."""
+    latest = replay_incremental.latest_per_group(rows, "audit_state").select("group_id", "payload")
+    settings = rule_settings(config)
+
+    def run(batches):
+        for pdf in batches:
+            out = []
+            for group_id, payload in zip(pdf["group_id"], pdf["payload"]):
+                audit = GroupAudit.from_bytes(base64.b64decode(payload), config, settings=settings)
+                findings, rebalances = audit.provisional(end_time_ms)
+                out += [("finding", group_id, json.dumps(f.to_dict())) for f in findings]
+                out += [("rebalance", group_id, json.dumps(r)) for r in rebalances]
+            yield pd.DataFrame(out, columns=["kind", "group_id", "payload"])
+
+    return latest.mapInPandas(run, _ROWS_DDL)
+
+
+def _findings(rows):
+    from pyspark.sql import functions as F
+
+    return (rows.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
+            .select("f.*").withColumn("time", F.timestamp_millis(F.col("time"))))
+
+
+def _rebalances(rows):
+    from pyspark.sql import functions as F
+
+    return (rows.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
+            .select("r.*").select(*REBALANCE_COLUMNS))
+
+
+# -- the assignor re-runs ----------------------------------------------------------------------------------
+
+def assignor_audit(spark, config: dict, checkpoint: str, fold_range: list[int], all_fold: list[int], offsets):
+    """``assignor_audit`` rows of the target assignments written in ``fold_range``, None when the assignor
+    audit is off.
+
+    A re-run's current-assignment order is chained from the group's earlier re-runs (``assignors.rerun``), so a
+    group with a new target is re-run over its recorded targets (kept in the checkpoint) and only the new
+    targets' rows are kept: exactly the batch rows, at the cost of the touched groups' target history."""
+    from offsets_audit.assignors import spark as assignor_spark
+    from offsets_audit.replay.spark import TARGET_ASSIGNMENTS_DDL
+
+    if not config["assignors"]["audit"]:
+        return None
+    topic_metadata = None
+    if config["topic_metadata"]["source"] == "file":
+        from offsets_audit.assignors.topic_metadata import read_topic_metadata
+        topic_metadata = read_topic_metadata(spark, config["topic_metadata"]["path"])
+    what_if = list(config["assignors"]["what_if"])
+    if config["assignors"]["custom"]:
+        from offsets_audit.assignors.plugin import load_assignor
+
+        load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
+        what_if.append(config["assignors"]["custom"])
+    new = replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, fold_range), "target",
+                                    TARGET_ASSIGNMENTS_DDL).drop("batch")
+    history = (replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, all_fold), "target",
+                                         TARGET_ASSIGNMENTS_DDL).drop("batch")
+               .join(new.select("group_id").distinct(), "group_id", "left_semi"))
+    audited = assignor_spark.audit(history, topic_metadata, what_if=what_if, offsets=offsets)
+    return audited.join(new.select("group_id", "partition", "offset"), ["group_id", "partition", "offset"],
+                        "left_semi")
+
+
+def assignor_mismatches(audited, config: dict):
+    """``assignor_mismatch`` finding rows (``FINDING_ROW_DDL``) of ``assignor_audit`` rows that did not match."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.rules.assignor import assignor_findings
+
+    settings = rule_settings(config)
+    if audited is None or not settings["assignor_mismatch"]["enabled"]:
+        return None
+
+    def plain(value):
+        if isinstance(value, (list, dict, str)) or value is None:
+            return value
+        if pd.isna(value):
+            return None
+        return value.item() if hasattr(value, "item") else value
+
+    def run(batches):
+        for pdf in batches:
+            rows = [{k: plain(v) for k, v in r.items()} for r in pdf.to_dict("records")]
+            yield pd.DataFrame([f.to_dict() for f in assignor_findings(rows, settings)],
+                               columns=[c.split()[0] for c in FINDING_ROW_DDL.split(", ")])
+
+    return audited.filter(F.col("match") == F.lit(False)).mapInPandas(run, FINDING_ROW_DDL)
+
+
+# -- which micro-batches a run covers ------------------------------------------------------------------------
+
+def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
+    """The published runs before this one, and where this run starts (first fold / records batch, clock)."""
+    runs = replay_incremental.read_json(replay_incremental.local_folder(checkpoint) / RUNS_FILE, [])
+    if runs and runs[-1]["run_id"] == run_id:
+        runs = runs[:-1]  # a rerun of the last run: it covers that run's batches again and replaces its tables
+    elif any(r["run_id"] == run_id for r in runs):
+        raise UserError(f"run id {run_id} was published before run {runs[-1]['run_id']} of checkpoint {checkpoint}",
+                        fix="pass a new --run-id (only the last incremental run can be rerun)")
+    last = runs[-1] if runs else None
+    start = {"fold": last["fold"][1] + 1 if last else 0, "records": last["records"][1] + 1 if last else 0,
+             "clock": last.get("clock") if last else None}
+    return runs, start
+
+
+# -- the run ---------------------------------------------------------------------------------------------------
+
+def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
+    """Replay and audit what is new since the last run; write this run's tables; return its summary."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit import sinks, tables
+    from offsets_audit.audit.gaps import mark_data_gaps
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.group_configs import with_group_configs
+    from offsets_audit.sources.options import source_config
+
+    config = with_group_configs(config)
+    out = config["output"]
+    run_id = config["run_id"]
+    sinks.check_output_path(out["path"])
+    replay_incremental.check_locations(config, checkpoint)
+    root = replay_incremental.local_folder(checkpoint)
+    root.mkdir(parents=True, exist_ok=True)
+    runs, start = _published(checkpoint, run_id)
+    spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
+    timings: dict[str, float] = {}
+
+    def stage(name, work):
+        began = time.perf_counter()
+        if progress:
+            print(f"[offsets-audit] {name} ...", file=sys.stderr, flush=True)
+        result = work()
+        timings[name] = round(time.perf_counter() - began, 3)
+        return result
+
+    source = source_config(config)
+    ran_fold = stage("fold+audit", lambda: replay_incremental.run_fold_query(
+        spark, codec_spark.decode(replay_incremental.read_stream(spark, source)), checkpoint,
+        GroupAuditStep(config)))
+    ran_records = stage("offsets", lambda: replay_incremental.run_records_query(
+        spark, codec_spark.decode(replay_incremental.read_stream(spark, source)), checkpoint))
+
+    all_fold = replay_incremental.fold_batches(checkpoint)
+    all_records = replay_incremental.counted_batches(checkpoint)
+    fold_range = [b for b in all_fold if b >= start["fold"]]
+    record_range = [b for b in all_records if b >= start["records"]]
+    counts = replay_incremental.record_counts(checkpoint, record_range)
+    clock = counts.pop("clock")
+    if start["clock"] is not None:
+        clock = start["clock"] if clock is None else max(clock, start["clock"])
+
+    def tables_of_run():
+        frames = replay_incremental.replay_tables(spark, checkpoint, fold_range, all_fold, record_range)
+        new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
+        every_row = replay_incremental.fold_rows(spark, checkpoint, all_fold)
+        tail = provisional_rows(every_row, config, clock).persist()
+        quarantined_so_far = (replay_incremental.quarantine_rows(
+            spark, checkpoint, [b for b in all_records if b <= max(record_range, default=-1)])
+            or tables.empty(spark, "quarantine"))
+        audited = assignor_audit(spark, config, checkpoint, fold_range, all_fold, frames["offsets"])
+        findings = _findings(new_rows)
+        mismatches = assignor_mismatches(audited, config)
+        if mismatches is not None:
+            findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
+        findings = mark_data_gaps(findings, quarantined_so_far, config)
+        provisional = mark_data_gaps(_findings(tail), quarantined_so_far, config)
+        rebalances = _rebalances(new_rows)
+        open_rebalances = _rebalances(tail)
+        of_run = rebalances.unionByName(open_rebalances)
+        days = of_run.select("day").distinct()
+        cumulative = _rebalances(every_row).unionByName(open_rebalances).join(days, "day", "left_semi")
+        frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
+                      provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
+                      rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
+                      assignor_audit=audited)
+        frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
+        for df in frames.values():
+            if df is not None:
+                df.count()  # a stage boundary: the audit stage's time is the work it did
+        return frames, tail
+
+    frames, tail = stage("audit", tables_of_run)
+    paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
+                                                   timings=timings))
+    summary: dict = {
+        "run_id": run_id, "mode": "incremental", "checkpoint": checkpoint,
+        "batches": {"fold": ran_fold, "records": ran_records,
+                    "covered": {"fold": fold_range, "records": record_range}},
+        "records": counts, "clock": clock, "timings_s": timings, "tables": paths,
+        "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
+                   "offset_rules": "skipped: not evaluated incrementally yet (" + ", ".join(SKIPPED_RULES) + ")",
+                   "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off"},
+    }
+    if frames.get("group_state") is not None:
+        summary["groups"] = {r["group_type"] or "?": r["n"] for r in
+                             frames["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
+    for name, key in (("findings", "findings"), ("provisional_findings", "provisional_findings")):
+        summary[key] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
+                        frames[name].groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
+    summary["latency"] = [r.asDict() for r in frames["latency_summary"].filter("level = 'group_type'")
+                          .orderBy("group_type").collect()]
+    if out.get("html_report"):
+        from offsets_audit.sinks.report import write_report
+        summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+    for df in [tail, *frames.values()]:
+        if df is not None:
+            df.unpersist()
+    summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
+                                                    json.dumps(summary, indent=2, default=str))
+    runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
+                 "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock})
+    replay_incremental.write_json(root / RUNS_FILE, runs)
+    return summary
+
+
+def read_runs(spark, output: str, fmt: str = "parquet") -> dict:
+    """Every published run's tables under ``output`` as one DataFrame per table (``run_id`` column kept), for
+    readers that want the history: the union of ``findings`` over runs plus the last run's
+    ``provisional_findings`` is what one batch run over the whole log reports."""
+    from offsets_audit import sinks
+
+    out: dict = {}
+    for manifest in sinks.complete_runs(spark, output):
+        for table in manifest.get("tables") or {}:
+            df = sinks.read_table(spark, output, table, manifest["run_id"], fmt)
+            if df is None:
+                continue
+            from pyspark.sql import functions as F
+
+            df = df.withColumn("run_id", F.lit(manifest["run_id"]))
+            out[table] = df if table not in out else out[table].unionByName(df, allowMissingColumns=True)
+    return out
+
+
+def print_summary(summary: dict, file=None) -> None:
+    """The run's summary lines; a stage that did not run says "skipped", never a count."""
+    file = file or sys.stdout
+    r = summary["records"]
+    covered = summary["batches"]["covered"]
+    print(f"run {summary['run_id']} (incremental, {len(covered['records'])} new micro-batch(es)): read "
+          f"{r['read']:,} records = {r['decoded']:,} decoded + {r['quarantined']:,} quarantined; "
+          f"{r.get('records_lost', 0):,} records lost in {r.get('unreadable', 0):,} unreadable stretches", file=file)
+    if summary.get("groups"):
+        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
+    if r["by_error_code"]:
+        print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
+    findings = summary.get("findings") or {}
+    print(f"findings (completed by this run's records): {sum(findings.values())}", file=file)
+    for rule, n in findings.items():
+        print(f"  {rule}: {n}", file=file)
+    provisional = summary.get("provisional_findings") or {}
+    print(f"provisional findings (open at the end of the log; the next run replaces them): "
+          f"{sum(provisional.values())}", file=file)
+    for rule, n in provisional.items():
+        print(f"  {rule}: {n}", file=file)
+    for stage, state in summary["stages"].items():
+        if state.startswith("skipped"):
+            print(f"{stage}: {state}", file=file)
+    for row in summary.get("latency") or []:
+        def quartet(prefix):
+            return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
+                            for q in ("p50", "p95", "p99", "max"))
+        print(f"  latency {row.get('group_type') or '?':<10} rebalances {row.get('rebalances', 0)}: to-assignment "
+              f"{quartet('time_to_assignment_ms')}, convergence {quartet('convergence_ms')} ms", file=file)
+    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k),
+          file=file)
+    if summary.get("report"):
+        print(f"report: {summary['report']}", file=file)
