@@ -52,7 +52,7 @@ def main() -> None:
         print(f"incremental, nothing new: {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
         tables = replay(split(decode(read(spark, {"kind": "segments", "path": str(root / "sim" / "segments")})))[0])
-        counts = {name: df.agg(F.count("*")).first()[0] for name, df in tables.items()}
+        counts = {name: df.agg(F.count("*")).first()[0] for name, df in tables.as_dict().items()}
         print(f"batch replay (counting every table): {time.perf_counter() - started:.1f} s {counts}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
