@@ -1,17 +1,25 @@
-"""End-to-end audit timing on local[2]: decode -> replay -> assignor audit -> findings, share per stage.
+"""End-to-end audit throughput on local[2]: the job users run (``job.run_job``), at several input sizes.
 
-Simulates a history (default 300 groups over 3 hours on 50 partitions, every fault kind injected), then
-runs the job's stages one after the other on a local[2] SparkSession, materializing each stage's
-outputs (persist + noop write) so every stage is timed on its own, then writes the tables as Parquet.
-Prints records/s end to end, the decode-only rate of the same input and their ratio, and the driver's
-peak RSS (Python and JVM). Also times the pure audit core (``audit_events`` over the pure replay's
-events) for events/s without Spark (``--skip-pure`` for large sizes).
+For each size (``--sizes``, records; default 0.5 M and 5 M) the simulator writes a history of ``--groups``
+groups on 50 partitions with every fault kind injected, as many hours as the size needs (about 6,300 records
+per group-hour). Then, on one local[2] SparkSession:
 
-    .venv/bin/python bench/audit.py [--groups 300] [--hours 3] [--workers 2] [--keep DIR]
+* ``run_job`` reads the segments, decodes, replays, re-runs the assignors, audits and writes every table as
+  Parquet; its own stage timings materialise each stage's outputs at the stage's end (persist + count), so
+  every stage is the work it really did;
+* decode only: the same input read and decoded, nothing else (a noop write);
+* the ratio end to end / decode-only (``decode-only s / end-to-end s``), the driver's peak RSS (Python and
+  JVM, ``VmHWM``), and between consecutive sizes the time ratio against the records ratio (linear cost:
+  10x the records within 11x the time).
+
+    .venv/bin/python bench/audit.py [--sizes 500000,5000000] [--groups 100] [--keep DIR]
+
+Figures depend on the machine and its load: compare ratios measured in one run.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import sys
@@ -22,6 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+#: Records per group and simulated hour of the default mix (627,016 records for 100 groups x 1 h).
+RECORDS_PER_GROUP_HOUR = 6_270
+
 
 def _peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -30,126 +41,93 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def materialize(df) -> None:
-    df.write.format("noop").mode("overwrite").save()
+def _size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: int) -> dict:
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.config import load_config
+    from offsets_audit.job import run_job
+    from offsets_audit.simulate import FAULT_KINDS, simulate
+    from offsets_audit.sources import read
+
+    hours = max(0.05, target / (RECORDS_PER_GROUP_HOUR * groups))
+    start = time.perf_counter()
+    info = simulate(root, groups=groups, hours=hours, seed=seed, partitions=50, faults=list(FAULT_KINDS),
+                    formats=("segments",), workers=workers)
+    records = info["records"]
+    print(f"\n== {records:,} records ({groups} groups, {hours:.2f} h), simulated in "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
+
+    # Group configs are not records: the simulator reports the per-group assignment intervals it used.
+    config = load_config(overrides={
+        "source": {"kind": "segments", "path": str(root / "segments")},
+        "output": {"path": str(root / "tables"), "format": "parquet", "html_report": False},
+        "run_id": "bench",
+        "broker": {"group_overrides": info.get("group_overrides") or {}},
+    })
+    start = time.perf_counter()
+    summary = run_job(spark, config, progress=False)
+    wall = time.perf_counter() - start
+    stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
+    staged = sum(stages.values())
+    print(f"end to end: {wall:.1f} s wall = {records / wall:,.0f} records/s "
+          f"(stages {staged:.1f} s; summary and manifest {wall - staged:.1f} s)")
+    for name, seconds in stages.items():
+        print(f"  {name:<16} {seconds:7.1f} s  {100 * seconds / wall:5.1f} %")
+
+    start = time.perf_counter()
+    codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")})) \
+        .write.format("noop").mode("overwrite").save()
+    decode_only = time.perf_counter() - start
+    print(f"decode only: {decode_only:.1f} s = {records / decode_only:,.0f} records/s; "
+          f"end to end / decode-only = {decode_only / wall:.3f}")
+    python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    jvm_mb = _peak_rss_mb(spark._jvm.java.lang.ProcessHandle.current().pid())
+    print(f"peak driver RSS so far: python {python_mb:,.0f} MB, JVM {jvm_mb:,.0f} MB")
+    print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()))
+    return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "decode_only_s": round(decode_only, 2),
+            "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", type=int, default=300)
-    parser.add_argument("--hours", type=float, default=3.0)
+    parser.add_argument("--sizes", default="500000,5000000", help="records per run, comma-separated (0.5M, 5M ok)")
+    parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--hours", type=float, help="one run of this many simulated hours instead of --sizes")
+    parser.add_argument("--skip-pure", action="store_true", help="accepted for old command lines (no pure-core "
+                        "figure here any more: bench/replay.py measures the pure replay)")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--keep", help="simulate into this folder and keep it")
-    parser.add_argument("--skip-pure", action="store_true", help="skip the pure-core figure (large sizes)")
+    parser.add_argument("--workers", type=int, default=2, help="simulator processes")
+    parser.add_argument("--keep", help="simulate and write into this folder and keep it")
+    parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
-    from offsets_audit.audit import audit_events
-    from offsets_audit.audit import spark as audit_spark
-    from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.config import load_config
-    from offsets_audit.replay import replay_records
-    from offsets_audit.replay import spark as replay_spark
-    from offsets_audit.simulate import FAULT_KINDS, simulate
-    from offsets_audit.sources import read
-    from offsets_audit.sources.segments import list_segments, read_segment
     from offsets_audit.spark_session import get_spark
 
-    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    t = time.perf_counter()
-    info = simulate(root, groups=args.groups, hours=args.hours, seed=args.seed, partitions=50,
-                    faults=list(FAULT_KINDS), formats=("segments",), workers=args.workers)
-    print(f"simulated {info['records']:,} records in {info['batches']:,} batches, {args.groups} groups, "
-          f"{args.hours} h: {time.perf_counter() - t:.1f} s")
-
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-audit-"))
     spark = get_spark("bench-audit", master="local[2]",
                       extra_conf={"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
-    # Group configs are not records: the simulator reports the per-group assignment intervals it used.
-    config = load_config(overrides={"broker": {"group_overrides": info.get("group_overrides") or {}}})
-    timings: dict[str, float] = {}
-
-    def stage(name, fn):
-        start = time.perf_counter()
-        result = fn()
-        timings[name] = time.perf_counter() - start
-        print(f"  {name:<16} {timings[name]:7.1f} s", flush=True)
-        return result
-
-    def decode():
-        decoded_all = codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")})).persist()
-        materialize(decoded_all)
-        return codec_spark.split(decoded_all)[0]
-
-    decoded = stage("read+decode", decode)
-
-    def replay():
-        tables = replay_spark.replay(decoded)
-        for name in ("offset_commits", "group_state", "members", "group_events", "target_assignments", "offsets"):
-            tables[name] = tables[name].persist()
-            materialize(tables[name])
-        return tables
-
-    tables = stage("replay", replay)
-
-    def assignor_audit():
-        from offsets_audit.assignors import spark as assignor_spark
-
-        df = assignor_spark.audit(tables["target_assignments"], None, offsets=tables.get("offsets")).persist()
-        materialize(df)
-        return df
-
-    tables["assignor_audit"] = stage("assignor-audit", assignor_audit)
-
-    def audit():
-        out = audit_spark.audit(tables, config)
-        for name in out:
-            out[name] = out[name].persist()
-            materialize(out[name])
-        return out
-
-    out = stage("audit", audit)
-
-    def write():
-        target = root / "tables"
-        for name, df in [*tables.items(), *out.items()]:
-            if name != "offset_commits" and df is not None:
-                df.write.mode("overwrite").parquet(str(target / name))
-
-    stage("write", write)
-    total = sum(timings.values())
-    records = info["records"]
-    print(f"total {total:.1f} s for {records:,} records = {records / total:,.0f} records/s end to end")
-    for name, seconds in timings.items():
-        print(f"  {name:<16} {100 * seconds / total:5.1f} %")
-
-    def decode_only():
-        df = codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")}))
-        materialize(df)
-
-    stage("decode-only", decode_only)
-    print(f"decode only {records / timings['decode-only']:,.0f} records/s; end to end / decode-only = "
-          f"{timings['decode-only'] / total:.3f}")
-    jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()
-    print(f"peak driver RSS: python {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB, "
-          f"JVM {_peak_rss_mb(jvm_pid):,.0f} MB")
-    counts = {r["rule"]: r["n"] for r in out["findings"].groupBy("rule").count().withColumnRenamed("count", "n").collect()}
-    print("findings:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-
-    if args.skip_pure:
+    results = []
+    try:
+        sizes = ([round(args.hours * args.groups * RECORDS_PER_GROUP_HOUR)] if args.hours
+                 else [_size(s) for s in args.sizes.split(",")])
+        for target in sizes:
+            results.append(run_size(spark, base / str(target), target, args.groups, args.seed, args.workers))
+    finally:
         spark.stop()
         if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-        return
-    recs = [r for path, part in list_segments(root / "segments") for r in read_segment(path, part)]
-    events = replay_records(recs).events
-    start = time.perf_counter()
-    findings, rebalances = audit_events(events, config)
-    seconds = time.perf_counter() - start
-    print(f"pure audit core: {len(events):,} events in {seconds:.2f} s = {len(events) / seconds:,.0f} events/s "
-          f"({len(findings)} findings, {len(rebalances)} rebalances)")
-    spark.stop()
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(base, ignore_errors=True)
+    for small, large in zip(results, results[1:]):
+        records_ratio = large["records"] / small["records"]
+        time_ratio = large["wall_s"] / small["wall_s"]
+        print(f"{records_ratio:.1f}x the records ({small['records']:,} -> {large['records']:,}) cost "
+              f"{time_ratio:.1f}x the time (linear: {time_ratio / records_ratio:.2f} of proportional)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def audited(spark, tmp_path_factory):
     root.mkdir()
     shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
     decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
-    out = audit_spark.audit(replay_spark.replay(decoded), load_config(), decoded=decoded)
+    out = audit_spark.audit(replay_spark.replay(decoded), None, load_config(), decoded=decoded)
     return {name: [r.asDict(recursive=True) for r in out[name].collect()] for name in ("rebalances", "rebalance_causes",
                                                                               "latency_summary")}
 

@@ -27,8 +27,8 @@ def audited(spark, tmp_path_factory):
     tables = replay_spark.replay(decoded)
     config = load_config()
     config["broker"]["group_overrides"] = {"batch-override-0": {"assignment_interval_ms": 0}}
-    out = audit_spark.audit(tables, config, decoded=decoded)
-    return {k: v.toPandas() for k, v in out.items()}
+    out = audit_spark.audit(tables, None, config, decoded=decoded)
+    return {k: v.toPandas() for k, v in out.as_dict().items()}
 
 
 def test_findings_table_layout_and_content(audited):

@@ -196,8 +196,8 @@ def test_spark_audit_reads_the_snapshot_on_the_executors(spark, tmp_path):
         {"complete": True, "broker": {}, "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
                                                      "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}),
         tmp_path / "gc.parquet")
-    with_snapshot = audit_spark.audit(tables, with_group_configs(cfg(group_configs=str(snapshot))), decoded=decoded)
-    without = audit_spark.audit(tables, with_group_configs(cfg()), decoded=decoded)
+    with_snapshot = audit_spark.audit(tables, None, with_group_configs(cfg(group_configs=str(snapshot))), decoded=decoded)
+    without = audit_spark.audit(tables, None, with_group_configs(cfg()), decoded=decoded)
     rules = lambda out: sorted({(r.rule, r.severity, r.group_id) for r in out["findings"].collect()  # noqa: E731
                                 if r.rule != "offset_committed_backwards"})
     assert rules(with_snapshot) == []

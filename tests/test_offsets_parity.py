@@ -107,7 +107,7 @@ def _both(spark, records, config):
     findings, _ = audit_events(pure.events, config, end_time_ms=end)
     decoded, _ = split(decode(_source_df(spark, records)))
     tables = replay_spark.replay(decoded)
-    audited = audit_spark.audit(tables, config)
+    audited = audit_spark.audit(tables, None, config)
     got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
     got["findings"] = audited["findings"].collect()
     return pure, findings, got

@@ -43,7 +43,7 @@ def replayed(spark):
             records.append(r)
     records.sort(key=lambda r: (r["partition"], r["offset"]))
     tables = replay(decode(_source_df(spark, records)))
-    return replay_records(records), {k: v.collect() for k, v in tables.items()}
+    return replay_records(records), {k: v.collect() for k, v in tables.as_dict().items()}
 
 
 def test_spark_group_state_equals_pure_replay(replayed):

@@ -15,7 +15,7 @@ def _replay_rows(spark, records):
     from offsets_audit.replay.spark import replay
 
     tables = replay(decode(_source_df(spark, records)))
-    return {name: sorted(map(str, df.collect())) for name, df in tables.items() if name != "offsets"}
+    return {name: sorted(map(str, df.collect())) for name, df in tables.as_dict().items() if name != "offsets"}
 
 
 def test_groups_folded_in_many_small_batches_equal_one_batch_per_group(spark):

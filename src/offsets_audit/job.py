@@ -62,6 +62,7 @@ def overrides_from_args(args) -> dict:
 def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     """Run the whole audit once (batch) and return the summary dict (also written as summary.json)."""
     from offsets_audit import sinks
+    from offsets_audit.audit import spark as audit_spark
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.sources import read
@@ -94,38 +95,31 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         decoded, quarantined = codec_spark.split(decoded_all)
         counts = _counts(decoded_all)
 
-    tables: dict = {}
-    # Spark is lazy: each stage persists and counts what it produced, so its time is the work it really did
-    # (and the write stage only writes).
+    # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
+    # work it really did, and the write stage only writes.
     with stage("replay"):
-        tables.update(replay_spark.replay(decoded))
-        # The resolved commit log is read by the offsets table and the audit's offset rules; not an output table.
-        commit_log = _materialized(tables.pop("offset_commits"))
-        for name in ("offsets", "group_state", "members", "group_events", "target_assignments"):
-            tables[name] = _materialized(tables[name])
+        replayed = replay_spark.replay(decoded).map(_materialized)
 
     with stage("assignor-audit"):
-        assignor_audit = _assignor_audit(spark, config, tables)
-        tables["assignor_audit"] = None if assignor_audit is None else _materialized(assignor_audit)
+        assignor_audit = _assignor_audit(spark, config, replayed)
+        if assignor_audit is not None:
+            assignor_audit = _materialized(assignor_audit)
 
     with stage("audit"):
-        from offsets_audit.audit import spark as audit_spark
-        audited = audit_spark.audit(dict(tables, offset_commits=commit_log), config)
-        from offsets_audit.audit.gaps import mark_data_gaps
-        audited["findings"] = mark_data_gaps(audited["findings"], quarantined, config)
-        tables.update({name: _materialized(df) for name, df in audited.items()})
+        audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined).map(_materialized)
 
     with stage("write"):
         # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
-        frames = {**tables, "quarantine": quarantined, **({"decoded": decoded} if out.get("write_decoded") else {})}
-        paths = sinks.write_run(spark, out["path"], run_id, out["format"], frames, timings=timings)
+        tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
+                  "quarantine": quarantined, **({"decoded": decoded} if out.get("write_decoded") else {})}
+        paths = sinks.write_run(spark, out["path"], run_id, out["format"], tables, timings=timings)
 
     summary = _summary(config, counts, tables, timings, paths)
     summary["input"] = input_report
     if out.get("html_report"):
         from offsets_audit.sinks.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    for df in [decoded_all, commit_log, *tables.values()]:
+    for df in [decoded_all, *replayed.as_dict().values(), assignor_audit, *audited.as_dict().values()]:
         if df is not None:
             df.unpersist()
     _write_summary(spark, out["path"], run_id, summary)
@@ -139,8 +133,9 @@ def _materialized(df):
     return df
 
 
-def _assignor_audit(spark, config: dict, tables: dict):
-    if not config["assignors"]["audit"] or "target_assignments" not in tables:
+def _assignor_audit(spark, config: dict, replayed):
+    """The assignor re-runs over the replay's target assignments (``None`` when the config turns them off)."""
+    if not config["assignors"]["audit"]:
         return None
     from offsets_audit.assignors import spark as assignor_spark
 
@@ -157,8 +152,8 @@ def _assignor_audit(spark, config: dict, tables: dict):
 
         load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
         what_if.append(config["assignors"]["custom"])
-    return assignor_spark.audit(tables["target_assignments"], topic_metadata,
-                                what_if=what_if, offsets=tables.get("offsets"))
+    return assignor_spark.audit(replayed.target_assignments, topic_metadata,
+                                what_if=what_if, offsets=replayed.offsets)
 
 
 def _counts(decoded_all) -> dict:

@@ -17,13 +17,9 @@ from __future__ import annotations
 from functools import cache
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_DDL
-from offsets_audit.audit.gaps import GAP_COLUMNS_DDL
-from offsets_audit.audit.latency import LATENCY_METRICS, PERCENTILES
-from offsets_audit.audit.spark import FINDINGS_DDL, REBALANCE_CAUSES_DDL, REBALANCES_DDL
+from offsets_audit.audit.spark import AuditTables
 from offsets_audit.codec.spark import DECODED_COLUMNS
-from offsets_audit.replay.spark import (
-    EVENTS_DDL, GROUP_STATE_DDL, MEMBERS_DDL, OFFSETS_STATE_DDL, TARGET_ASSIGNMENTS_DDL,
-)
+from offsets_audit.replay.spark import ReplayTables
 
 RUN_ID_COLUMN = "run_id"
 
@@ -46,24 +42,6 @@ def _ddl(fields) -> str:
     return ", ".join(f"{name} {type_}" for name, type_ in fields)
 
 
-def _offsets_ddl() -> str:
-    """``replay.spark.offsets_table`` of the offsets snapshot: ``topic_partition`` is named ``partition``
-    and the snapshot's bookkeeping column ``effective_at`` is dropped."""
-    renamed = {"topic_partition": "partition"}
-    return _ddl((renamed.get(name, name), type_) for name, type_ in _fields(OFFSETS_STATE_DDL)
-                if name != "effective_at")
-
-
-def _latency_summary_ddl() -> str:
-    """``audit.spark.latency_summary``: one row per level (group_day, group_type_day, group_type)."""
-    fields = [("level", "string"), ("group_type", "string"), ("group_id", "string"), ("day", "string"),
-              ("rebalances", "bigint"), ("complete", "bigint"),
-              ("causes", "array<struct<cause:string,rebalances:bigint>>")]
-    fields += [(f"{metric}_{q}", "double") for metric in LATENCY_METRICS
-               for q in [name for name, _ in PERCENTILES] + ["max"]]
-    return _ddl(fields)
-
-
 def _records_ddl() -> str:
     """``decoded`` and ``quarantine``: the sources' row (``sources.schema.SOURCE_SCHEMA``) plus the codec's
     decoded columns (``codec.spark.DECODED_COLUMNS``)."""
@@ -74,18 +52,13 @@ def _records_ddl() -> str:
     return _ddl(fields)
 
 
-#: table name -> DDL of its rows, in the order the job writes them.
+#: table name -> DDL of its rows, in the order the job writes them: the stage contracts' written fields
+#: (``replay.spark.ReplayTables``, ``audit.spark.AuditTables``, each DDL beside its field), the assignor
+#: audit's rows, and the input-shaped tables.
 TABLES: dict[str, str] = {
-    "group_state": GROUP_STATE_DDL,
-    "members": MEMBERS_DDL,
-    "group_events": EVENTS_DDL,
-    "target_assignments": TARGET_ASSIGNMENTS_DDL,
-    "offsets": _offsets_ddl(),
+    **ReplayTables.ddls(),
     "assignor_audit": ASSIGNOR_AUDIT_DDL,
-    "findings": FINDINGS_DDL + ", " + GAP_COLUMNS_DDL,   # + audit.gaps.mark_data_gaps's columns
-    "rebalances": REBALANCES_DDL,
-    "latency_summary": _latency_summary_ddl(),
-    "rebalance_causes": REBALANCE_CAUSES_DDL,
+    **AuditTables.ddls(),
     "quarantine": _records_ddl(),
     "decoded": _records_ddl(),
 }

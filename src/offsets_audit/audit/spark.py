@@ -1,4 +1,4 @@
-"""Spark edge of the audit: ``audit(tables, config, decoded=None) -> {findings, rebalances, latency_summary}``.
+"""Spark edge of the audit: ``audit(replay_tables, assignor_audit, config) -> AuditTables``.
 
 The replay's ``group_events`` go through the pure ``audit_group`` once per group with
 ``groupBy("group_id").applyInPandas``, which also emits each group's timeline (context and ownership
@@ -10,10 +10,15 @@ become ``assignor_mismatch`` findings with ``mapInPandas``.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from offsets_audit.replay.spark import ReplayTables, StageTables, table
+
 from .engine import GroupTimeline, audit_group
+from .gaps import GAP_COLUMNS_DDL
 from .model import FINDING_ROW_DDL
 from .offsets_spark import TIMELINE_DDL, commit_events, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
@@ -33,6 +38,34 @@ REBALANCES_DDL = (
 )
 REBALANCE_CAUSES_DDL = ("level string, group_type string, group_id string, day string, cause string, "
                         "client_id string, client_host string, rebalances bigint, groups bigint")
+
+
+def _latency_summary_ddl() -> str:
+    """``latency_summary``: one row per level (group_day, group_type_day, group_type)."""
+    fields = ["level string", "group_type string", "group_id string", "day string", "rebalances bigint",
+              "complete bigint", "causes array<struct<cause:string,rebalances:bigint>>"]
+    fields += [f"{metric}_{q} double" for metric in LATENCY_METRICS
+               for q in [name for name, _ in PERCENTILES] + ["max"]]
+    return ", ".join(fields)
+
+
+LATENCY_SUMMARY_DDL = _latency_summary_ddl()
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class AuditTables(StageTables):
+    """What the audit hands to the sinks. ``findings`` as written carries ``audit.gaps``' columns
+    (``audit(..., quarantined=...)`` adds them)."""
+
+    findings: DataFrame = table(FINDINGS_DDL + ", " + GAP_COLUMNS_DDL)
+    rebalances: DataFrame = table(REBALANCES_DDL)
+    latency_summary: DataFrame = table(LATENCY_SUMMARY_DDL)
+    rebalance_causes: DataFrame = table(REBALANCE_CAUSES_DDL)
+
+
 _OUTPUT_DDL = "group_id string, kind string, payload string, " + TIMELINE_DDL
 EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "event", "member_id", "details")
 
@@ -131,16 +164,30 @@ def _plain(v):
     return v
 
 
-def audit(tables: dict, config: dict, decoded=None) -> dict:
-    """Findings, rebalances and latency summary from the replay tables.
+def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict | None = None, *,
+          quarantined=None, decoded=None) -> AuditTables:
+    """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
+    audit's rows (``None`` when the assignor audit is off).
 
     Group events go through the pure per-group walk (``applyInPandas``); the offset rules run as Spark SQL
-    over the replay's resolved commit log (``tables["offset_commits"]``, or resolved here from ``decoded``)."""
+    over the replay's resolved commit log (``replay_tables.offset_commits``, or resolved here from
+    ``decoded`` when the replay mode left it out); with ``quarantined`` (the codec's quarantine rows) the
+    findings carry the data-gap columns (``audit.gaps``) as the ``findings`` table is written."""
     from pyspark.sql import functions as F
 
+    if isinstance(assignor_audit, dict) and config is None:
+        # The form before the stage contracts, audit(tables, config): the assignor audit was a table of the dict.
+        import warnings
+
+        warnings.warn("audit(tables, config) is deprecated; call audit(replay_tables, assignor_audit, config)",
+                      DeprecationWarning, stacklevel=2)
+        config, assignor_audit = assignor_audit, replay_tables.get("assignor_audit")
+    config = config if config is not None else {}
     settings = rule_settings(config)  # a config mistake fails here, on the driver, with the key it names
-    events = tables["group_events"].select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
-    commit_log = tables.get("offset_commits")
+    tables = replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
+        **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
+    events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
+    commit_log = tables.offset_commits
     if commit_log is None and decoded is not None:
         from offsets_audit.replay.commit_log import resolve_commits
 
@@ -160,15 +207,19 @@ def audit(tables: dict, config: dict, decoded=None) -> dict:
         offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms)
         if offsets is not None:
             findings = findings.unionByName(offsets)
-    mismatches = _assignor_mismatches(tables.get("assignor_audit"), config)
+    mismatches = _assignor_mismatches(assignor_audit, config)
     if mismatches is not None:
         findings = findings.unionByName(mismatches)
     findings = findings.withColumn("time", F.timestamp_millis(F.col("time")))
+    if quarantined is not None:
+        from .gaps import mark_data_gaps
+
+        findings = mark_data_gaps(findings, quarantined, config)
     rebalances = (out.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
-    return {"findings": findings, "rebalances": rebalances, "latency_summary": latency_summary(rebalances),
-            "rebalance_causes": rebalance_causes(rebalances)}
+    return AuditTables(findings=findings, rebalances=rebalances, latency_summary=latency_summary(rebalances),
+                       rebalance_causes=rebalance_causes(rebalances))
 
 
 def rebalance_causes(rebalances):

@@ -132,8 +132,12 @@ def resolve_commits(decoded, previous=None):
     rows = rows.withColumn("_txn", is_txn).withColumn(
         "_pos", F.when(F.col("_carried_at").isNotNull(), F.col("_carried_at"))
         .when(F.col("_txn"), F.col("marker_offset")).otherwise(F.col("record_offset")))
-    order = [F.col("record_partition"), F.col("_pos").asc_nulls_last(),
-             F.when(F.col("_pos").isNull(), F.col("producer_id")), F.col("record_offset")]
+    # The order is plain columns (the tie-break computed once): every window below then shares one sort, and
+    # Spark collapses the independent ones into one Window operator, where an expression in the order would be
+    # re-aliased per window and re-sorted each time (seven sorts of the whole commit log).
+    rows = rows.withColumn("_pending_producer", F.when(F.col("_pos").isNull(), F.col("producer_id")))
+    order = [F.col("record_partition"), F.col("_pos").asc_nulls_last(), F.col("_pending_producer"),
+             F.col("record_offset")]
     key = Window.partitionBy(*_KEY).orderBy(*order)
     upto = key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     before = key.rowsBetween(Window.unboundedPreceding, -1)

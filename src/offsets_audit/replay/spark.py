@@ -1,7 +1,8 @@
-"""Batch Spark edge of the replay: ``replay(decoded_df) -> dict[str, DataFrame]``.
+"""Batch Spark edge of the replay: ``replay(decoded_df) -> ReplayTables``.
 
-* Group records (types 2-23) go through ``GroupFold`` with ``groupBy("group_id").applyInPandas``: one
-  group's records sorted by (partition, offset), applied in chunks. Offset commits only matter to the
+* Group records (types 2-23) go through ``GroupFold`` with ``groupBy("group_id").applyInArrow``: one
+  group's records sorted by (partition, offset), applied in chunks; events, targets, states and members
+  come back as typed Arrow structs (``FOLD_OUTPUT_DDL``), never as JSON text to parse again. Offset commits only matter to the
   fold when they (re)create a simple classic group, so each group receives just the first commit after
   each of its group records.
 * Offsets (the bulk) stay Spark-native (``OffsetMetadataManager`` rules, see ``offsets.py``): per
@@ -14,16 +15,21 @@ Output layouts are documented in docs/replay.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 import pandas as pd
+import pyarrow as pa
 
+from .commit_log import COMMIT_LOG_DDL
 from .fold import GroupFold
 
-CHUNK_ROWS = 10_000
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
-_FOLD_OUTPUT = "kind string, group_id string, payload string"
+CHUNK_ROWS = 10_000
 
 GROUP_STATE_DDL = (
     "group_id string, group_type string, exists boolean, state string, group_epoch int, assignment_epoch int, "
@@ -50,25 +56,38 @@ _JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", 
                             "partition_metadata", "assignment_configs", "initialized_topics")
 
 
-def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
-    """Apply one group's rows (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``, already in
-    log order) to ``fold``; returns ``(kind, group_id, payload)`` rows of its events and of the target
-    assignments computed meanwhile. The batch edge and the streaming fold (``replay.incremental``) share it."""
-    group_id = fold.group_id
-    out: list[tuple] = []
-    for key, value, partition, offset, ts in zip(pdf["key"], pdf["value"], pdf["partition"], pdf["offset"],
-                                                 pdf["timestamp_ms"]):
+def fold_rows(fold: GroupFold, keys: list, values: list, partitions: list, offsets: list,
+              timestamps: list) -> Iterator[tuple[str, dict]]:
+    """Apply one group's records (parallel lists, already in log order) to ``fold``; yields ``(kind, row)``
+    with ``kind`` "event" (an ``EVENTS_DDL`` row) or "target" (a ``TARGET_ASSIGNMENTS_DDL`` row computed
+    meanwhile), their values already as the tables hold them (``details`` and the targets' JSON columns as
+    JSON text). The one place the Spark edges turn fold output into table rows."""
+    for key, value, partition, offset, ts in zip(keys, values, partitions, offsets, timestamps):
         record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
-                  "partition": int(partition), "offset": int(offset), "timestamp": None if pd.isna(ts) else int(ts)}
+                  "partition": int(partition), "offset": int(offset), "timestamp": None if _isnull(ts) else int(ts)}
         for event in fold.apply(record):
-            out.append(("event", group_id, json.dumps(dict(event, details=json.dumps(event["details"], sort_keys=True)))))
+            event["details"] = json.dumps(event["details"], sort_keys=True)
+            yield "event", event
     for row in fold.pop_target_assignment_rows():
         for column in _JSON_COLUMNS_OF_TARGETS:
             if column in row:
                 # Targets keep record order (no sort_keys): the assignor re-runs' tie-breaks follow it.
                 row[column] = json.dumps(row[column], sort_keys=column not in ("target", "previous_target"))
-        out.append(("target", group_id, json.dumps(row)))
-    return out
+        yield "target", row
+
+
+def _isnull(value) -> bool:
+    return value is None or bool(pd.isna(value))  # NaN / NA from a pandas column of nullable integers
+
+
+def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
+    """``fold_rows`` over a pandas frame (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``) as
+    ``(kind, group_id, payload)`` rows with a JSON payload: the form the streaming fold
+    (``replay.incremental``) keeps in its state store. The batch replay exchanges typed Arrow columns instead
+    (``_fold_groups_arrow``)."""
+    return [(kind, fold.group_id, json.dumps(row)) for kind, row in fold_rows(
+        fold, pdf["key"].tolist(), pdf["value"].tolist(), pdf["partition"].tolist(), pdf["offset"].tolist(),
+        pdf["timestamp_ms"].tolist())]
 
 
 def state_rows(fold: GroupFold) -> list[tuple]:
@@ -78,13 +97,15 @@ def state_rows(fold: GroupFold) -> list[tuple]:
     return out
 
 
-def _fold_groups(key: tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """applyInPandas body (iterator form): fold one group's records batch by batch, in log order.
+def _check_log_order(group_id, positions: list[tuple], last: tuple | None) -> None:
+    if (last is not None and positions and positions[0] < last) or positions != sorted(positions):
+        raise RuntimeError(f"replay of group {group_id!r} received records out of log order; "
+                           "the plan must keep the sort of replay.spark.replay")
 
-    ``replay`` hands each group its rows hash-partitioned and sorted by (group id, partition, offset), so
-    they arrive in log order in Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows:
-    a group with millions of records never sits in memory at once. The order is checked, because a
-    replay out of log order would be silently wrong."""
+
+def _fold_groups(key: tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``_fold_groups_arrow`` with JSON payloads in pandas frames (``fold_frame`` + ``state_rows``): the
+    reference the streaming fold's tests compare with."""
     fold = GroupFold(key[0])
     last: tuple | None = None
     columns = ["kind", "group_id", "payload"]
@@ -92,13 +113,77 @@ def _fold_groups(key: tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Itera
         if batch.empty:
             continue
         positions = list(zip(batch["partition"], batch["offset"]))
-        if (last is not None and positions[0] < last) or positions != sorted(positions):
-            raise RuntimeError(f"replay of group {key[0]!r} received records out of log order; "
-                               "the plan must keep the sort of replay.spark.replay")
+        _check_log_order(key[0], positions, last)
         last = positions[-1]
         for start in range(0, len(batch), CHUNK_ROWS):
             yield pd.DataFrame(fold_frame(fold, batch.iloc[start:start + CHUNK_ROWS]), columns=columns)
     yield pd.DataFrame(state_rows(fold), columns=columns)
+
+
+def _struct_ddl(ddl: str) -> str:
+    """``a int, b string`` as the Spark struct type ``struct<a:int,b:string>`` (types may nest ``<...>``)."""
+    fields, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl + ","):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            name, _, type_ = ddl[start:i].strip().partition(" ")
+            fields.append(f"{name}:{type_.strip()}")
+            start = i + 1
+    return "struct<" + ",".join(fields) + ">"
+
+
+#: Rows of the batch fold: one typed struct per kind of row, null in the others (no JSON between Python and
+#: the JVM: Arrow struct columns in, ``select("event.*")`` out).
+_FOLD_KINDS = {"event": EVENTS_DDL, "target": TARGET_ASSIGNMENTS_DDL, "state": GROUP_STATE_DDL,
+               "member": MEMBERS_DDL}
+FOLD_OUTPUT_DDL = "kind string, " + ", ".join(f"{kind} {_struct_ddl(ddl)}" for kind, ddl in _FOLD_KINDS.items())
+
+
+def _fold_batch(rows: list[tuple[str, dict]], schema: pa.Schema) -> pa.RecordBatch:
+    kinds = [kind for kind, _ in rows]
+    arrays = [pa.array(kinds, pa.string())]
+    for field in schema:
+        if field.name == "kind":
+            continue
+        arrays.append(pa.array([row if kind == field.name else None for kind, row in rows], type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _fold_groups_arrow(schema: pa.Schema):
+    """The applyInArrow body folding each group into ``schema`` (``FOLD_OUTPUT_DDL`` as Arrow, made on the
+    driver: DDL parsing needs a SparkContext)."""
+
+    def run(key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _fold_group(key[0].as_py(), batches, schema)
+
+    return run
+
+
+def _fold_group(group_id: str, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """applyInArrow body (iterator form): fold one group's records batch by batch, in log order.
+
+    ``replay`` hands each group its rows hash-partitioned and sorted by (group id, partition, offset), so
+    they arrive in log order in Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows:
+    a group with millions of records never sits in memory at once. The order is checked, because a
+    replay out of log order would be silently wrong. Rows go back as typed Arrow structs
+    (``FOLD_OUTPUT_DDL``), ``CHUNK_ROWS`` input records at a time."""
+    fold = GroupFold(group_id)
+    last: tuple | None = None
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        columns = {name: batch.column(name).to_pylist()
+                   for name in ("key", "value", "partition", "offset", "timestamp_ms")}
+        positions = list(zip(columns["partition"], columns["offset"]))
+        _check_log_order(group_id, positions, last)
+        last = positions[-1]
+        for start in range(0, batch.num_rows, CHUNK_ROWS):
+            chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+            rows = list(fold_rows(fold, chunk["key"], chunk["value"], chunk["partition"], chunk["offset"],
+                                  chunk["timestamp_ms"]))
+            if rows:
+                yield _fold_batch(rows, schema)
+    yield _fold_batch([("state", fold.state_row()), *(("member", m) for m in fold.member_rows())], schema)
 
 
 def _group_inputs(decoded_df):
@@ -128,6 +213,12 @@ OFFSETS_STATE_DDL = (
     "metadata string, commit_timestamp long, record_partition int, record_offset long, producer_id long, "
     "status string, effective_at long"
 )
+
+
+#: The ``offsets`` output table (``offsets_table``): the snapshot with ``topic_partition`` named ``partition``,
+#: without its bookkeeping column ``effective_at``.
+OFFSETS_DDL = ", ".join("partition int" if f == "topic_partition int" else f for f in OFFSETS_STATE_DDL.split(", ")
+                        if not f.startswith("effective_at "))
 
 
 def merge_offsets(previous, decoded_batch):
@@ -163,23 +254,86 @@ def offset_commits(decoded_df):
     return resolve_commits(decoded_df)
 
 
-def replay(decoded_df) -> dict:
-    """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables.
+def table(ddl: str, *, output: bool = True, optional: bool = False):
+    """A field of a stage's tables: the DataFrame, its rows' DDL beside it (``offsets_audit.tables`` registers
+    the written ones), ``output`` false for an intermediate the job reads but does not write, ``optional`` for
+    a table some modes do not produce (``None`` then)."""
+    metadata = {"ddl": ddl, "output": output}
+    if optional:
+        return dataclasses.field(default=None, metadata=metadata)
+    return dataclasses.field(metadata=metadata)
 
-    ``offset_commits`` is the resolved commit log (read by the ``offsets`` table and by the audit's offset
-    rules; an intermediate, not written); the other entries are the output tables of docs/replay.md."""
+
+class StageTables:
+    """What every stage contract shares: one field per table, read by name or as a dict."""
+
+    __dataclass_fields__: ClassVar[dict]
+
+    @classmethod
+    def ddls(cls, *, outputs_only: bool = True) -> dict[str, str]:
+        """``{table: DDL}`` of the fields (the written ones only, by default), in field order."""
+        return {f.name: f.metadata["ddl"] for f in dataclasses.fields(cls)
+                if f.metadata["output"] or not outputs_only}
+
+    def as_dict(self, *, outputs_only: bool = False) -> dict[str, DataFrame | None]:
+        names = type(self).ddls(outputs_only=outputs_only)
+        return {name: getattr(self, name) for name in names}
+
+    def map(self, fn: Callable[[DataFrame], DataFrame]):
+        """The same tables with ``fn`` applied to each one present (e.g. persist and count: a stage boundary)."""
+        return dataclasses.replace(self, **{name: fn(df) for name, df in self.as_dict().items()
+                                            if df is not None})
+
+    # Read like the dict the stages returned before the contracts (notebooks, tests): tables["offsets"].
+    def __getitem__(self, name: str):
+        if name not in type(self).ddls(outputs_only=False):
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default=None):
+        try:
+            value = self[name]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class ReplayTables(StageTables):
+    """What the replay hands on: the batch replay (``replay``) and the incremental one return this.
+
+    ``offset_commits`` is the resolved commit log (``commit_log.resolve_commits``): the audit's offset rules
+    read it; it is not written, and a mode that does not resolve the whole log leaves it ``None`` (the audit
+    then resolves one from the decoded records, or skips the offset rules)."""
+
+    group_state: DataFrame = table(GROUP_STATE_DDL)
+    members: DataFrame = table(MEMBERS_DDL)
+    group_events: DataFrame = table(EVENTS_DDL)
+    target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL)
+    offsets: DataFrame = table(OFFSETS_DDL)
+    offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True)
+
+
+def replay(decoded_df) -> ReplayTables:
+    """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables
+    (docs/replay.md); ``offset_commits``, the resolved commit log, also feeds the ``offsets`` table."""
     from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
 
     from .commit_log import offsets_snapshot, resolve_commits
 
     commits = resolve_commits(decoded_df)
+    output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
+    assert isinstance(output_type, StructType)
+    fold_schema = to_arrow_schema(output_type)
     folded = (_group_inputs(decoded_df)
               .repartition("group_id").sortWithinPartitions("group_id", "partition", "offset")
-              .groupBy("group_id").applyInPandas(_fold_groups, _FOLD_OUTPUT))
+              .groupBy("group_id").applyInArrow(_fold_groups_arrow(fold_schema), FOLD_OUTPUT_DDL))
     folded = folded.cache()
 
-    def part(kind: str, ddl: str):
-        return folded.filter(F.col("kind") == kind).select(F.from_json("payload", ddl).alias("r")).select("r.*")
+    def part(kind: str):
+        return folded.filter(F.col("kind") == kind).select(f"{kind}.*")
 
     undecodable = decoded_df.filter(F.col("error_code").isNotNull()).select(
         F.col("partition").cast("int"), F.col("offset").cast("long"),
@@ -189,12 +343,11 @@ def replay(decoded_df) -> dict:
         F.to_json(F.struct(F.lit("undecodable record").alias("reason"), F.col("error_code"),
                            F.col("error_message").alias("error"))).alias("details"),
     )
-    return {
-        "group_state": part("state", GROUP_STATE_DDL),
-        "members": part("member", MEMBERS_DDL),
-        "group_events": part("event", EVENTS_DDL).unionByName(undecodable),
-        "target_assignments": part("target", TARGET_ASSIGNMENTS_DDL),
-        "offset_commits": commits,
-        "offsets": offsets_table(offsets_snapshot(commits)),
-    }
-
+    return ReplayTables(
+        group_state=part("state"),
+        members=part("member"),
+        group_events=part("event").unionByName(undecodable),
+        target_assignments=part("target"),
+        offsets=offsets_table(offsets_snapshot(commits)),
+        offset_commits=commits,
+    )
