@@ -33,13 +33,10 @@ from offsets_audit.audit.engine import GroupAudit
 from offsets_audit.audit.latency import REBALANCE_COLUMNS
 from offsets_audit.audit.model import FINDING_ROW_DDL
 from offsets_audit.audit.rules.registry import rule_settings
-from offsets_audit.audit.spark import REBALANCES_DDL, latency_summary, rebalance_causes
+from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.replay import incremental as replay_incremental
 
-#: Within one record the replay emits group creation before the record's own events; the batch audit edge
-#: (``audit.spark``) orders a group's events by (partition, offset, this rank) and so does the streaming one.
-EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 _ROWS_DDL = "kind string, group_id string, payload string"
 #: Rule families the incremental audit does not evaluate yet (the offset rules run as SQL over the whole
 #: resolved commit log in batch): reported as skipped, never as zero findings.

@@ -69,8 +69,9 @@ class AuditTables(StageTables):
 _OUTPUT_DDL = "group_id string, kind string, payload string, " + TIMELINE_DDL
 EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "event", "member_id", "details")
 
-#: Within one record the replay emits group creation before the record's own events.
-_EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
+#: Within one record the replay emits group creation before the record's own events: the batch audit and the
+#: incremental one (``offsets_audit.incremental``) order a group's events by (partition, offset, this rank).
+EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 
 def _audit_groups(config: dict, end_time_ms: int | None):
@@ -78,7 +79,7 @@ def _audit_groups(config: dict, end_time_ms: int | None):
     columns = [c.split()[0] for c in _OUTPUT_DDL.split(", ")]
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.assign(_rank=pdf["event"].map(lambda e: _EVENT_RANK.get(e, 2)))
+        pdf = pdf.assign(_rank=pdf["event"].map(lambda e: EVENT_RANK.get(e, 2)))
         pdf = pdf.sort_values(["partition", "offset", "_rank"], kind="stable")
         events = pdf[list(EVENT_COLUMNS)].to_dict("records")
         timeline = GroupTimeline()
