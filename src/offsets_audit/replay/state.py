@@ -447,6 +447,7 @@ class ModernGroup:
         return dict(member, target_assignment=self.target_assignment.get(member["member_id"]))
 
     def base_dict(self) -> dict:
+        # A dict literal of the group's columns; alike in shape to Finding.to_dict, nothing shared.
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,
