@@ -464,7 +464,8 @@ static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32
     for (int32_t p = 0; p < g->topic_parts[topic]; p++)
         if (is_assignable(g, topic, p) && !jm_cia_set(a, by_partition, p, p, new_set_capacity)) return ERR_PYTHON;
 
-    /* 4. assignRemainingPartitions */
+    /* 4. assignRemainingPartitions. Kept apart on purpose from the multi-topic copy below: here keys are bare
+     * partitions (one topic), there (topic, partition) pairs with their own hash; a shared macro would hide it. */
     JMap *unfilled = jm_new(a, helper_capacity(n));
     if (!unfilled) return ERR_PYTHON;
     for (int32_t i = 0; i < num_subscribed; i++) {
@@ -669,7 +670,8 @@ static int build_homogeneous(Group *g) {
             }
     }
 
-    /* 4. assignRemainingPartitions */
+    /* 4. assignRemainingPartitions. Kept apart on purpose from the one-topic copy above (keys here are
+     * (topic, partition) pairs with their own hash). */
     if (unfilled->size == 0) goto done;
     if (snap_take(a, &g->s1, by_partition) < 0 || snap_take(a, &g->s2, unfilled) < 0) { rc = ERR_PYTHON; goto done; }
     int32_t pos = 0;

@@ -66,6 +66,37 @@ class ArrayIndexOutOfBoundsException(JavaException):
         return cls(f"Index {index} out of bounds for length {length}")
 
 
+def carried_order(member_id: str, current_assignment: Mapping[str, Any],
+                  carried: Mapping[str, Mapping[str, list[int]]] | None) -> dict[str, list[int]] | None:
+    """The previous run's assignment of this member in Java iteration order, restricted to the topics of its
+    input assignment, if every input topic holds exactly the carried partitions (a chained run's order).
+
+    Topics of the carried assignment that the input no longer lists (a topic deleted since, or a set the
+    previous run emptied, which the JSON layout drops) are left out; the member's other topics keep their
+    carried order. Comparing whole members instead would throw away the order of every topic of a member that
+    held a since-deleted topic, and Kafka's tie-breaks then differ wherever two partitions share a bucket.
+    A static member that restarted under a new member id keeps its target assignment; it is found by content
+    among the carried assignments (if exactly one matches) when its member id is unknown.
+    """
+    if not carried:
+        return None
+    wanted = {topic_id: sorted(set(partitions)) for topic_id, partitions in current_assignment.items()}
+
+    def restricted(previous: Mapping[str, list[int]]) -> dict[str, list[int]] | None:
+        if any(topic_id not in previous or sorted(previous[topic_id]) != partitions
+               for topic_id, partitions in wanted.items()):
+            return None
+        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
+
+    previous = carried.get(member_id)
+    if previous is not None:
+        return restricted(previous)
+    if not wanted:
+        return None
+    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
+    return matches[0] if len(matches) == 1 else None
+
+
 def error_result(exc: JavaException) -> dict:
     """The golden ``expected`` layout of an assignment that threw."""
     return {"error": exc.java_name, "message": exc.message}

@@ -267,6 +267,7 @@ def _run_direct(case_input: Mapping[str, Any]) -> dict | None:
     partitions = list(range(int(num_partitions.max())))
     lists = list(map(partitions.__getitem__, map(slice, start[keep].tolist(), end[keep].tolist())))
     names = np.asarray(topic_list, dtype=object)[pair_topic[keep]].tolist()
+    # Run-splitting alike to vectorised._Partitions' on purpose: here runs per member, there per (owner, topic).
     breaks = (np.flatnonzero(member_of[1:] != member_of[:-1]) + 1).tolist()
     firsts = [0] + breaks
     lasts = breaks + [len(keep)]

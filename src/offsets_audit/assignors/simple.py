@@ -29,6 +29,7 @@ import gc
 import math
 from typing import Any, Callable, Mapping
 
+from offsets_audit.assignors.common import carried_order
 from offsets_audit.assignors.java_hashmap import (
     JavaHashMap,
     JavaHashSet,
@@ -126,36 +127,6 @@ def _in_java_order(assignment: JavaHashMap) -> dict[str, list[int]]:
     return {topic_id: partitions.keys() for topic_id, partitions in assignment.items()}
 
 
-def _carried_assignment(member: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None
-                        ) -> Mapping[str, list[int]] | None:
-    """The previous run's assignment of this member in Java iteration order, restricted to the topics of its
-    input assignment, if every input topic holds exactly the carried partitions.
-
-    Topics of the carried assignment that the input no longer lists (a topic deleted since, or a set the
-    previous run emptied, which the JSON layout drops) are left out; the member's other topics keep their
-    carried order. Comparing whole members instead would throw away the order of every topic of a member that
-    held a since-deleted topic, and Kafka's tie-breaks then differ wherever two partitions share a bucket.
-    A static member that restarted under a new member id keeps its target assignment; it is found by content
-    among the carried assignments (if exactly one matches) when its member id is unknown.
-    """
-    if not carried:
-        return None
-    wanted = {topic_id: sorted(set(ps)) for topic_id, ps in member["current_assignment"].items()}
-
-    def restricted(previous: Mapping[str, list[int]]) -> dict[str, list[int]] | None:
-        if any(topic_id not in previous or sorted(previous[topic_id]) != ps for topic_id, ps in wanted.items()):
-            return None
-        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
-
-    previous = carried.get(member["member_id"])
-    if previous is not None:
-        return restricted(previous)
-    if not wanted:
-        return None
-    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
-    return matches[0] if len(matches) == 1 else None
-
-
 class _GroupSpec:
     """The parts of Kafka's ``GroupSpecImpl`` + ``SubscribedTopicDescriber`` the assignor reads."""
 
@@ -171,7 +142,7 @@ class _GroupSpec:
         self.assignments: dict[str, JavaHashMap] = {}
         for member_id in self.member_ids:
             member = members[member_id]
-            ordered = _carried_assignment(member, carried) or member["current_assignment"]
+            ordered = carried_order(member["member_id"], member["current_assignment"], carried) or member["current_assignment"]
             current = JavaHashMap(uuid_hash)
             for topic_id, partitions in ordered.items():
                 current.put(topic_id, JavaHashSet.copy_of(partitions, integer_hash))
@@ -468,7 +439,7 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
         if not members:
             return {"error": None, "members": {}}, {}
         if carried:
-            assignments = [_carried_assignment(m, carried) or m["current_assignment"] for m in members]
+            assignments = [carried_order(m["member_id"], m["current_assignment"], carried) or m["current_assignment"] for m in members]
         else:
             assignments = [m["current_assignment"] for m in members]
         topics = case_input["topics"]

@@ -20,11 +20,11 @@ from typing import Any
 import datetime as _dt
 from dataclasses import dataclass, field
 
-from .causes import Attribution, CauseTracker
+from .causes import Attribution
 from offsets_audit.replay.state import MemberState
 
 from .model import Event
-from .rules.base import GroupView, RuleFamily
+from .rules.base import CauseTrackingFamily, GroupView
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 LATENCY_METRICS = ("time_to_assignment_ms", "convergence_ms", "reconciling_ms")
@@ -80,7 +80,7 @@ def day_of(ms: int | None) -> str | None:
     return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d")
 
 
-class RebalanceTracker(RuleFamily):
+class RebalanceTracker(CauseTrackingFamily):
     """Walks the same events as the rules and collects one row per group-epoch bump."""
 
     family = "latency"
@@ -89,18 +89,10 @@ class RebalanceTracker(RuleFamily):
         super().__init__(ctx)
         self.open: list[_Open] = []
         self.rows: list[dict] = []
-        self.causes = CauseTracker()
         #: a classic generation change and the other events of its GroupMetadata record (joins, leaves)
         self.classic_pending: tuple[Event, list[Event]] | None = None
         self.record: tuple | None = None
         self.record_events: list[Event] = []
-
-    def on_event(self, ev: Event, view: GroupView) -> None:
-        self.causes.on_event(ev)
-        try:
-            self._on_event(ev, view)
-        finally:
-            self.causes.after_event(ev)
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event

@@ -19,7 +19,7 @@ from offsets_audit.codec.records import decode_record
 
 CONTROL_RECORD_NAME = "ControlRecord"
 
-#: column -> (Arrow type, Spark DDL type)
+#: column -> (Arrow type, Spark DDL type). A table of data: its rows are alike in shape on purpose.
 DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "record_type": (pa.int32(), "int"),
     "record_name": (pa.string(), "string"),

@@ -94,6 +94,7 @@ class ConsumerGroup(ModernGroup):
     # -- views --------------------------------------------------------------------------------
 
     def member_view(self, member: dict) -> dict:
+        # Not super().member_view: the key order (classic_protocol before target_assignment) is the table's.
         out = dict(member)
         out["classic_protocol"] = member.get("classic_member_metadata") is not None
         out["target_assignment"] = self.target_assignment.get(member["member_id"])
@@ -107,6 +108,8 @@ class ConsumerGroup(ModernGroup):
         return jsonable(out)
 
 
+# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
+# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.CONSUMER_GROUP_METADATA: ConsumerGroup._group_metadata,
     RecordType.CONSUMER_GROUP_PARTITION_METADATA: ConsumerGroup._partition_metadata,

@@ -72,13 +72,13 @@ class ShareGroup(ModernGroup):
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()
         out["state_partition_metadata"] = self.state_partition_metadata
-        out["members"] = [
-            dict(m, target_assignment=self.target_assignment.get(m["member_id"])) for m in self.members.values()
-        ]
+        out["members"] = [self.member_view(m) for m in self.members.values()]
         out["target_assignment"] = self.target_assignment
         return jsonable(out)
 
 
+# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
+# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.SHARE_GROUP_PARTITION_METADATA: ShareGroup._partition_metadata,
     RecordType.SHARE_GROUP_MEMBER_METADATA: ShareGroup._member_metadata,

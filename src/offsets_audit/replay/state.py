@@ -5,6 +5,7 @@ of a record decides which kind of group it belongs to. These tables are the fact
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from offsets_audit.codec.record_types import RecordType
@@ -99,23 +100,29 @@ def group_id_of(record_type: int, key: dict) -> str | None:
     return key.get("group") if record_type in LEGACY_KEY_RECORD_TYPES else key.get("groupId")
 
 
+def modern_group_state(members: Mapping[str, Any], group_epoch: int, assignment_epoch: int,
+                       is_reconciled: Callable[[Any], bool]) -> GroupState:
+    """``ConsumerGroup.maybeUpdateGroupState``: Empty / Assigning / Reconciling / Stable.
+
+    One derivation for the replay (members from records) and the audit's ``GroupView`` (members from events),
+    so the two always name the same state.
+    """
+    if not members:
+        return GroupState.EMPTY
+    if group_epoch > assignment_epoch:
+        return GroupState.ASSIGNING
+    if any(not is_reconciled(m) for m in members.values()):
+        return GroupState.RECONCILING
+    return GroupState.STABLE
+
+
 def partitions_with_epochs(topic_partitions: list[dict] | None, default_epoch: int) -> dict[str, dict[int, int]]:
     """Topic id -> {partition: assignment epoch}, as ``Utils.assignmentFromTopicPartitions`` builds it.
 
     When the ``assignmentEpochs`` array is missing or its size differs from ``partitions``, every
     partition gets ``max(member_epoch, 0)`` (old records, or a static member that left with epoch -2).
     """
-    fallback = max(default_epoch, 0)
-    out: dict[str, dict[int, int]] = {}
-    for tp in topic_partitions or ():
-        parts = list(tp.get("partitions") or ())
-        epochs = tp.get("assignmentEpochs")
-        target = out.setdefault(tp.get("topicId"), {})
-        if epochs is not None and len(epochs) == len(parts):
-            target.update(zip(parts, epochs))
-        else:
-            target.update((p, fallback) for p in parts)
-    return out
+    return _partitions_with_epochs(topic_partitions, "topicId", default_epoch)
 
 
 def partitions_plain(topic_partitions: list[dict] | None) -> dict[str, list[int]]:
@@ -140,12 +147,17 @@ def tasks_plain(task_ids: list[dict] | None) -> dict[str, list[int]]:
 
 def tasks_with_epochs(task_ids: list[dict] | None, default_epoch: int) -> dict[str, dict[int, int]]:
     """Subtopology id -> {partition: assignment epoch} (``TasksTupleWithEpochs.fromCurrentAssignmentRecord``)."""
+    return _partitions_with_epochs(task_ids, "subtopologyId", default_epoch)
+
+
+def _partitions_with_epochs(entries: list[dict] | None, id_field: str, default_epoch: int) -> dict[str, dict[int, int]]:
+    """Topic or subtopology id (``id_field``) -> {partition: assignment epoch}; see ``partitions_with_epochs``."""
     fallback = max(default_epoch, 0)
     out: dict[str, dict[int, int]] = {}
-    for t in task_ids or ():
-        parts = list(t.get("partitions") or ())
-        epochs = t.get("assignmentEpochs")
-        target = out.setdefault(t.get("subtopologyId"), {})
+    for entry in entries or ():
+        parts = list(entry.get("partitions") or ())
+        epochs = entry.get("assignmentEpochs")
+        target = out.setdefault(entry.get(id_field), {})
         if epochs is not None and len(epochs) == len(parts):
             target.update(zip(parts, epochs))
         else:
@@ -257,13 +269,7 @@ class ModernGroup:
     @property
     def state(self) -> GroupState:
         """``ConsumerGroup.maybeUpdateGroupState``: Empty / Assigning / Reconciling / Stable."""
-        if not self.members:
-            return GroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        if any(not self.is_reconciled(m) for m in self.members.values()):
-            return GroupState.RECONCILING
-        return GroupState.STABLE
+        return modern_group_state(self.members, self.group_epoch, self.assignment_epoch, self.is_reconciled)
 
     def set_group_metadata(self, value: dict) -> list[tuple]:
         old, old_hash = self.group_epoch, self.metadata_hash
@@ -436,7 +442,12 @@ class ModernGroup:
             events.append((EventKind.REPLAY_ANOMALY, member_id, {"reason": "member tombstone out of order", "problems": problems}))
         return events
 
+    def member_view(self, member: dict) -> dict:
+        """A member as ``to_dict`` shows it: its fields and its target assignment (None when it has none)."""
+        return dict(member, target_assignment=self.target_assignment.get(member["member_id"]))
+
     def base_dict(self) -> dict:
+        # A dict literal of the group's columns; alike in shape to Finding.to_dict, nothing shared.
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,

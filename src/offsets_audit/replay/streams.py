@@ -130,13 +130,14 @@ class StreamsGroup(ModernGroup):
             last_assignment_configs=self.last_assignment_configs,
             topology=self.topology,
             topology_epoch=None if self.topology is None else self.topology.get("epoch"),
-            members=[dict(m, target_assignment=self.target_assignment.get(m["member_id"]))
-                     for m in self.members.values()],
+            members=[self.member_view(m) for m in self.members.values()],
             target_assignment=self.target_assignment,
         )
         return jsonable(out)
 
 
+# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
+# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.STREAMS_GROUP_METADATA: StreamsGroup._group_metadata,
     RecordType.STREAMS_GROUP_PARTITION_METADATA: StreamsGroup._partition_metadata,

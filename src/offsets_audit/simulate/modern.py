@@ -257,6 +257,8 @@ class SimulatedModernGroup:
         return self.assignment_ms == 0 or now >= self.assignment_ms + self.interval_ms
 
     # -- record builders overridden per kind ------------------------------------------------------------------
+    # Alike across kinds on purpose: each kind writes its own record types with its own fields, as Kafka's
+    # GroupCoordinatorRecordHelpers has one helper per kind; the shared parts live in simulate.records.
     def member_record(self, member):
         return R.consumer_member_metadata(self.group_id, member)
 

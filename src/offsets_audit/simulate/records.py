@@ -102,19 +102,34 @@ def consumer_member_metadata(group_id, member) -> LogicalRecord:
         "classicMemberMetadata": None})
 
 
-def consumer_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
-    return LogicalRecord(RecordType.CONSUMER_GROUP_METADATA, {"groupId": group_id},
-                         {"epoch": epoch, "metadataHash": metadata_hash})
+def _epoch_record(record_type: RecordType, group_id, epoch, metadata_hash) -> LogicalRecord:
+    """A consumer/share group's epoch record (the two kinds' GroupMetadata values have the same fields)."""
+    return LogicalRecord(record_type, {"groupId": group_id}, {"epoch": epoch, "metadataHash": metadata_hash})
 
 
-def consumer_target_member(group_id, member_id, target: dict) -> LogicalRecord:
-    return LogicalRecord(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
+def _target_partitions_record(record_type: RecordType, group_id, member_id, target: dict) -> LogicalRecord:
+    """A consumer/share member's target assignment record: its partitions, without epochs."""
+    return LogicalRecord(record_type, {"groupId": group_id, "memberId": member_id},
                          {"topicPartitions": topic_partitions(target, False)})
 
 
-def consumer_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
+def _target_metadata_record(record_type: RecordType, group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
+    """Any modern kind's TargetAssignmentMetadata record (same fields for consumer, share and streams)."""
+    return LogicalRecord(record_type, {"groupId": group_id},
                          {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
+
+
+def consumer_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
+    return _epoch_record(RecordType.CONSUMER_GROUP_METADATA, group_id, epoch, metadata_hash)
+
+
+def consumer_target_member(group_id, member_id, target: dict) -> LogicalRecord:
+    return _target_partitions_record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group_id, member_id, target)
+
+
+def consumer_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
+    return _target_metadata_record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group_id,
+                                   assignment_epoch, assignment_ms)
 
 
 def consumer_current_assignment(group_id, member) -> LogicalRecord:
@@ -145,17 +160,16 @@ def share_member_metadata(group_id, member) -> LogicalRecord:
 
 
 def share_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
-    return LogicalRecord(RecordType.SHARE_GROUP_METADATA, {"groupId": group_id}, {"epoch": epoch, "metadataHash": metadata_hash})
+    return _epoch_record(RecordType.SHARE_GROUP_METADATA, group_id, epoch, metadata_hash)
 
 
 def share_target_member(group_id, member_id, target) -> LogicalRecord:
-    return LogicalRecord(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
-                         {"topicPartitions": topic_partitions(target, False)})
+    return _target_partitions_record(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, group_id, member_id, target)
 
 
 def share_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
-                         {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
+    return _target_metadata_record(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, group_id,
+                                   assignment_epoch, assignment_ms)
 
 
 def share_current_assignment(group_id, member) -> LogicalRecord:
@@ -199,8 +213,8 @@ def streams_target_member(group_id, member_id, active, standby) -> LogicalRecord
 
 
 def streams_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
-                         {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
+    return _target_metadata_record(RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, group_id,
+                                   assignment_epoch, assignment_ms)
 
 
 def streams_current_assignment(group_id, member) -> LogicalRecord:

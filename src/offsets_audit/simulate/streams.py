@@ -110,6 +110,7 @@ class SimulatedStreamsGroup(SimulatedModernGroup):
 
     kind = "streams"
     assignor = "sticky"
+    # The record types each kind's tombstones cover: alike across kinds on purpose (one tuple per kind).
     member_record_types = (RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
                            RecordType.STREAMS_GROUP_MEMBER_METADATA)
     group_record_types = (RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.STREAMS_GROUP_METADATA,

@@ -196,16 +196,12 @@ def _client_options(options: Mapping[str, Any]) -> dict:
         if name == "sasl.jaas.config":
             result.update(_parse_jaas(str(value)))
         elif name == "ssl.truststore.location":
-            if truststore_type != "PEM":
-                raise UserError(f"{key} is a {truststore_type} store, which kafka-python cannot read",
-                                fix="convert it to a PEM file and set kafka.ssl.truststore.type=PEM "
-                                    "(or kafka.ssl.ca.location)")
+            _require_pem(key, truststore_type, fix="convert it to a PEM file and set kafka.ssl.truststore.type=PEM "
+                                                   "(or kafka.ssl.ca.location)")
             result["ssl_cafile"] = value
         elif name == "ssl.keystore.location":
-            if keystore_type != "PEM":
-                raise UserError(f"{key} is a {keystore_type} store, which kafka-python cannot read",
-                                fix="convert it to a PEM file holding certificate and key and set "
-                                    "kafka.ssl.keystore.type=PEM")
+            _require_pem(key, keystore_type, fix="convert it to a PEM file holding certificate and key and set "
+                                                 "kafka.ssl.keystore.type=PEM")
             result["ssl_certfile"] = value
         elif name == "ssl.endpoint.identification.algorithm":
             result["ssl_check_hostname"] = bool(str(value).strip())
@@ -226,6 +222,12 @@ def _client_options(options: Mapping[str, Any]) -> dict:
 
 
 _JAAS_ENTRY = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _require_pem(key: str, store_type: str, *, fix: str) -> None:
+    """kafka-python reads PEM files only; a JKS/PKCS12 store is a user error naming the conversion."""
+    if store_type != "PEM":
+        raise UserError(f"{key} is a {store_type} store, which kafka-python cannot read", fix=fix)
 
 
 def _parse_jaas(text: str) -> dict:
@@ -351,6 +353,7 @@ def resolve_offsets(config: KafkaReadConfig | Mapping[str, Any]) -> dict[tuple[s
         try:
             consumer = new_consumer(config)
             return _resolve_bounds(config, consumer)
+        # Alike to read_range's retry on purpose: there a retry resumes at the position reached, here it restarts.
         except transient as exc:
             if attempt >= config.fetch_retries:
                 raise _unreachable(config, attempt, exc) from exc
@@ -507,6 +510,7 @@ def read_range(config: KafkaReadConfig | Mapping[str, Any], offset_range: Offset
                 position = max(position, min(consumer.position(tp), offset_range.end))
                 if not fetched and time.monotonic() - idle_since > config.request_timeout_ms / 1000.0:
                     raise errors.KafkaTimeoutError(f"no progress reading {offset_range} at offset {position}")
+        # Alike to the bounds lookup's retry on purpose: this one resumes at the position already read.
         except transient as exc:
             failures += 1
             if failures >= config.fetch_retries:

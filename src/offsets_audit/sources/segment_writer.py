@@ -157,27 +157,20 @@ def _encode_record(record: tuple, timestamp_delta: int, offset_delta: int) -> by
     out = bytearray(b"\x00")
     out += _zigzag(timestamp_delta)
     out += _zigzag(offset_delta)
-    if key is None:
-        out += b"\x01"
-    else:
-        out += _zigzag(len(key))
-        out += key
-    if value is None:
-        out += b"\x01"
-    else:
-        out += _zigzag(len(value))
-        out += value
+    out += _nullable_bytes(key)
+    out += _nullable_bytes(value)
     out += _zigzag(len(headers))
     for name, header_value in headers:
         encoded = name.encode("utf-8")
         out += _zigzag(len(encoded))
         out += encoded
-        if header_value is None:
-            out += b"\x01"
-        else:
-            out += _zigzag(len(header_value))
-            out += header_value
+        out += _nullable_bytes(header_value)
     return bytes(_zigzag(len(out)) + out)
+
+
+def _nullable_bytes(data: bytes | None) -> bytes:
+    """A record's key, value or header value: zigzag length then the bytes, or length -1 (``0x01``) for null."""
+    return b"\x01" if data is None else _zigzag(len(data)) + data
 
 
 def _zigzag(value: int) -> bytes:

@@ -792,6 +792,8 @@ def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base
     records: list = []
     append = records.append
     end = len(data)
+    # Duplicated on purpose: every field repeats the one-byte varint fast path inline instead of calling
+    # ``_zigzag``, because this loop runs once per record of every batch and the call is its main cost.
     for _ in range(count):
         raw = data[pos]
         if raw < 0x80:

@@ -11,6 +11,7 @@ from offsets_audit.assignors.common import (
     JavaException,
     MemberSpec,
     assignment_result,
+    carried_order,
     error_result,
     parse_group_spec,
     uuid_hash,
@@ -54,33 +55,13 @@ def assign_chained(case_input: Mapping, carried: Mapping | None = None) -> tuple
 
 def _current_map(member: MemberSpec, carried: Mapping | None) -> JavaHashMap:
     """The member's current assignment as the ``HashMap<Uuid, HashSet<Integer>>`` the assignor iterates."""
-    ordered = _carried_order(member, carried) if carried else None
+    ordered = carried_order(member.member_id, member.current_assignment, carried)
     if ordered is None:
         ordered = member.current_assignment
     current = JavaHashMap(uuid_hash)
     for topic_id, partitions in ordered.items():
         current.put(topic_id, JavaHashSet.copy_of(partitions, integer_hash))
     return current
-
-
-def _carried_order(member: MemberSpec, carried: Mapping) -> dict | None:
-    """The carried Java-ordered assignment of this member restricted to its input topics, if every input topic
-    holds the carried partitions. A static member restarted under a new id is found by content (if unique)."""
-    wanted = {topic_id: sorted(set(partitions)) for topic_id, partitions in member.current_assignment.items()}
-
-    def restricted(previous: Mapping) -> dict | None:
-        if any(topic_id not in previous or sorted(previous[topic_id]) != partitions
-               for topic_id, partitions in wanted.items()):
-            return None
-        return {topic_id: previous[topic_id] for topic_id in previous if topic_id in wanted}
-
-    previous = carried.get(member.member_id)
-    if previous is not None:
-        return restricted(previous)
-    if not wanted:
-        return None
-    matches = [a for a in (restricted(p) for p in carried.values()) if a is not None and len(a) == len(wanted)]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _deep_copy(assignment: JavaHashMap) -> JavaHashMap:

@@ -27,6 +27,14 @@ class _Partitions:
 
     __slots__ = ("topic_ids", "index", "offsets", "counts", "owners")
 
+    @classmethod
+    def of(cls, group: GroupSpec, topic_ids: list) -> _Partitions | None:
+        """The layout of ``topic_ids``; None when one is missing from the metadata (the reference builder decides)."""
+        counts = [group.num_partitions(t) for t in topic_ids]
+        if -1 in counts:
+            return None
+        return cls(topic_ids, counts)
+
     def __init__(self, topic_ids: list, counts: list):
         self.topic_ids = topic_ids
         self.index = {topic_id: i for i, topic_id in enumerate(topic_ids)}
@@ -84,6 +92,7 @@ class _Partitions:
         held, owner = held[order], owner[order]
         topic = np.searchsorted(np.asarray(self.offsets), held, side="right") - 1
         partition = held - np.asarray(self.offsets, dtype=np.int64)[topic]
+        # Run-splitting alike to range's on purpose: here runs per (owner, topic), there per member.
         breaks = np.flatnonzero((owner[1:] != owner[:-1]) | (topic[1:] != topic[:-1])) + 1
         starts = np.concatenate(([0], breaks)).tolist()
         ends = np.concatenate((breaks, [len(held)])).tolist()
@@ -106,10 +115,9 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
     topic_ids = subscribed_topic_order(members[0].subscribed_topic_ids)
     if not topic_ids:
         return {"error": None, "members": {}}
-    counts = [group.num_partitions(t) for t in topic_ids]
-    if -1 in counts:
+    layout = _Partitions.of(group, topic_ids)
+    if layout is None:
         return None
-    layout = _Partitions(topic_ids, counts)
     subscribed = layout.index
     subscribed_keys = subscribed.keys()
     if layout.claim_current(members, lambda _: subscribed_keys) is None:
@@ -145,6 +153,7 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
                 owners[revoked] = -1
                 unassigned.append(revoked)
                 quota = 0
+        # Repeated on purpose from homogeneous.assign_homogeneous (the line-by-line Java mirror; see module doc).
         if quota > 0 and has_extra and member_count - member_index > remaining_extra:
             quota -= 1
             has_extra = False
@@ -207,10 +216,10 @@ def fast_heterogeneous(group: GroupSpec) -> dict | None:
             holders.append(class_id)
     if not topic_ids:
         return {"error": None, "members": {}}
-    counts = [group.num_partitions(t) for t in topic_ids]
-    if -1 in counts:
+    layout = _Partitions.of(group, topic_ids)
+    if layout is None:
         return None
-    layout = _Partitions(topic_ids, counts)
+    counts = layout.counts
     sizes = layout.claim_current(members, lambda index: class_topics[member_class[index]])
     if sizes is None:
         return None

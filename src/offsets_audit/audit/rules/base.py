@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from offsets_audit.replay.state import GroupState, MemberState
+from offsets_audit.replay.state import GroupState, MemberState, modern_group_state
 
+from ..causes import CauseTracker
 from ..model import Event, EventKind, Finding, partitions_of
 
 LEAVE_EPOCHS = (-1, -2)
@@ -40,6 +41,7 @@ class GroupView:
     """One group id while its events are walked in log order."""
 
     def __init__(self, group_id: str | None, group_type: str | None = None) -> None:
+        # (Plain attribute assignments: alike in shape to other classes' __init__, nothing shared.)
         self.group_id = group_id
         self.group_type = group_type
         self.exists = False
@@ -75,13 +77,7 @@ class GroupView:
             return GroupState.STABLE if self.classic_members else GroupState.EMPTY
         if self.group_type == "streams" and self.topology_ready is False:
             return GroupState.NOT_READY
-        if not self.members:
-            return GroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        if any(not self.is_reconciled(m) for m in self.members.values()):
-            return GroupState.RECONCILING
-        return GroupState.STABLE
+        return modern_group_state(self.members, self.group_epoch, self.assignment_epoch, self.is_reconciled)
 
     def owners(self) -> dict[tuple, list[str]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
@@ -227,6 +223,25 @@ class RuleFamily:
 
     def finish(self, view: GroupView) -> None:
         """Called once after the group's last event."""
+
+
+class CauseTrackingFamily(RuleFamily):
+    """A rule family that attributes what it sees to causes: ``self.causes`` sees every event, before the
+    family's ``_on_event`` and after it (even when that raises), so both sides of an event are tracked."""
+
+    def __init__(self, ctx: AuditContext) -> None:
+        super().__init__(ctx)
+        self.causes = CauseTracker()
+
+    def on_event(self, ev: Event, view: GroupView) -> None:
+        self.causes.on_event(ev)
+        try:
+            self._on_event(ev, view)
+        finally:
+            self.causes.after_event(ev)
+
+    def _on_event(self, ev: Event, view: GroupView) -> None:
+        """The family's own handling of ``ev``; the view is as it was *before* ``ev``."""
 
 
 class AuditContext:

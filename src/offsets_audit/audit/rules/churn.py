@@ -12,16 +12,16 @@ from collections import deque
 
 from offsets_audit.replay.state import GroupState
 
-from ..causes import Attribution, CauseTracker, dominant
+from ..causes import Attribution, dominant
 from ..model import Event, EventKind
-from .base import GroupView, RuleFamily
+from .base import CauseTrackingFamily, GroupView
 
 HOUR_MS = 3_600_000
 STUCK_STATES = {GroupState.ASSIGNING: "max_assigning_ms", GroupState.RECONCILING: "max_reconciling_ms",
                 GroupState.NOT_READY: "max_not_ready_ms"}
 
 
-class ChurnRules(RuleFamily):
+class ChurnRules(CauseTrackingFamily):
     family = "churn"
 
     def __init__(self, ctx) -> None:
@@ -31,16 +31,8 @@ class ChurnRules(RuleFamily):
         self.storm_open = False
         self.state: GroupState | None = None
         self.state_since: Event | None = None
-        self.causes = CauseTracker()
         self.batch_causes: list[Attribution] = []
         self.state_causes: list[Attribution] = []
-
-    def on_event(self, ev: Event, view: GroupView) -> None:
-        self.causes.on_event(ev)
-        try:
-            self._on_event(ev, view)
-        finally:
-            self.causes.after_event(ev)
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
         if ev.event != EventKind.GROUP_EPOCH_BUMPED or ev.timestamp is None:
