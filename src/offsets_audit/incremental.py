@@ -311,25 +311,18 @@ def read_runs(spark, output: str, fmt: str = "parquet") -> dict:
 
 def print_summary(summary: dict, file=None) -> None:
     """The run's summary lines; a stage that did not run says "skipped", never a count."""
+    from offsets_audit.sinks.summary import print_groups_and_quarantine, print_rule_counts
+
     file = file or sys.stdout
     r = summary["records"]
     covered = summary["batches"]["covered"]
     print(f"run {summary['run_id']} (incremental, {len(covered['records'])} new micro-batch(es)): read "
           f"{r['read']:,} records = {r['decoded']:,} decoded + {r['quarantined']:,} quarantined; "
           f"{r.get('records_lost', 0):,} records lost in {r.get('unreadable', 0):,} unreadable stretches", file=file)
-    if summary.get("groups"):
-        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
-    if r["by_error_code"]:
-        print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
-    findings = summary.get("findings") or {}
-    print(f"findings (completed by this run's records): {sum(findings.values())}", file=file)
-    for rule, n in findings.items():
-        print(f"  {rule}: {n}", file=file)
-    provisional = summary.get("provisional_findings") or {}
-    print(f"provisional findings (open at the end of the log; the next run replaces them): "
-          f"{sum(provisional.values())}", file=file)
-    for rule, n in provisional.items():
-        print(f"  {rule}: {n}", file=file)
+    print_groups_and_quarantine(summary, file)
+    print_rule_counts("findings (completed by this run's records)", summary.get("findings"), file)
+    print_rule_counts("provisional findings (open at the end of the log; the next run replaces them)",
+                      summary.get("provisional_findings"), file)
     for stage, state in summary["stages"].items():
         if state.startswith("skipped"):
             print(f"{stage}: {state}", file=file)

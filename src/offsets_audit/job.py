@@ -216,21 +216,15 @@ def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
 
 
 def print_summary(summary: dict, file=None) -> None:
+    from offsets_audit.sinks.summary import print_groups_and_quarantine, print_rule_counts
+
     file = file or sys.stdout  # looked up at call time: the stream may have been replaced since import
     r = summary["records"]
     print(f"run {summary['run_id']}: read {r['read']:,} records = {r['decoded']:,} decoded + "
           f"{r['quarantined']:,} quarantined; {r.get('records_lost', 0):,} records lost in "
           f"{r.get('unreadable', 0):,} unreadable stretches", file=file)
-    if summary.get("groups"):
-        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
-    for note in (summary.get("input") or {}).get("notes") or []:
-        print(f"input: {note}", file=file)
-    if r["by_error_code"]:
-        print("quarantine: " + ", ".join(f"{k} {v}" for k, v in r["by_error_code"].items()), file=file)
-    findings = summary.get("findings") or {}
-    print(f"findings: {sum(findings.values())}", file=file)
-    for rule, n in findings.items():
-        print(f"  {rule}: {n}", file=file)
+    print_groups_and_quarantine(summary, file)
+    print_rule_counts("findings", summary.get("findings"), file)
     if summary.get("latency"):
         print("rebalance latency (ms)        rebalances   to-assignment p50/p95/p99/max       convergence p50/p95/p99/max", file=file)
     for row in summary.get("latency") or []:
