@@ -89,6 +89,7 @@ def _conversion_records() -> list[dict]:
     timestamp 0, then the joining member's heartbeat bumping the epoch), and downgraded again when that member
     leaves (``convertToClassicGroup``: the consumer group's tombstones, then the classic group)."""
     from offsets_audit.codec import encode_consumer_protocol
+    from offsets_audit.codec.record_types import RecordType
     from offsets_audit.simulate import records as R
     from offsets_audit.simulate.model import Member, ProtocolBytes
     from offsets_audit.simulate.writer import encode
@@ -114,8 +115,8 @@ def _conversion_records() -> list[dict]:
     b.assigned = {orders: {2: 2}}
     a2 = Member("classic-a", "c", ("orders",), member_epoch=2, previous_member_epoch=1, server_assignor="range")
     a2.assigned = {orders: {0: 1, 1: 1}}
-    member_types = (R.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-                    R.CONSUMER_GROUP_MEMBER_METADATA)
+    member_types = (RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                    RecordType.CONSUMER_GROUP_MEMBER_METADATA)
     appends = [
         (t0, [classic(1, t0)]),
         (t0 + 5_000, [R.group_tombstone("g"), a_meta, R.consumer_group_metadata("g", 1, 17),
@@ -128,8 +129,8 @@ def _conversion_records() -> list[dict]:
         (t0 + 5_100, [R.consumer_current_assignment("g", a2), R.consumer_current_assignment("g", b)]),
         (t0 + 60_000, [*R.member_tombstones("g", "b", member_types), R.consumer_group_metadata("g", 3, 17),
                        *R.member_tombstones("g", "classic-a", member_types),
-                       *R.group_tombstones("g", (R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-                                                 R.CONSUMER_GROUP_METADATA)),
+                       *R.group_tombstones("g", (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                                                 RecordType.CONSUMER_GROUP_METADATA)),
                        classic(3, t0 + 60_000)]),
     ]
     out = []

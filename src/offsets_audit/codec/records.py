@@ -23,6 +23,7 @@ from functools import lru_cache
 from offsets_audit.codec.errors import DecodeError, DecodeWarning
 from offsets_audit.codec.json import jackson_dumps
 from offsets_audit.codec.reader import CompiledMessage, Compiler
+from offsets_audit.codec.record_types import RecordType
 from offsets_audit.codec.schema import RecordTypeSpec, load_schemas
 
 _INT16 = struct.Struct(">h")
@@ -192,7 +193,7 @@ def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
         found.append(("trailing_bytes", end))
     warnings = [DecodeWarning(code, "key" if i < in_key else "value", at)
                 for i, (code, at) in enumerate(found)] if found else []
-    if record_type == 2 and value_dict.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
+    if record_type == RecordType.GROUP_METADATA and value_dict.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
         for i, member in enumerate(value_dict["members"]):
             for kind in ("subscription", "assignment"):
                 member[f"{kind}_decoded"] = _decode_embedded(kind, member.get(kind), warnings,
@@ -323,7 +324,7 @@ def kafka_dump_log(record: DecodedRecord) -> tuple[str, str]:
     dump_key = jackson_dumps({"type": str(record.record_type), "data": key_json})
     if record.value is None:
         return dump_key, "<DELETE>"
-    if record.record_type == 2 and value_json.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
+    if record.record_type == RecordType.GROUP_METADATA and value_json.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
         for member_json, member in zip(value_json["members"], record.value["members"]):
             for kind in ("subscription", "assignment"):
                 embedded = _embedded_json(kind, member.get(f"{kind}_decoded"))

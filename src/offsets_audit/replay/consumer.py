@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .state import (
+    RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
     MODERN_MEMBER_STATES,
     Anomaly,
@@ -137,14 +138,14 @@ class ConsumerGroup(ModernGroup):
         return jsonable(out)
 
 
-_HANDLERS = {
-    3: ConsumerGroup._group_metadata,
-    4: ConsumerGroup._partition_metadata,
-    5: ConsumerGroup._member_metadata,
-    6: ConsumerGroup._target_metadata,
-    7: ConsumerGroup._target_member,
-    8: ConsumerGroup._current_assignment,
-    16: ConsumerGroup._regular_expression,
+_HANDLERS: dict[int, Any] = {
+    RecordType.CONSUMER_GROUP_METADATA: ConsumerGroup._group_metadata,
+    RecordType.CONSUMER_GROUP_PARTITION_METADATA: ConsumerGroup._partition_metadata,
+    RecordType.CONSUMER_GROUP_MEMBER_METADATA: ConsumerGroup._member_metadata,
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroup._target_metadata,
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroup._target_member,
+    RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroup._current_assignment,
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: ConsumerGroup._regular_expression,
 }
 
 __all__ = ["ConsumerGroup", "Anomaly"]

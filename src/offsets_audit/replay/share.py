@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .state import (
+    RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
     MODERN_MEMBER_STATES,
     ModernGroup,
@@ -102,12 +103,12 @@ class ShareGroup(ModernGroup):
         return jsonable(out)
 
 
-_HANDLERS = {
-    9: ShareGroup._partition_metadata,
-    10: ShareGroup._member_metadata,
-    11: ShareGroup._group_metadata,
-    12: ShareGroup._target_metadata,
-    13: ShareGroup._target_member,
-    14: ShareGroup._current_assignment,
-    15: ShareGroup._state_partition_metadata,
+_HANDLERS: dict[int, Any] = {
+    RecordType.SHARE_GROUP_PARTITION_METADATA: ShareGroup._partition_metadata,
+    RecordType.SHARE_GROUP_MEMBER_METADATA: ShareGroup._member_metadata,
+    RecordType.SHARE_GROUP_METADATA: ShareGroup._group_metadata,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: ShareGroup._target_metadata,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: ShareGroup._target_member,
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: ShareGroup._current_assignment,
+    RecordType.SHARE_GROUP_STATE_PARTITION_METADATA: ShareGroup._state_partition_metadata,
 }

@@ -5,43 +5,9 @@ of a record decides which kind of group it belongs to. These tables are the fact
 """
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any
 
-
-class RecordType(IntEnum):
-    """The coordinator's record types (``CoordinatorRecordType``), by the int16 version of the key;
-    ``schemas/record_types.json`` is the source of these facts (a test checks they agree)."""
-
-    LEGACY_OFFSET_COMMIT = 0
-    OFFSET_COMMIT = 1
-    GROUP_METADATA = 2
-    CONSUMER_GROUP_METADATA = 3
-    CONSUMER_GROUP_PARTITION_METADATA = 4
-    CONSUMER_GROUP_MEMBER_METADATA = 5
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
-    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
-    SHARE_GROUP_PARTITION_METADATA = 9
-    SHARE_GROUP_MEMBER_METADATA = 10
-    SHARE_GROUP_METADATA = 11
-    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
-    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
-    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
-    SHARE_GROUP_STATE_PARTITION_METADATA = 15
-    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
-    STREAMS_GROUP_METADATA = 17
-    STREAMS_GROUP_PARTITION_METADATA = 18
-    STREAMS_GROUP_MEMBER_METADATA = 19
-    STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
-    STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
-    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
-    STREAMS_GROUP_TOPOLOGY = 23
-
-    @property
-    def schema_name(self) -> str:
-        """The record's name in ``schemas/record_types.json`` (``ConsumerGroupMetadata``)."""
-        return "".join(word.capitalize() for word in self.name.split("_"))
+from offsets_audit.codec.record_types import RecordType
 
 
 R = RecordType
@@ -95,9 +61,13 @@ INITIAL_ASSIGNMENT_EPOCH = 1
 INITIAL_ASSIGNMENT_TIMESTAMP = 0
 
 
+#: Record types whose key names the group ``group`` (the pre-KIP-848 keys); every later key says ``groupId``.
+LEGACY_KEY_RECORD_TYPES = OFFSET_RECORD_TYPES | CLASSIC_RECORD_TYPES
+
+
 def group_id_of(record_type: int, key: dict) -> str | None:
-    """Group id in a record key: ``group`` for types 0-2 (offset commits, GroupMetadata), else ``groupId``."""
-    return key.get("group") if record_type <= 2 else key.get("groupId")
+    """Group id in a record key: ``group`` for offset commits and GroupMetadata, else ``groupId``."""
+    return key.get("group") if record_type in LEGACY_KEY_RECORD_TYPES else key.get("groupId")
 
 
 def partitions_with_epochs(topic_partitions: list[dict] | None, default_epoch: int) -> dict[str, dict[int, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .state import (
+    RecordType,
     LEAVE_GROUP_MEMBER_EPOCH,
     STREAMS_MEMBER_STATES,
     ModernGroup,
@@ -168,12 +169,12 @@ class StreamsGroup(ModernGroup):
         return jsonable(out)
 
 
-_HANDLERS = {
-    17: StreamsGroup._group_metadata,
-    18: StreamsGroup._partition_metadata,
-    19: StreamsGroup._member_metadata,
-    20: StreamsGroup._target_metadata,
-    21: StreamsGroup._target_member,
-    22: StreamsGroup._current_assignment,
-    23: StreamsGroup._topology,
+_HANDLERS: dict[int, Any] = {
+    RecordType.STREAMS_GROUP_METADATA: StreamsGroup._group_metadata,
+    RecordType.STREAMS_GROUP_PARTITION_METADATA: StreamsGroup._partition_metadata,
+    RecordType.STREAMS_GROUP_MEMBER_METADATA: StreamsGroup._member_metadata,
+    RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA: StreamsGroup._target_metadata,
+    RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER: StreamsGroup._target_member,
+    RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT: StreamsGroup._current_assignment,
+    RecordType.STREAMS_GROUP_TOPOLOGY: StreamsGroup._topology,
 }

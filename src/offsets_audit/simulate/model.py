@@ -29,6 +29,7 @@ from offsets_audit.assignors.inputs import timeline_grow, timeline_order
 from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.metadata_hash import compute_metadata_hash
 import offsets_audit.simulate.records as R
+from offsets_audit.codec.record_types import RecordType
 
 # modern.MemberState ids
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
@@ -358,9 +359,9 @@ class ModernGroup:
     def current_record(self, member):
         return R.consumer_current_assignment(self.group_id, member)
 
-    member_record_types = (R.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-                           R.CONSUMER_GROUP_MEMBER_METADATA)
-    group_record_types = (R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, R.CONSUMER_GROUP_METADATA)
+    member_record_types = (RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                           RecordType.CONSUMER_GROUP_MEMBER_METADATA)
+    group_record_types = (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.CONSUMER_GROUP_METADATA)
 
     def preferred_assignor(self) -> str:
         """``ConsumerGroup.computePreferredServerAssignor``: the ``serverAssignor`` most members name, else the
@@ -518,10 +519,10 @@ class ShareGroup(ModernGroup):
 
     kind = "share"
     assignor = "simple"
-    member_record_types = (R.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
-                           R.SHARE_GROUP_MEMBER_METADATA)
-    group_record_types = (R.SHARE_GROUP_STATE_PARTITION_METADATA, R.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
-                          R.SHARE_GROUP_METADATA)
+    member_record_types = (RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                           RecordType.SHARE_GROUP_MEMBER_METADATA)
+    group_record_types = (RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+                          RecordType.SHARE_GROUP_METADATA)
 
     def __init__(self, group_id, topics, interval_ms):
         super().__init__(group_id, topics, interval_ms)
@@ -584,10 +585,10 @@ class StreamsGroup(ModernGroup):
 
     kind = "streams"
     assignor = "sticky"
-    member_record_types = (R.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
-                           R.STREAMS_GROUP_MEMBER_METADATA)
-    group_record_types = (R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, R.STREAMS_GROUP_METADATA,
-                          R.STREAMS_GROUP_TOPOLOGY)
+    member_record_types = (RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                           RecordType.STREAMS_GROUP_MEMBER_METADATA)
+    group_record_types = (RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.STREAMS_GROUP_METADATA,
+                          RecordType.STREAMS_GROUP_TOPOLOGY)
 
     def __init__(self, group_id, topics, interval_ms, subtopologies: dict, changelogs: dict | None = None,
                  standby_replicas: int = 1):

@@ -9,26 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# CoordinatorRecordType api keys.
-OFFSET_COMMIT = 1
-GROUP_METADATA = 2
-CONSUMER_GROUP_METADATA = 3
-CONSUMER_GROUP_MEMBER_METADATA = 5
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
-SHARE_GROUP_MEMBER_METADATA = 10
-SHARE_GROUP_METADATA = 11
-SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
-SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
-SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
-SHARE_GROUP_STATE_PARTITION_METADATA = 15
-STREAMS_GROUP_METADATA = 17
-STREAMS_GROUP_MEMBER_METADATA = 19
-STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
-STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
-STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
-STREAMS_GROUP_TOPOLOGY = 23
+from offsets_audit.codec.record_types import RecordType
 
 #: Value versions the coordinator of the golden Kafka snapshot writes.
 OFFSET_COMMIT_VALUE_VERSION = 4
@@ -43,7 +24,7 @@ class LogicalRecord:
     with the offset the record got.
     """
 
-    record_type: int
+    record_type: RecordType
     key: dict
     value: dict | None
     value_version: int = 0
@@ -89,32 +70,32 @@ def topic_partitions(assignment: dict, with_epochs: bool, id_field: str = "topic
 # -- offsets -------------------------------------------------------------------------------------------------
 
 def offset_commit(group_id, topic, partition, offset, leader_epoch, metadata, commit_ms) -> LogicalRecord:
-    return LogicalRecord(OFFSET_COMMIT, {"group": group_id, "topic": topic, "partition": partition},
+    return LogicalRecord(RecordType.OFFSET_COMMIT, {"group": group_id, "topic": topic, "partition": partition},
                          {"offset": offset, "leaderEpoch": leader_epoch, "metadata": metadata,
                           "commitTimestamp": commit_ms}, OFFSET_COMMIT_VALUE_VERSION)
 
 
 def offset_tombstone(group_id, topic, partition) -> LogicalRecord:
-    return LogicalRecord(OFFSET_COMMIT, {"group": group_id, "topic": topic, "partition": partition}, None, 0)
+    return LogicalRecord(RecordType.OFFSET_COMMIT, {"group": group_id, "topic": topic, "partition": partition}, None, 0)
 
 
 # -- classic groups ------------------------------------------------------------------------------------------
 
 def group_metadata(group_id, protocol_type, generation, protocol, leader, state_ms, members) -> LogicalRecord:
-    return LogicalRecord(GROUP_METADATA, {"group": group_id},
+    return LogicalRecord(RecordType.GROUP_METADATA, {"group": group_id},
                          {"protocolType": protocol_type, "generation": generation, "protocol": protocol,
                           "leader": leader, "currentStateTimestamp": state_ms, "members": members},
                          GROUP_METADATA_VALUE_VERSION)
 
 
 def group_tombstone(group_id) -> LogicalRecord:
-    return LogicalRecord(GROUP_METADATA, {"group": group_id}, None, 0)
+    return LogicalRecord(RecordType.GROUP_METADATA, {"group": group_id}, None, 0)
 
 
 # -- KIP-848 consumer groups -----------------------------------------------------------------------------------
 
 def consumer_member_metadata(group_id, member) -> LogicalRecord:
-    return LogicalRecord(CONSUMER_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
+    return LogicalRecord(RecordType.CONSUMER_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
         "instanceId": member.instance_id, "rackId": member.rack_id, "clientId": member.client_id,
         "clientHost": "localhost/127.0.0.1", "subscribedTopicNames": list(member.subscribed_topics),
         "subscribedTopicRegex": "", "rebalanceTimeoutMs": 30000, "serverAssignor": member.server_assignor,
@@ -122,22 +103,22 @@ def consumer_member_metadata(group_id, member) -> LogicalRecord:
 
 
 def consumer_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
-    return LogicalRecord(CONSUMER_GROUP_METADATA, {"groupId": group_id},
+    return LogicalRecord(RecordType.CONSUMER_GROUP_METADATA, {"groupId": group_id},
                          {"epoch": epoch, "metadataHash": metadata_hash})
 
 
 def consumer_target_member(group_id, member_id, target: dict) -> LogicalRecord:
-    return LogicalRecord(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
+    return LogicalRecord(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
                          {"topicPartitions": topic_partitions(target, False)})
 
 
 def consumer_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
+    return LogicalRecord(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
                          {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
 
 
 def consumer_current_assignment(group_id, member) -> LogicalRecord:
-    return LogicalRecord(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    return LogicalRecord(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
                          {"groupId": group_id, "memberId": member.member_id}, {
                              "memberEpoch": member.member_epoch,
                              "previousMemberEpoch": member.previous_member_epoch,
@@ -158,40 +139,40 @@ def group_tombstones(group_id, types) -> list:
 # -- share groups ----------------------------------------------------------------------------------------------
 
 def share_member_metadata(group_id, member) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
+    return LogicalRecord(RecordType.SHARE_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
         "rackId": member.rack_id, "clientId": member.client_id, "clientHost": "localhost/127.0.0.1",
         "subscribedTopicNames": list(member.subscribed_topics)})
 
 
 def share_group_metadata(group_id, epoch, metadata_hash) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_METADATA, {"groupId": group_id}, {"epoch": epoch, "metadataHash": metadata_hash})
+    return LogicalRecord(RecordType.SHARE_GROUP_METADATA, {"groupId": group_id}, {"epoch": epoch, "metadataHash": metadata_hash})
 
 
 def share_target_member(group_id, member_id, target) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
+    return LogicalRecord(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id},
                          {"topicPartitions": topic_partitions(target, False)})
 
 
 def share_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
+    return LogicalRecord(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
                          {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
 
 
 def share_current_assignment(group_id, member) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
+    return LogicalRecord(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
         "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,
         "state": member.state, "assignedPartitions": topic_partitions(member.assigned, False)})
 
 
 def share_state_partition_metadata(group_id, initializing: list, initialized: list) -> LogicalRecord:
-    return LogicalRecord(SHARE_GROUP_STATE_PARTITION_METADATA, {"groupId": group_id}, {
+    return LogicalRecord(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, {"groupId": group_id}, {
         "initializingTopics": initializing, "initializedTopics": initialized, "deletingTopics": []})
 
 
 # -- streams groups (KIP-1071) -----------------------------------------------------------------------------------
 
 def streams_member_metadata(group_id, member, topology_epoch) -> LogicalRecord:
-    return LogicalRecord(STREAMS_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
+    return LogicalRecord(RecordType.STREAMS_GROUP_MEMBER_METADATA, {"groupId": group_id, "memberId": member.member_id}, {
         "instanceId": member.instance_id, "rackId": None, "clientId": member.client_id,
         "clientHost": "localhost/127.0.0.1", "rebalanceTimeoutMs": 30000, "topologyEpoch": topology_epoch,
         "processId": member.process_id, "userEndpoint": {"host": f"host-{member.process_id[:4]}", "port": 8080},
@@ -199,11 +180,11 @@ def streams_member_metadata(group_id, member, topology_epoch) -> LogicalRecord:
 
 
 def streams_topology(group_id, epoch, subtopologies) -> LogicalRecord:
-    return LogicalRecord(STREAMS_GROUP_TOPOLOGY, {"groupId": group_id}, {"epoch": epoch, "subtopologies": subtopologies})
+    return LogicalRecord(RecordType.STREAMS_GROUP_TOPOLOGY, {"groupId": group_id}, {"epoch": epoch, "subtopologies": subtopologies})
 
 
 def streams_group_metadata(group_id, epoch, metadata_hash, validated_topology_epoch, standby_replicas):
-    return LogicalRecord(STREAMS_GROUP_METADATA, {"groupId": group_id}, {
+    return LogicalRecord(RecordType.STREAMS_GROUP_METADATA, {"groupId": group_id}, {
         "epoch": epoch, "metadataHash": metadata_hash, "validatedTopologyEpoch": validated_topology_epoch,
         "lastAssignmentConfigs": [{"key": "num.standby.replicas", "value": str(standby_replicas)}]})
 
@@ -213,17 +194,17 @@ def _tasks(tasks: dict, with_epochs: bool) -> list:
 
 
 def streams_target_member(group_id, member_id, active, standby) -> LogicalRecord:
-    return LogicalRecord(STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id}, {
+    return LogicalRecord(RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER, {"groupId": group_id, "memberId": member_id}, {
         "activeTasks": _tasks(active, False), "standbyTasks": _tasks(standby, False), "warmupTasks": []})
 
 
 def streams_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalRecord:
-    return LogicalRecord(STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
+    return LogicalRecord(RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, {"groupId": group_id},
                          {"assignmentEpoch": assignment_epoch, "assignmentTimestamp": assignment_ms})
 
 
 def streams_current_assignment(group_id, member) -> LogicalRecord:
-    return LogicalRecord(STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
+    return LogicalRecord(RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
         "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,
         "state": member.state, "activeTasks": _tasks(member.assigned, True),
         "standbyTasks": _tasks(member.standby, False), "warmupTasks": [],

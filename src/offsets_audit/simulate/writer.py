@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from offsets_audit.codec import encode_consumer_protocol, encode_record
+from offsets_audit.codec.record_types import RecordType
 from offsets_audit.simulate.model import ProtocolBytes
 from offsets_audit.sources.segment_writer import DEFAULT_TOPIC, SegmentWriter, encode_batch, segment_path
 
@@ -36,7 +37,7 @@ _OFFSET_KEYS: dict = {}
 
 def encode(record) -> tuple[bytes, bytes | None]:
     """Key and value bytes of a logical record; offset-commit keys repeat, so their bytes are cached."""
-    if record.record_type == 1 and record.value is not None:
+    if record.record_type == RecordType.OFFSET_COMMIT and record.value is not None:
         k = record.key
         cache_key = (k["group"], k["topic"], k["partition"])
         key = _OFFSET_KEYS.get(cache_key)
