@@ -1,4 +1,4 @@
-"""Builds the optional compiled assignor kernels (share-group ``simple``, ``range``); the rest is in pyproject.toml.
+"""Builds the optional compiled assignor kernels (``simple``, ``range``, ``uniform``); the rest is in pyproject.toml.
 
 * ``pip install -e .`` (``make install``, ``make test``) compiles them in place when a C compiler and the Python
   headers are there; ``optional=True`` lets the install succeed without them.
@@ -7,7 +7,7 @@
   platform wheel with the kernel on (or for) the cluster's own platform.
 
 Without a kernel (and from the ``--py-files`` zip) each assignor runs its pure-Python path: the same results,
-``simple`` about 15 times and ``range`` about 3 times slower on 1,000-member groups.
+``simple`` about 15 times, ``range`` about 3 times and ``uniform`` about 1.5 times slower on 1,000-member groups.
 """
 
 import os
@@ -16,9 +16,9 @@ import sys
 from setuptools import Extension, setup
 
 _KERNELS = [
-    Extension(f"offsets_audit.assignors._{name}_kernel", [f"src/offsets_audit/assignors/_{name}_kernel.c"],
-              extra_compile_args=["-O2"], optional=True)
-    for name in ("simple", "range")
+    Extension(module, [f"src/{module.replace('.', '/')}.c"], extra_compile_args=["-O2"], optional=True)
+    for module in ("offsets_audit.assignors._simple_kernel", "offsets_audit.assignors._range_kernel",
+                   "offsets_audit.assignors.uniform._kernel")
 ]
 
 _distributable_wheel = "bdist_wheel" in sys.argv and os.environ.get("OFFSETS_AUDIT_BUILD_KERNEL") != "1"

@@ -18,6 +18,11 @@ from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.uniform.heterogeneous import MAX_ITERATION_COUNT, Balancer, balance_topic
 from offsets_audit.assignors.uniform.orders import integer_set_order, subscribed_topic_order
 
+try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
+    import offsets_audit.assignors.uniform._kernel as _KERNEL  # built by setup.py
+except ImportError:  # pragma: no cover - depends on the install
+    _KERNEL = None
+
 
 class _Partitions:
     """Every partition of the subscribed topics as one owner array (member index or -1), topic after topic."""
@@ -70,7 +75,11 @@ class _Partitions:
         return sizes
 
     def result(self, member_ids: list) -> dict:
-        """The golden layout: member id -> topic id -> sorted partitions, every member present."""
+        """The golden layout: member id -> topic id -> sorted partitions, every member present (topics in layout
+        order); one pass in the compiled kernel when it is built, else numpy."""
+        if _KERNEL is not None:
+            offsets = np.asarray(self.offsets, dtype=np.int64)
+            return {"error": None, "members": _KERNEL.result(self.owners, offsets, list(self.topic_ids), member_ids)}
         owners = self.owners
         held = np.flatnonzero(owners >= 0)
         members: dict = {member_id: {} for member_id in member_ids}
