@@ -242,3 +242,27 @@ def test_compiled_result_rejects_an_owner_outside_the_members():
         pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
     with pytest.raises(ValueError, match="not a member index"):
         vectorised._KERNEL.result(np.array([0, 2], dtype=np.int64), np.array([0, 2], dtype=np.int64), ["t"], ["m"])
+
+
+@pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
+@pytest.mark.parametrize("current", [
+    pytest.param([{TOPIC_A: [0, 1]}, {TOPIC_A: [1, 2]}], id="partition-claimed-twice"),
+    pytest.param([{TOPIC_A: [0, 9]}, {}], id="partition-out-of-range"),
+    pytest.param([{TOPIC_A: (0, 1)}, {TOPIC_B: [2]}], id="partitions-as-a-tuple"),
+    pytest.param([{TOPIC_A: [0, 1], TOPIC_B: [0]}, {TOPIC_B: [2, 1]}], id="plain"),
+])
+def test_compiled_claim_answers_as_the_python_paths(monkeypatch, subscription_type, current):
+    """The kernel's claim of the current assignments: a partition claimed twice or out of range sends the group to
+    the reference builders, input it does not model to numpy; either way the result is the Python paths' own."""
+    from offsets_audit.assignors.uniform import vectorised
+
+    if vectorised._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 0)
+    group = case([member(f"m{i}", [TOPIC_A, TOPIC_B], held) for i, held in enumerate(current)] +
+                 [member("m9", [TOPIC_A])], subscription_type)
+    compiled = run("uniform", group)
+    monkeypatch.setattr(vectorised, "_KERNEL", None)
+    assert compiled == run("uniform", group)
+    monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 10**9)
+    assert compiled == run("uniform", group)

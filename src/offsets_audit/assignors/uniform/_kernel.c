@@ -127,7 +127,97 @@ done:
     return answer;
 }
 
+/* A writable buffer of C int64. */
+static int int64_writable(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)) return -1;
+    if (view->itemsize != 8 || view->format == NULL || !strchr("lq", view->format[strlen(view->format) - 1])) {
+        PyErr_Format(PyExc_TypeError, "%s must be a writable contiguous int64 array", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* claim(owners, offsets, index, assignments, subscribed, sizes) -> True, False or None. See the method doc. */
+static PyObject *claim(PyObject *self, PyObject *args) {
+    PyObject *owners_obj, *offsets_obj, *index, *assignments, *subscribed, *sizes_obj;
+    (void) self;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O", &owners_obj, &offsets_obj, &PyDict_Type, &index, &PyList_Type,
+                          &assignments, &PyList_Type, &subscribed, &sizes_obj))
+        return NULL;
+    Py_ssize_t members = PyList_GET_SIZE(assignments);
+    if (PyList_GET_SIZE(subscribed) != members) {
+        PyErr_SetString(PyExc_ValueError, "one subscription per member");
+        return NULL;
+    }
+    Py_buffer owners_view, offsets_view, sizes_view;
+    if (int64_writable(owners_obj, &owners_view, "owners")) return NULL;
+    if (int64_buffer(offsets_obj, &offsets_view, "offsets")) { PyBuffer_Release(&owners_view); return NULL; }
+    if (int64_writable(sizes_obj, &sizes_view, "sizes")) {
+        PyBuffer_Release(&owners_view);
+        PyBuffer_Release(&offsets_view);
+        return NULL;
+    }
+    int64_t *owners = (int64_t *) owners_view.buf, *sizes = (int64_t *) sizes_view.buf;
+    const int64_t *offsets = (const int64_t *) offsets_view.buf;
+    Py_ssize_t positions = owners_view.len / 8, topics = offsets_view.len / 8 - 1;
+    PyObject *answer = NULL;
+    if (sizes_view.len / 8 != members || topics < 0 || offsets[topics] != positions) {
+        PyErr_SetString(PyExc_ValueError, "sizes must hold one value per member and offsets end at len(owners)");
+        goto done;
+    }
+    for (Py_ssize_t m = 0; m < members; m++) {
+        PyObject *current = PyList_GET_ITEM(assignments, m);
+        if (!PyDict_CheckExact(current)) { answer = Py_None; goto done; }
+        PyObject *container = PyList_GET_ITEM(subscribed, m);
+        int64_t held = 0;
+        Py_ssize_t pos = 0;
+        PyObject *topic_id, *partitions;
+        while (PyDict_Next(current, &pos, &topic_id, &partitions)) {
+            if (!PyUnicode_CheckExact(topic_id) || !PyList_CheckExact(partitions)) { answer = Py_None; goto done; }
+            int is_subscribed = PySequence_Contains(container, topic_id);
+            if (is_subscribed < 0) goto done;
+            if (!is_subscribed) continue;
+            PyObject *slot = PyDict_GetItemWithError(index, topic_id);
+            if (!slot) {
+                if (!PyErr_Occurred()) answer = Py_None;
+                goto done;
+            }
+            Py_ssize_t t = PyLong_AsSsize_t(slot);
+            if (t == -1 && PyErr_Occurred()) goto done;
+            if (t < 0 || t >= topics) { answer = Py_None; goto done; }
+            int64_t base = offsets[t], count = offsets[t + 1] - offsets[t];
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(partitions); i++) {
+                PyObject *item = PyList_GET_ITEM(partitions, i);
+                if (!PyLong_Check(item)) { answer = Py_None; goto done; }
+                int overflow = 0;
+                long long p = PyLong_AsLongLongAndOverflow(item, &overflow);
+                if (p == -1 && PyErr_Occurred()) goto done;
+                if (overflow) { answer = Py_None; goto done; }
+                /* Out of range, or claimed twice: the arrays cannot represent it (the caller's reference path can). */
+                if (p < 0 || p >= count || owners[base + p] >= 0) { answer = Py_False; goto done; }
+                owners[base + p] = m;
+            }
+            held += PyList_GET_SIZE(partitions);
+        }
+        sizes[m] = held;
+    }
+    answer = Py_True;
+done:
+    Py_XINCREF(answer);
+    PyBuffer_Release(&owners_view);
+    PyBuffer_Release(&offsets_view);
+    PyBuffer_Release(&sizes_view);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
+    {"claim", claim, METH_VARARGS,
+     "claim(owners, offsets, index, assignments, subscribed, sizes) -> True | False | None\n\n"
+     "Marks in owners (int64, all -1) the partitions of each member's current assignment (a dict topic id -> list "
+     "of partitions) on topics in subscribed[member] (a container) and writes each member's count into sizes. "
+     "index: topic id -> topic number (its positions start at offsets[number]). False: a partition out of range "
+     "or claimed twice; None: input this kernel does not model (the caller's Python path answers)."},
     {"result", result, METH_VARARGS,
      "result(owners, offsets, topic_ids, member_ids) -> {member id: {topic id: [partitions]}}\n\n"
      "owners: int64 array, the member index owning each position (-1: nobody); offsets: int64 array, where each "

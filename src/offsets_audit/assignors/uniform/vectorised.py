@@ -41,6 +41,14 @@ class _Partitions:
     def claim_current(self, members: list, subscribed) -> np.ndarray | None:
         """Owners from the members' current assignments (topics each subscribes to); None if some partition is
         claimed twice or out of range. Returns the members' assignment sizes."""
+        if _KERNEL is not None:
+            sizes = np.zeros(len(members), dtype=np.int64)
+            claimed = _KERNEL.claim(self.owners, np.asarray(self.offsets, dtype=np.int64), self.index,
+                                    [member.current_assignment for member in members],
+                                    [subscribed(index) for index in range(len(members))], sizes)
+            if claimed is not None:
+                return sizes if claimed else None
+            self.owners.fill(-1)  # input the kernel does not model (e.g. partitions given as a tuple): numpy below
         index = self.index
         topics: list = []
         lengths: list = []
