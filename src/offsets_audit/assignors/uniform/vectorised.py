@@ -126,8 +126,10 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
     layout = _Partitions(topic_ids, counts)
     subscribed = layout.index
     subscribed_keys = subscribed.keys()
-    if layout.claim_current(members, lambda _: subscribed_keys) is None:
+    sizes = layout.claim_current(members, lambda _: subscribed_keys)
+    if sizes is None:
         return None
+    held_counts = sizes.tolist()
     owners = layout.owners
     offsets = layout.offsets
     total = offsets[-1]
@@ -144,7 +146,10 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
             quota += 1
             has_extra = True
         current = member.current_assignment
-        if current:
+        if held_counts[member_index] <= quota:
+            # Keeps everything it holds on subscribed topics: the walk below would only count it down.
+            quota -= held_counts[member_index]
+        elif current:
             for topic_id in _topic_order(current, hashes):
                 if topic_id not in subscribed:
                     continue
