@@ -18,8 +18,14 @@ members replaced by new ones, which is what a rolling restart looks like). Timed
 Kafka's figures are those of issue 14 (hidden Kafka-made cases of 950-1,000 members and 1,000 topics, Kafka's
 ``assign()`` timed in a JVM on this machine kind); per golden case, ``java_nanos`` of the golden files is one timed
 call in a warm JVM (rough: JIT warm-up shows in early cases). Where ``bench/reference/assignors_kafka.jsonl`` holds
-Kafka's time for the very cases generated here (``case`` and ``kafka_seconds`` per line), it is printed instead.
-Figures on a shared 2-core machine move with its load; the ratio within one run is what counts.
+Kafka's time for the very cases generated here (``case``, ``kafka_seconds`` and ``kafka_thread_cpu_seconds`` per
+line), it is printed instead: Kafka's ``assign()`` timed in a JVM on the output of ``--write-cases`` (the Kafka
+oracle of ``/work/shared/oracle``, built against Kafka's own group-coordinator sources, plus a small driver that
+builds ``GroupSpecImpl`` from each case, calls ``assign()`` 5 times to warm up, then keeps the best of 5).
+
+Ours is timed as wall and as the calling thread's CPU (``time.thread_time``, as Kafka's ``ThreadMXBean`` figure);
+the medians per assignor and over all cases are printed with the load average. Figures on a shared 2-core machine
+move with its load (wall most); thread CPU against thread CPU is the steadier comparison.
 """
 
 from __future__ import annotations
