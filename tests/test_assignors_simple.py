@@ -258,6 +258,8 @@ def test_a_later_members_subscription_is_checked_like_the_first_ones(monkeypatch
     members = [_member(f"m{i}", [TOPIC_A]) for i in range(5)]
     members[3] = _member("m3", [TOPIC_A, "topic-a"])
     _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
+    members[3] = _member("m3", ["topic-a", TOPIC_A])  # listed in another order than the first member's
+    _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
     members[3] = _member("m3", [TOPIC_A, TOPIC_B])  # a topic missing from the metadata
     _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
 
