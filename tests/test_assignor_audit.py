@@ -164,3 +164,15 @@ def test_streams_reruns_are_graded_inferred_because_task_offsets_are_not_logged(
     assert rows and all(r["confidence"] == INFERRED and r["assignor"] == "sticky" for r in rows)
     assert all(r["metadata_hash_match"] is True for r in rows)
     assert all(r["error"] is None for r in rows)
+
+
+def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_name_order():
+    from offsets_audit.assignors.inputs import consumer_case_input
+
+    topics = {"a": {"id": "AAAAAAAAAAAAAAAAAAAAAA", "name": "a", "partitions": 2},
+              "b": {"id": "BBBBBBBBBBBBBBBBBBBBBB", "name": "b", "partitions": 1}}
+    row = {"group_type": "consumer", "members": [
+        {"member_id": "m1", "subscribed_topic_names": ["b", "a", "b", "missing", "a"]}]}
+    case = consumer_case_input(row, topics, {})
+    assert case["members"][0]["subscribed_topic_ids"] == ["BBBBBBBBBBBBBBBBBBBBBB", "AAAAAAAAAAAAAAAAAAAAAA"]
+    assert [t["name"] for t in case["topics"]] == ["a", "b"]

@@ -29,11 +29,27 @@ def test_matches_kafka_range_assignor(golden_case):
     assert run("range", golden_case["input"]) == golden_case["expected"]
 
 
-def test_every_golden_case_matches_kafka_on_the_numpy_path(monkeypatch):
-    """Golden groups are small and take the plain loops; the numpy path (large groups) must agree on them too."""
+# range.py runs _range_kernel.c when it is built (pip install) and its pure-Python paths otherwise (the --py-files
+# zip on Spark executors, a machine without a C compiler): plain loops for small groups, numpy for large ones.
+# Every path must give Kafka's answer.
+PATHS = {"kernel": (True, 2000), "loops": (False, 2000), "numpy": (False, 0)}
+
+
+def _use_path(monkeypatch, path):
     from offsets_audit.assignors import range as range_assignor
 
-    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", 0)
+    kernel, numpy_from_pairs = PATHS[path]
+    if kernel and range_assignor._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    if not kernel:
+        monkeypatch.setattr(range_assignor, "_KERNEL", None)
+    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", numpy_from_pairs)
+    return range_assignor
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_golden_case_matches_kafka_on_every_path(monkeypatch, path):
+    _use_path(monkeypatch, path)
     cases = [param.values[0] for param in golden_cases("range")]
     assert [c["case_id"] for c in cases if run("range", c["input"]) != c["expected"]] == []
 
@@ -84,16 +100,15 @@ def test_empty_group_gets_empty_assignment():
     assert run("range", case([])) == {"error": None, "members": {}}
 
 
-@pytest.mark.parametrize("numpy_from_pairs", [0, 2000], ids=["numpy", "loops"])
-def test_direct_run_equals_the_group_spec_path_on_random_groups(monkeypatch, numpy_from_pairs):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_direct_run_equals_the_group_spec_path_on_random_groups(monkeypatch, path):
     """``range.run`` reads the case directly; ``assign`` over ``parse_group_spec`` is the path it replaced. Random
     groups with shared instance ids, duplicated and unknown subscriptions must answer the same on both."""
     import random
 
-    from offsets_audit.assignors import range as range_assignor
     from offsets_audit.assignors.common import PartitionAssignorException, assignment_result, error_result, parse_group_spec
 
-    monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", numpy_from_pairs)
+    range_assignor = _use_path(monkeypatch, path)
     topic_ids = [TOPIC_A, TOPIC_B, "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBA"]
     for seed in range(300):
         rng = random.Random(seed)
@@ -114,3 +129,50 @@ def test_direct_run_equals_the_group_spec_path_on_random_groups(monkeypatch, num
         except PartitionAssignorException as exc:
             expected = error_result(exc)
         assert range_assignor.run(group) == expected, f"seed {seed}"
+
+
+def test_compiled_kernel_equals_the_numpy_path_on_large_random_groups(monkeypatch):
+    """Groups past the plain loops' size (up to 300 members, 60 topics, static members, non-ASCII member ids):
+    the kernel and the numpy path hand out the same ranges, member order and topic order included."""
+    import random
+
+    from offsets_audit.assignors import range as range_assignor
+
+    if range_assignor._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    for seed in range(40):
+        rng = random.Random(seed)
+        topic_ids = [f"topic-{seed}-{t}" for t in range(rng.randint(1, 60))]
+        topics = tuple((t, rng.choice([0, 1, 5, 50, 400])) for t in topic_ids)
+        members = []
+        for i in range(rng.randint(1, 300)):
+            subscribed = rng.sample(topic_ids, rng.randint(0, len(topic_ids)))
+            instance = f"i{rng.randint(0, 40)}" if rng.random() < 0.2 else None
+            member_id = rng.choice(["m", "\uff21", "\U0001f600", "z"]) + str(i)
+            members.append(member(member_id, subscribed, instance_id=instance))
+        group = case(members, rng.choice(["HOMOGENEOUS", "HETEROGENEOUS"]), topics)
+        compiled = range_assignor.run(group)
+        monkeypatch.setattr(range_assignor, "_KERNEL", None)
+        monkeypatch.setattr(range_assignor, "NUMPY_FROM_PAIRS", 0)
+        python = range_assignor.run(group)
+        monkeypatch.undo()
+        assert compiled == python, f"seed {seed}"
+        assert [list(a) for a in compiled.get("members", {}).values()] == \
+            [list(a) for a in python.get("members", {}).values()], f"seed {seed}"
+        assert list(compiled.get("members", {})) == list(python.get("members", {})), f"seed {seed}"
+
+
+@pytest.mark.parametrize("odd", ["partitions", "topic_id"])
+def test_inputs_outside_the_kernels_range_take_the_pure_python_path(monkeypatch, odd):
+    """A partition count the kernel does not model, or a topic id that is not a str: the kernel declines and the
+    pure-Python paths answer exactly as without it."""
+    from offsets_audit.assignors import range as range_assignor
+
+    topic = 7 if odd == "topic_id" else TOPIC_A
+    partitions = -5 if odd == "partitions" else 3
+    group = case([member("a", [topic]), member("b", [topic])], "HETEROGENEOUS", topics=((topic, partitions),))
+    if range_assignor._KERNEL is not None:
+        assert range_assignor._KERNEL.assign(["a", "b"], [[topic], [topic]], {topic: partitions}, False)[0] == "decline"
+    compiled = range_assignor.run(group)
+    monkeypatch.setattr(range_assignor, "_KERNEL", None)
+    assert compiled == range_assignor.run(group)

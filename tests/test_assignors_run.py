@@ -74,3 +74,23 @@ def test_registered_assignor_is_called_with_the_case_input():
 def test_registering_a_non_callable_is_a_user_error():
     with pytest.raises(UserError):
         register_assignor("broken", "not a function")
+
+
+def test_the_lean_parse_builds_the_same_group_spec_as_the_checked_one():
+    """parse_group_spec reads well-formed input in a lean pass; the checked pass (which names a missing field) must
+    build the very same spec from every golden input, and take over whatever the lean pass does not expect."""
+    from assignor_golden import golden_cases
+    from offsets_audit.assignors import common
+
+    for assignor in ("uniform", "range", "simple"):
+        for param in golden_cases(assignor):
+            case_input = param.values[0]["input"]
+            lean = common._parse_well_formed(case_input)
+            assert lean == common._parse_checked(case_input), param.id
+            assert list(lean.members) == list(common._parse_checked(case_input).members), param.id
+    by_names = {"subscription_type": "HETEROGENEOUS", "topics": [{"id": "t1", "name": "one", "partitions": 2}],
+                "members": [{"member_id": "m", "subscribed_topic_names": ["one"], "subscribed_topic_ids": None}]}
+    assert common._parse_well_formed(by_names) is None
+    assert common.parse_group_spec(by_names).members["m"].subscribed_topic_ids == ["t1"]
+    with pytest.raises(UserError, match="members\\[0\\] has no 'member_id'"):
+        common.parse_group_spec(dict(by_names, members=[{"subscribed_topic_ids": ["t1"]}]))

@@ -248,14 +248,31 @@ def test_inputs_outside_the_kernels_range_take_the_pure_python_path(monkeypatch)
     expected_odd = simple._assign_reference(odd)[0]
     assert simple.assign(odd) == expected_odd
     not_uuid = _input([_member("m0", ["topic-a"])], {"topic-a": 2})
+    _assert_same_outcome(monkeypatch, not_uuid)
+
+
+@pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
+def test_a_later_members_subscription_is_checked_like_the_first_ones(monkeypatch, subscription_type):
+    """The homogeneous builder reads only the first member's subscription, and the kernel models no HashSet for
+    the others; their topic ids are still checked, so a non-Uuid id anywhere answers as the reference does."""
+    members = [_member(f"m{i}", [TOPIC_A]) for i in range(5)]
+    members[3] = _member("m3", [TOPIC_A, "topic-a"])
+    _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
+    members[3] = _member("m3", ["topic-a", TOPIC_A])  # listed in another order than the first member's
+    _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
+    members[3] = _member("m3", [TOPIC_A, TOPIC_B])  # a topic missing from the metadata
+    _assert_same_outcome(monkeypatch, _input(members, {TOPIC_A: 4}, subscription_type))
+
+
+def _assert_same_outcome(monkeypatch, group):
     monkeypatch.setattr(simple, "_KERNEL", None)
     try:
-        reference = simple.assign(not_uuid)
+        reference = simple.assign(group)
     except Exception as exc:  # noqa: BLE001 - whatever the reference does, the kernel path must do too
         reference = type(exc)
     monkeypatch.undo()
     try:
-        compiled = simple.assign(not_uuid)
+        compiled = simple.assign(group)
     except Exception as exc:  # noqa: BLE001
         compiled = type(exc)
     assert compiled == reference

@@ -57,10 +57,26 @@ def test_golden_case_matches_kafka_from_its_input_alone(case_id):
     assert run("uniform", CASES_BY_ID[case_id]["input"]) == CASES_BY_ID[case_id]["expected"]
 
 
-@pytest.mark.parametrize("case_id", [c for c in CASES_BY_ID if c not in HISTORY_DEPENDENT_ORDER])
-def test_golden_case_matches_kafka_on_the_vectorised_path(case_id, monkeypatch):
+# The vectorised path builds its result in uniform/_kernel.c when that is built (pip install) and with numpy
+# otherwise (the --py-files zip on Spark executors, a machine without a C compiler): both must give Kafka's answer.
+RESULT_BUILDERS = ["kernel", "numpy"]
+
+
+def _use_result_builder(monkeypatch, builder):
+    from offsets_audit.assignors.uniform import vectorised
+
+    if builder == "kernel" and vectorised._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    if builder == "numpy":
+        monkeypatch.setattr(vectorised, "_KERNEL", None)
+
+
+@pytest.mark.parametrize("builder", RESULT_BUILDERS)
+def test_golden_cases_match_kafka_on_the_vectorised_path(builder, monkeypatch):
     monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 0)
-    assert run("uniform", CASES_BY_ID[case_id]["input"]) == CASES_BY_ID[case_id]["expected"]
+    _use_result_builder(monkeypatch, builder)
+    cases = [CASES_BY_ID[c] for c in CASES_BY_ID if c not in HISTORY_DEPENDENT_ORDER]
+    assert [c["case_id"] for c in cases if run("uniform", c["input"]) != c["expected"]] == []
 
 
 @pytest.mark.parametrize("case_id", sorted(HISTORY_DEPENDENT_ORDER))
@@ -171,13 +187,15 @@ def _random_group(rng, subscription_type):
     return case(members, subscription_type, topics)
 
 
+@pytest.mark.parametrize("builder", RESULT_BUILDERS)
 @pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
-def test_vectorised_run_equals_reference_builders(subscription_type, monkeypatch):
+def test_vectorised_run_equals_reference_builders(subscription_type, builder, monkeypatch):
     import random
 
     from offsets_audit.assignors.common import assignment_result, parse_group_spec
 
     monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 0)
+    _use_result_builder(monkeypatch, builder)
     rng = random.Random(20260822)
     for _ in range(300):
         group_input = _random_group(rng, subscription_type)
@@ -186,3 +204,65 @@ def test_vectorised_run_equals_reference_builders(subscription_type, monkeypatch
         except Exception as exc:  # Kafka's exceptions are results, as run() reports them
             expected = {"error": exc.java_name, "message": exc.message}
         assert run("uniform", group_input) == expected
+
+
+def test_compiled_result_equals_numpy_result_with_member_and_topic_order(monkeypatch):
+    """Random owner arrays (empty topics, unowned partitions, members owning nothing): the kernel's result equals
+    numpy's, including the order of members and of each member's topics."""
+    import random
+
+    import numpy as np
+
+    from offsets_audit.assignors.uniform import vectorised
+
+    if vectorised._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    for seed in range(60):
+        rng = random.Random(seed)
+        counts = [rng.choice([0, 1, 3, 50]) for _ in range(rng.randint(1, 20))]
+        layout = vectorised._Partitions([f"topic-{t}" for t in range(len(counts))], counts)
+        member_ids = [f"member-{m}" for m in range(rng.randint(1, 40))]
+        layout.owners[:] = np.array([rng.randrange(-1, len(member_ids)) for _ in range(len(layout.owners))],
+                                    dtype=np.int64)
+        compiled = layout.result(member_ids)
+        monkeypatch.setattr(vectorised, "_KERNEL", None)
+        python = layout.result(member_ids)
+        monkeypatch.undo()
+        assert compiled == python, f"seed {seed}"
+        assert [(m, list(a)) for m, a in compiled["members"].items()] == \
+            [(m, list(a)) for m, a in python["members"].items()], f"seed {seed}"
+
+
+def test_compiled_result_rejects_an_owner_outside_the_members():
+    import numpy as np
+
+    from offsets_audit.assignors.uniform import vectorised
+
+    if vectorised._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    with pytest.raises(ValueError, match="not a member index"):
+        vectorised._KERNEL.result(np.array([0, 2], dtype=np.int64), np.array([0, 2], dtype=np.int64), ["t"], ["m"])
+
+
+@pytest.mark.parametrize("subscription_type", ["HOMOGENEOUS", "HETEROGENEOUS"])
+@pytest.mark.parametrize("current", [
+    pytest.param([{TOPIC_A: [0, 1]}, {TOPIC_A: [1, 2]}], id="partition-claimed-twice"),
+    pytest.param([{TOPIC_A: [0, 9]}, {}], id="partition-out-of-range"),
+    pytest.param([{TOPIC_A: (0, 1)}, {TOPIC_B: [2]}], id="partitions-as-a-tuple"),
+    pytest.param([{TOPIC_A: [0, 1], TOPIC_B: [0]}, {TOPIC_B: [2, 1]}], id="plain"),
+])
+def test_compiled_claim_answers_as_the_python_paths(monkeypatch, subscription_type, current):
+    """The kernel's claim of the current assignments: a partition claimed twice or out of range sends the group to
+    the reference builders, input it does not model to numpy; either way the result is the Python paths' own."""
+    from offsets_audit.assignors.uniform import vectorised
+
+    if vectorised._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 0)
+    group = case([member(f"m{i}", [TOPIC_A, TOPIC_B], held) for i, held in enumerate(current)] +
+                 [member("m9", [TOPIC_A])], subscription_type)
+    compiled = run("uniform", group)
+    monkeypatch.setattr(vectorised, "_KERNEL", None)
+    assert compiled == run("uniform", group)
+    monkeypatch.setattr(uniform, "VECTORISE_FROM_PARTITIONS", 10**9)
+    assert compiled == run("uniform", group)

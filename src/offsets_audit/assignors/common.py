@@ -257,7 +257,46 @@ def _sequence(value) -> tuple | list:
 
 
 def parse_group_spec(case_input: Mapping) -> GroupSpec:
-    """Build a ``GroupSpec`` from the golden ``input`` layout; raises ``UserError`` naming a missing field."""
+    """Build a ``GroupSpec`` from the golden ``input`` layout; raises ``UserError`` naming a missing field.
+
+    Well-formed input (every re-run of the job) takes a lean pass with no per-field checks; anything it does not
+    expect takes the checked pass, which builds the same spec or names the field that is wrong.
+    """
+    try:
+        spec = _parse_well_formed(case_input)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        spec = None
+    return spec if spec is not None else _parse_checked(case_input)
+
+
+def _parse_well_formed(case_input: Mapping) -> GroupSpec | None:
+    """``parse_group_spec`` for input with every field present; ``None`` (or an exception) sends it to the checked
+    pass. A 1,000-member case spends a third of a homogeneous uniform re-run here."""
+    subscription_type = case_input["subscription_type"]
+    if subscription_type not in _SUBSCRIPTION_TYPES:
+        return None
+    topics: dict = {}
+    for topic in case_input["topics"] or ():
+        topic_id = topic["id"]
+        topics[topic_id] = TopicMetadata(topic_id, topic.get("name", ""), int(topic["partitions"]),
+                                         topic.get("partition_racks"))
+    by_id: dict = {}
+    for member in case_input["members"] or ():
+        ids = member["subscribed_topic_ids"]
+        names = member.get("subscribed_topic_names")
+        if ids.__class__ is not list or (names.__class__ is not list and names.__class__ is not tuple):
+            return None
+        member_id = member["member_id"]
+        by_id[member_id] = MemberSpec(member_id, member.get("instance_id"), member.get("rack_id"), names, ids,
+                                      dict(member.get("current_assignment") or {}))
+    members = {member_id: by_id[member_id] for member_id in hashmap_order(by_id)}
+    assignable = case_input.get("assignable_partitions")
+    if assignable is not None:
+        assignable = {topic_id: set(partitions) for topic_id, partitions in assignable.items()}
+    return GroupSpec(members, subscription_type, topics, assignable)
+
+
+def _parse_checked(case_input: Mapping) -> GroupSpec:
     subscription_type = _field(case_input, "subscription_type", "")
     if subscription_type not in _SUBSCRIPTION_TYPES:
         raise UserError(f"assignor input has subscription_type {subscription_type!r}",

@@ -415,9 +415,11 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
         names = member_subscription(m, resolved) if not is_share else list(m.get("subscribed_topic_names") or ())
         names_in_use.update(names)
         ids = []
+        seen: set = set()  # a set beside the list: 1,000 subscribed names were 500,000 list comparisons each
         for name in names:
             t = topics_by_name.get(name)
-            if t is not None and t.get("id") and t["id"] not in ids:
+            if t is not None and t.get("id") and t["id"] not in seen:
+                seen.add(t["id"])
                 ids.append(t["id"])
         case_members.append({
             "member_id": m["member_id"], "instance_id": m.get("instance_id"), "rack_id": m.get("rack_id"),

@@ -119,5 +119,12 @@ def hashmap_order(keys: Iterable[Hashable], hash_codes: Sequence[int] | None = N
     else:
         codes = [java_string_hash(key) for key in unique]
     mask = final_capacity(len(unique), initial_capacity) - 1
+    if len(unique) >= 64:
+        # The same order with numpy: a stable sort on the bucket keeps insertion order within a bucket.
+        import numpy as np
+
+        hashes = np.array(codes, dtype=np.int64) & _MASK32
+        buckets = (hashes ^ (hashes >> 16)) & mask
+        return [unique[i] for i in np.argsort(buckets, kind="stable").tolist()]
     order = sorted(range(len(unique)), key=lambda i: (spread(codes[i]) & mask, i))
     return [unique[i] for i in order]

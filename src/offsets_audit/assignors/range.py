@@ -8,6 +8,10 @@ would be empty gets no entry for the topic. The current assignment is ignored (r
 Homogeneous groups take the topic list from the first member in that order; heterogeneous groups count the
 subscribers of each topic. A subscribed topic id missing from the metadata fails the whole assignment with
 ``PartitionAssignorException`` ("Member is subscribed to a non-existent topic").
+
+``run`` hands the per (member, topic) work to the compiled ``_range_kernel`` when it is built (``setup.py``);
+without it (no C compiler, the ``--py-files`` zip) plain loops (small groups) or numpy (large ones) give the same
+result, 3 to 5 times slower on 1,000-member groups.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ from offsets_audit.assignors.common import (
     parse_group_spec,
 )
 from offsets_audit.assignors.java_order import hashmap_order
+
+try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
+    from offsets_audit.assignors import _range_kernel as _KERNEL  # type: ignore[attr-defined]  # built by setup.py
+except ImportError:  # pragma: no cover - depends on the install
+    _KERNEL = None
 
 NAME = "range"
 
@@ -165,9 +174,12 @@ def _small(member_ids: list, subscriptions: list, partitions_of: dict, result: d
     return {"error": None, "members": result}
 
 
-def _sort_key(text: str):
-    """``String.compareTo`` order: code points order equals UTF-16 order for text without supplementary chars."""
-    return text if text.isascii() else java_string_key(text)
+def _sort_keys(texts: list) -> list:
+    """``String.compareTo`` order keys: ASCII ids (nearly all) are their own keys; otherwise every id is keyed by
+    its UTF-16 code units (keys of one kind only: a str and a bytes key do not compare)."""
+    if all(map(str.isascii, texts)):
+        return texts
+    return [java_string_key(text) for text in texts]
 
 
 def _run_direct(case_input: Mapping[str, Any]) -> dict | None:
@@ -186,21 +198,24 @@ def _run_direct(case_input: Mapping[str, Any]) -> dict | None:
         return None
     if not members:
         return {"error": None, "members": {}}
-    static = [i for i, instance_id in enumerate(instance_ids) if instance_id is not None]
-    dynamic = [i for i, instance_id in enumerate(instance_ids) if instance_id is None]
-    if len({instance_ids[i] for i in static}) != len(static):
-        # Equal instance ids keep the HashMap iteration order (a stable sort in Java).
-        position = {member_id: k for k, member_id in enumerate(hashmap_order(member_ids))}
-        static.sort(key=lambda i: position[member_ids[i]])
-    static.sort(key=lambda i: _sort_key(instance_ids[i]))
-    dynamic.sort(key=lambda i: _sort_key(member_ids[i]))
-    order = static + dynamic
+    if instance_ids.count(None) == len(instance_ids):  # no static members (most groups)
+        order = sorted(range(len(member_ids)), key=_sort_keys(member_ids).__getitem__)
+    else:
+        static = [i for i, instance_id in enumerate(instance_ids) if instance_id is not None]
+        dynamic = [i for i, instance_id in enumerate(instance_ids) if instance_id is None]
+        if len({instance_ids[i] for i in static}) != len(static):
+            # Equal instance ids keep the HashMap iteration order (a stable sort in Java).
+            position = {member_id: k for k, member_id in enumerate(hashmap_order(member_ids))}
+            static.sort(key=lambda i: position[member_ids[i]])
+        static_keys = dict(zip(static, _sort_keys([instance_ids[i] for i in static])))
+        static.sort(key=static_keys.__getitem__)
+        dynamic.sort(key=_sort_keys(member_ids).__getitem__)
+        order = static + dynamic
 
     partitions_of: dict = {}
     for topic in topics:
         partitions_of[topic["id"]] = int(topic["partitions"])
     ordered_ids = [member_ids[i] for i in order]
-    result: dict = {member_id: {} for member_id in ordered_ids}
     if subscription_type == HOMOGENEOUS:
         first = subscriptions[order[0]]
         ordered_subscriptions = [first] * len(order)
@@ -208,6 +223,15 @@ def _run_direct(case_input: Mapping[str, Any]) -> dict | None:
     else:
         ordered_subscriptions = [subscriptions[i] for i in order]
         pairs = sum(map(len, ordered_subscriptions))
+    if _KERNEL is not None:
+        status, assignments = _KERNEL.assign(ordered_ids, ordered_subscriptions, partitions_of,
+                                             subscription_type == HOMOGENEOUS)
+        if status == "ok":
+            return {"error": None, "members": assignments}
+        if status == "missing":
+            raise PartitionAssignorException("Member is subscribed to a non-existent topic")
+        # "decline" (a topic twice in one subscription, an odd partition count): the paths below answer it.
+    result: dict = {member_id: {} for member_id in ordered_ids}
     if pairs < NUMPY_FROM_PAIRS:
         return _small(ordered_ids, ordered_subscriptions, partitions_of, result)
     if subscription_type == HOMOGENEOUS:

@@ -21,6 +21,11 @@ from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.uniform.heterogeneous import MAX_ITERATION_COUNT, Balancer, balance_topic
 from offsets_audit.assignors.uniform.orders import integer_set_order, subscribed_topic_order
 
+try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
+    import offsets_audit.assignors.uniform._kernel as _KERNEL  # built by setup.py
+except ImportError:  # pragma: no cover - depends on the install
+    _KERNEL = None
+
 
 class _Partitions:
     """Every partition of the subscribed topics as one owner array (member index or -1), topic after topic."""
@@ -47,6 +52,14 @@ class _Partitions:
     def claim_current(self, members: list, subscribed) -> np.ndarray | None:
         """Owners from the members' current assignments (topics each subscribes to); None if some partition is
         claimed twice or out of range. Returns the members' assignment sizes."""
+        if _KERNEL is not None:
+            sizes = np.zeros(len(members), dtype=np.int64)
+            claimed = _KERNEL.claim(self.owners, np.asarray(self.offsets, dtype=np.int64), self.index,
+                                    [member.current_assignment for member in members],
+                                    [subscribed(index) for index in range(len(members))], sizes)
+            if claimed is not None:
+                return sizes if claimed else None
+            self.owners.fill(-1)  # input the kernel does not model (e.g. partitions given as a tuple): numpy below
         index = self.index
         topics: list = []
         lengths: list = []
@@ -81,7 +94,11 @@ class _Partitions:
         return sizes
 
     def result(self, member_ids: list) -> dict:
-        """The golden layout: member id -> topic id -> sorted partitions, every member present."""
+        """The golden layout: member id -> topic id -> sorted partitions, every member present (topics in layout
+        order); one pass in the compiled kernel when it is built, else numpy."""
+        if _KERNEL is not None:
+            offsets = np.asarray(self.offsets, dtype=np.int64)
+            return {"error": None, "members": _KERNEL.result(self.owners, offsets, list(self.topic_ids), member_ids)}
         owners = self.owners
         held = np.flatnonzero(owners >= 0)
         members: dict = {member_id: {} for member_id in member_ids}
@@ -120,8 +137,10 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
         return None
     subscribed = layout.index
     subscribed_keys = subscribed.keys()
-    if layout.claim_current(members, lambda _: subscribed_keys) is None:
+    sizes = layout.claim_current(members, lambda _: subscribed_keys)
+    if sizes is None:
         return None
+    held_counts = sizes.tolist()
     owners = layout.owners
     offsets = layout.offsets
     total = offsets[-1]
@@ -138,7 +157,10 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
             quota += 1
             has_extra = True
         current = member.current_assignment
-        if current:
+        if held_counts[member_index] <= quota:
+            # Keeps everything it holds on subscribed topics: the walk below would only count it down.
+            quota -= held_counts[member_index]
+        elif current:
             for topic_id in _topic_order(current, hashes):
                 if topic_id not in subscribed:
                     continue
