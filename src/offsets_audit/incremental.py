@@ -311,7 +311,7 @@ def read_runs(spark, output: str, fmt: str = "parquet") -> dict:
 
 def print_summary(summary: dict, file=None) -> None:
     """The run's summary lines; a stage that did not run says "skipped", never a count."""
-    from offsets_audit.sinks.summary import print_groups_and_quarantine, print_rule_counts
+    from offsets_audit.sinks.summary import latency_quartet, print_groups_and_quarantine, print_rule_counts
 
     file = file or sys.stdout
     r = summary["records"]
@@ -327,11 +327,8 @@ def print_summary(summary: dict, file=None) -> None:
         if state.startswith("skipped"):
             print(f"{stage}: {state}", file=file)
     for row in summary.get("latency") or []:
-        def quartet(prefix):
-            return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
-                            for q in ("p50", "p95", "p99", "max"))
         print(f"  latency {row.get('group_type') or '?':<10} rebalances {row.get('rebalances', 0)}: to-assignment "
-              f"{quartet('time_to_assignment_ms')}, convergence {quartet('convergence_ms')} ms", file=file)
+              f"{latency_quartet(row, 'time_to_assignment_ms')}, convergence {latency_quartet(row, 'convergence_ms')} ms", file=file)
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k),
           file=file)
     if summary.get("report"):

@@ -216,7 +216,7 @@ def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
 
 
 def print_summary(summary: dict, file=None) -> None:
-    from offsets_audit.sinks.summary import print_groups_and_quarantine, print_rule_counts
+    from offsets_audit.sinks.summary import latency_quartet, print_groups_and_quarantine, print_rule_counts
 
     file = file or sys.stdout  # looked up at call time: the stream may have been replaced since import
     r = summary["records"]
@@ -228,11 +228,8 @@ def print_summary(summary: dict, file=None) -> None:
     if summary.get("latency"):
         print("rebalance latency (ms)        rebalances   to-assignment p50/p95/p99/max       convergence p50/p95/p99/max", file=file)
     for row in summary.get("latency") or []:
-        def quartet(prefix):
-            return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
-                            for q in ("p50", "p95", "p99", "max"))
         print(f"  {row.get('group_type') or '?':<27}{row.get('rebalances', 0):>11}   "
-              f"{quartet('time_to_assignment_ms'):<35}{quartet('convergence_ms')}", file=file)
+              f"{latency_quartet(row, 'time_to_assignment_ms'):<35}{latency_quartet(row, 'convergence_ms')}", file=file)
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k)
           + " (per table in summary.json)", file=file)
     if summary.get("report"):

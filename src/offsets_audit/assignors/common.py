@@ -289,6 +289,11 @@ def _parse_well_formed(case_input: Mapping) -> GroupSpec | None:
         member_id = member["member_id"]
         by_id[member_id] = MemberSpec(member_id, member.get("instance_id"), member.get("rack_id"), names, ids,
                                       dict(member.get("current_assignment") or {}))
+    return _group_spec(by_id, subscription_type, topics, case_input)
+
+
+def _group_spec(by_id: dict, subscription_type: str, topics: dict, case_input: Mapping) -> GroupSpec:
+    """The parsed group, members in the order Kafka's HashMap iterates them (both parse passes end here)."""
     members = {member_id: by_id[member_id] for member_id in hashmap_order(by_id)}
     assignable = case_input.get("assignable_partitions")
     if assignable is not None:
@@ -321,11 +326,7 @@ def _parse_checked(case_input: Mapping) -> GroupSpec:
         assignment = dict(member.get("current_assignment") or {})
         by_id[member_id] = MemberSpec(member_id, member.get("instance_id"), member.get("rack_id"),
                                       names, _sequence(ids), assignment)
-    members = {member_id: by_id[member_id] for member_id in hashmap_order(by_id)}
-    assignable = case_input.get("assignable_partitions")
-    if assignable is not None:
-        assignable = {topic_id: set(partitions) for topic_id, partitions in assignable.items()}
-    return GroupSpec(members, subscription_type, topics, assignable)
+    return _group_spec(by_id, subscription_type, topics, case_input)
 
 
 def assignment_result(assignments: Mapping) -> dict:

@@ -19,3 +19,9 @@ def print_rule_counts(title: str, counts: dict | None, file) -> None:
     print(f"{title}: {sum(counts.values())}", file=file)
     for rule, n in counts.items():
         print(f"  {rule}: {n}", file=file)
+
+
+def latency_quartet(row: dict, prefix: str) -> str:
+    """``p50/p95/p99/max`` of one latency metric of a ``latency_summary`` row, ``-`` where it has none."""
+    return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
+                    for q in ("p50", "p95", "p99", "max"))
