@@ -49,12 +49,12 @@ def epochs_view(fold) -> dict:
         view["topology_epoch"] = None if g.topology is None else g.topology.get("epoch")
     members = []
     for m in g.members.values():
-        mv = {"member_id": m["member_id"], "member_epoch": m["member_epoch"], "state": m["state"]}
+        mv = {"member_id": m.member_id, "member_epoch": m.member_epoch, "state": m.state}
         if g.group_type == "streams":
-            mv["process_id"] = m.get("process_id")
+            mv["process_id"] = m.process_id
         else:
-            mv["instance_id"] = m.get("instance_id")
-            mv["classic_protocol"] = m.get("classic_member_metadata") is not None
+            mv["instance_id"] = m.instance_id
+            mv["classic_protocol"] = m.uses_classic_protocol
         members.append(mv)
     view["members"] = members
     return view
@@ -92,15 +92,15 @@ def describe_consumer(fold) -> dict:
     g = fold.group
     members = {}
     for m in g.members.values():
-        members[m["member_id"]] = {
-            "instanceId": m["instance_id"], "rackId": m["rack_id"], "memberEpoch": m["member_epoch"],
-            "clientId": m["client_id"], "clientHost": m["client_host"],
-            "subscribedTopicNames": sorted(m["subscribed_topic_names"]),
-            "subscribedTopicRegex": m["subscribed_topic_regex"],
+        members[m.member_id] = {
+            "instanceId": m.instance_id, "rackId": m.rack_id, "memberEpoch": m.member_epoch,
+            "clientId": m.client_id, "clientHost": m.client_host,
+            "subscribedTopicNames": sorted(m.subscribed_topic_names),
+            "subscribedTopicRegex": m.subscribed_topic_regex,
             # ConsumerGroupDescribe reports assigned partitions plus those pending revocation.
-            "assignment": _topic_partitions(_union(m["assigned_partitions"], m["partitions_pending_revocation"])),
-            "targetAssignment": _topic_partitions(g.target_assignment.get(m["member_id"])),
-            "memberType": 0 if m.get("classic_member_metadata") is not None else 1,
+            "assignment": _topic_partitions(_union(m.assigned_partitions, m.partitions_pending_revocation)),
+            "targetAssignment": _topic_partitions(g.target_assignment.get(m.member_id)),
+            "memberType": 0 if m.uses_classic_protocol else 1,
         }
     return {"groupId": g.group_id, "groupState": g.state, "groupEpoch": g.group_epoch,
             "assignmentEpoch": g.assignment_epoch, "members": members}
@@ -127,10 +127,10 @@ def describe_share(fold) -> dict:
     g = fold.group
     return {"groupId": g.group_id, "groupState": g.state, "groupEpoch": g.group_epoch,
             "assignmentEpoch": g.assignment_epoch,
-            "members": {m["member_id"]: {
-                "rackId": m["rack_id"], "memberEpoch": m["member_epoch"], "clientId": m["client_id"],
-                "clientHost": m["client_host"], "subscribedTopicNames": sorted(m["subscribed_topic_names"]),
-                "assignment": {t: p for t, p in _topic_partitions(m["assigned_partitions"]).items() if p}}
+            "members": {m.member_id: {
+                "rackId": m.rack_id, "memberEpoch": m.member_epoch, "clientId": m.client_id,
+                "clientHost": m.client_host, "subscribedTopicNames": sorted(m.subscribed_topic_names),
+                "assignment": {t: p for t, p in _topic_partitions(m.assigned_partitions).items() if p}}
                 for m in g.members.values()}}
 
 
@@ -149,13 +149,13 @@ def describe_streams(fold) -> dict:
     g = fold.group
     members = {}
     for m in g.members.values():
-        target = g.target_assignment.get(m["member_id"]) or {}
-        members[m["member_id"]] = {
-            "memberEpoch": m["member_epoch"], "instanceId": m["instance_id"], "rackId": m["rack_id"],
-            "clientId": m["client_id"], "clientHost": m["client_host"], "topologyEpoch": m["topology_epoch"],
-            "processId": m["process_id"], "userEndpoint": m["user_endpoint"],
-            "clientTags": dict(sorted(m["client_tags"].items())),
-            "assignment": {k: _tasks(m["assigned_tasks"][k]) for k in ("active", "standby", "warmup")},
+        target = g.target_assignment.get(m.member_id) or {}
+        members[m.member_id] = {
+            "memberEpoch": m.member_epoch, "instanceId": m.instance_id, "rackId": m.rack_id,
+            "clientId": m.client_id, "clientHost": m.client_host, "topologyEpoch": m.topology_epoch,
+            "processId": m.process_id, "userEndpoint": m.user_endpoint,
+            "clientTags": dict(sorted(m.client_tags.items())),
+            "assignment": {k: _tasks(m.assigned_tasks[k]) for k in ("active", "standby", "warmup")},
             "targetAssignment": {k: _tasks(target.get(k)) for k in ("active", "standby", "warmup")},
         }
     topology = None

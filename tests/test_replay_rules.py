@@ -1,11 +1,18 @@
 """One test per replay rule, on hand-built records encoded with the codec (``encode_record``)."""
 from __future__ import annotations
 
+import copy
+import pickle
+import zlib
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsets_audit.codec import encode_record
 from offsets_audit.replay import GroupFold, replay_records
+from offsets_audit.replay.consumer import ConsumerMember
+from offsets_audit.replay.share import ShareMember
+from offsets_audit.replay.streams import StreamsMember
 
 G = "g1"
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -170,9 +177,9 @@ def test_consumer_group_states_assigning_reconciling_stable_empty():
 def test_member_epoch_and_assignment_epochs_are_tracked():
     result = _joined_consumer_group().consumer_current("m1", 3, 2, 1, [0], pending=[1]).replay()
     member = result.groups[G].group.members["m1"]
-    assert (member["member_epoch"], member["previous_member_epoch"], member["state"]) == (3, 2, "UNREVOKED_PARTITIONS")
-    assert member["assigned_partitions"] == {TOPIC_ID: {0: 3}}
-    assert member["partitions_pending_revocation"] == {TOPIC_ID: {1: 2}}
+    assert (member.member_epoch, member.previous_member_epoch, member.state) == (3, 2, "UNREVOKED_PARTITIONS")
+    assert member.assigned_partitions == {TOPIC_ID: {0: 3}}
+    assert member.partitions_pending_revocation == {TOPIC_ID: {1: 2}}
     assert {"member_epoch_advanced", "member_assignment_changed"} <= set(kinds(result))
 
 
@@ -322,6 +329,48 @@ def test_fold_serialises_and_resumes_for_streaming():
     assert resumed.state_row() == whole.state_row()
     assert resumed.member_rows() == whole.member_rows()
     assert resumed.target_assignment_rows() == whole.target_assignment_rows()
+
+
+def test_fold_state_of_format_1_with_dict_members_resumes_as_member_dataclasses():
+    # A streaming checkpoint written before members were dataclasses (state format 1) carries them as dicts
+    # with the same keys; it is upgraded on load, not refused, so the replay resumes where it stopped.
+    records = _joined_consumer_group().records
+    whole = GroupFold(G)
+    whole.apply_all(records)
+    first = GroupFold(G)
+    first.apply_all(records[:-1])
+    state = dict(first.__dict__)
+    state.pop("_decode")
+    state["group"] = copy.copy(first.group)
+    state["group"].members = {mid: m.to_dict() for mid, m in first.group.members.items()}
+    resumed = GroupFold.from_bytes(bytes([1]) + zlib.compress(pickle.dumps(state)))
+    assert isinstance(resumed.group.members["m1"], ConsumerMember)
+    resumed.apply_all(records[-1:])
+    assert resumed.to_dict() == whole.to_dict()
+    assert resumed.member_rows() == whole.member_rows()
+
+
+def test_members_are_slots_dataclasses_whose_fields_keep_the_member_table_order():
+    result = _joined_consumer_group().replay()
+    member = result.groups[G].group.members["m1"]
+    assert isinstance(member, ConsumerMember) and not hasattr(member, "__dict__")
+    shared = ["member_id", "member_epoch", "previous_member_epoch", "state", "instance_id", "rack_id", "client_id",
+              "client_host", "rebalance_timeout_ms"]
+    assert list(result.groups[G].to_dict()["members"][0]) == shared + [
+        "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "classic_member_metadata",
+        "assigned_partitions", "partitions_pending_revocation", "classic_protocol", "target_assignment"]
+    assert list(ShareMember("m").to_dict()) == shared + ["subscribed_topic_names", "assigned_partitions"]
+    assert list(StreamsMember("m").to_dict()) == shared + [
+        "topology_epoch", "process_id", "user_endpoint", "client_tags", "assigned_tasks", "tasks_pending_revocation"]
+    assert StreamsMember("m").state is None  # a streams member's state is unknown until its first assignment
+
+
+def test_member_metadata_update_reports_only_changed_fields():
+    log = _joined_consumer_group().consumer_member("m1", instance_id="i1", topics=("t", "u"))
+    changed = [e["details"] for e in log.replay().events if e["event"] == "member_metadata_changed"]
+    assert [(d["changed"], d["old"], d["new"]) for d in changed] == [
+        (["instance_id", "subscribed_topic_names"], {"instance_id": None, "subscribed_topic_names": ["t"]},
+         {"instance_id": "i1", "subscribed_topic_names": ["t", "u"]})]
 
 
 def test_every_event_names_position_group_and_kind():

@@ -5,42 +5,71 @@ Mirrors ``GroupMetadataManager.replay`` for the ``ConsumerGroup*`` records and t
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .events import EventKind
 from .state import (
     RecordType,
     Anomaly,
     ModernGroup,
+    ModernMember,
     jsonable,
     partitions_with_epochs,
 )
+
+
+@dataclass(slots=True, eq=False)
+class ConsumerMember(ModernMember):
+    """``modern.consumer.ConsumerGroupMember``: the shared member fields plus its subscription, its
+    classic-protocol metadata (a member that joined through the classic protocol) and its partitions,
+    each with the epoch it was assigned in."""
+
+    subscribed_topic_names: list[str] = field(default_factory=list)
+    subscribed_topic_regex: str = ""
+    server_assignor: str | None = None
+    classic_member_metadata: dict | None = None
+    assigned_partitions: dict[str, dict[int, int]] = field(default_factory=dict)
+    partitions_pending_revocation: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    assignment_fields: ClassVar[tuple[str, ...]] = ("assigned_partitions", "partitions_pending_revocation")
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
+
+    def update_with_metadata(self, value: dict) -> None:
+        self.instance_id = value.get("instanceId")
+        self.rack_id = value.get("rackId")
+        self.client_id = value.get("clientId", "")
+        self.client_host = value.get("clientHost", "")
+        self.subscribed_topic_names = list(value.get("subscribedTopicNames") or ())
+        self.subscribed_topic_regex = value.get("subscribedTopicRegex", "")
+        self.rebalance_timeout_ms = value.get("rebalanceTimeoutMs", -1)
+        self.server_assignor = value.get("serverAssignor")
+        self.classic_member_metadata = value.get("classicMemberMetadata")
+
+    def set_assignment(self, value: dict | None, member_epoch: int) -> None:
+        if value is None:
+            self.assigned_partitions, self.partitions_pending_revocation = {}, {}
+            return
+        self.assigned_partitions = partitions_with_epochs(value.get("assignedPartitions"), member_epoch)
+        self.partitions_pending_revocation = partitions_with_epochs(
+            value.get("partitionsPendingRevocation"), member_epoch)
 
 
 class ConsumerGroup(ModernGroup):
     """In-memory view of one consumer group as the coordinator rebuilds it from the log."""
 
     group_type = "consumer"
+    member_class = ConsumerMember
     joined_detail_fields = ("instance_id", "rack_id", "subscribed_topic_names", "subscribed_topic_regex",
                             "server_assignor")
-    assignment_fields = ("assigned_partitions", "partitions_pending_revocation")
     fenced_detail_fields = ("instance_id",)
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
         self.resolved_regular_expressions: dict[str, dict] = {}
-
-    def new_member(self, member_id: str) -> dict:
-        member = super().new_member(member_id)
-        member.update(
-            subscribed_topic_names=[],
-            subscribed_topic_regex="",
-            server_assignor=None,
-            classic_member_metadata=None,
-            assigned_partitions={},
-            partitions_pending_revocation={},
-        )
-        return member
 
     def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
         handler = _HANDLERS[record_type]
@@ -48,33 +77,10 @@ class ConsumerGroup(ModernGroup):
 
     # -- record handlers ----------------------------------------------------------------------
 
-    def metadata_of(self, value: dict) -> dict:
-        return dict(
-            instance_id=value.get("instanceId"),
-            rack_id=value.get("rackId"),
-            client_id=value.get("clientId", ""),
-            client_host=value.get("clientHost", ""),
-            subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
-            subscribed_topic_regex=value.get("subscribedTopicRegex", ""),
-            rebalance_timeout_ms=value.get("rebalanceTimeoutMs", -1),
-            server_assignor=value.get("serverAssignor"),
-            classic_member_metadata=value.get("classicMemberMetadata"),
-        )
-
-    def joined_details(self, member: dict) -> dict:
+    def joined_details(self, member: ModernMember) -> dict:
         details = super().joined_details(member)
-        details["classic_protocol"] = member["classic_member_metadata"] is not None
+        details["classic_protocol"] = member.uses_classic_protocol
         return details
-
-    def assignment_of(self, value: dict, member_epoch: int) -> dict:
-        return {
-            "assigned_partitions": partitions_with_epochs(value.get("assignedPartitions"), member_epoch),
-            "partitions_pending_revocation": partitions_with_epochs(
-                value.get("partitionsPendingRevocation"), member_epoch),
-        }
-
-    def empty_assignment(self) -> dict:
-        return {"assigned_partitions": {}, "partitions_pending_revocation": {}}
 
     def _regular_expression(self, key: dict, value: dict | None) -> list[tuple]:
         regex = key.get("regularExpression")
@@ -93,11 +99,11 @@ class ConsumerGroup(ModernGroup):
 
     # -- views --------------------------------------------------------------------------------
 
-    def member_view(self, member: dict) -> dict:
+    def member_view(self, member: ModernMember) -> dict:
         # Not super().member_view: the key order (classic_protocol before target_assignment) is the table's.
-        out = dict(member)
-        out["classic_protocol"] = member.get("classic_member_metadata") is not None
-        out["target_assignment"] = self.target_assignment.get(member["member_id"])
+        out = member.to_dict()
+        out["classic_protocol"] = member.uses_classic_protocol
+        out["target_assignment"] = self.target_assignment.get(member.member_id)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,4 +126,4 @@ _HANDLERS: dict[int, Any] = {
     RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: ConsumerGroup._regular_expression,
 }
 
-__all__ = ["ConsumerGroup", "Anomaly"]
+__all__ = ["ConsumerGroup", "ConsumerMember", "Anomaly"]

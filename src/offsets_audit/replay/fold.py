@@ -25,13 +25,17 @@ from .state import (
     TARGET_METADATA_RECORD_TYPES,
     Anomaly,
     GroupState,
+    ModernGroup,
     jsonable,
 )
 from .streams import StreamsGroup
 
 GROUP_CLASSES = {"consumer": ConsumerGroup, "share": ShareGroup, "streams": StreamsGroup}
 
-_STATE_FORMAT = 1
+#: Version byte of ``GroupFold.to_bytes``. 2: modern groups' members are member dataclasses; a format-1
+#: state (members as dicts with the same keys) is upgraded on load, so a checkpoint survives the upgrade.
+_STATE_FORMAT = 2
+_UPGRADABLE_STATE_FORMATS = frozenset({1, _STATE_FORMAT})
 
 
 def default_decode(key: bytes | None, value: bytes | None):
@@ -85,11 +89,15 @@ class GroupFold:
 
     @classmethod
     def from_bytes(cls, data: bytes, decode: Callable | None = None) -> GroupFold:
-        if not data or data[0] != _STATE_FORMAT:
+        if not data or data[0] not in _UPGRADABLE_STATE_FORMATS:
             raise ValueError(f"unknown GroupFold state format {data[:1]!r}; the state store was written by another version")
         fold = cls.__new__(cls)
         fold.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
         fold._decode = decode
+        group = fold.group
+        if data[0] == 1 and isinstance(group, ModernGroup):
+            dict_members: dict[str, Any] = group.members
+            group.members = {member_id: group.member_class(**member) for member_id, member in dict_members.items()}
         return fold
 
     # -- the fold -------------------------------------------------------------------------------
@@ -229,18 +237,19 @@ class GroupFold:
         group = self.group
         members = []
         for m in group.members.values():
+            # A field the member's kind does not have is None (a share member has no regex, no process).
             members.append({
-                "member_id": m["member_id"],
-                "member_epoch": m.get("member_epoch"),
-                "instance_id": m.get("instance_id"),
-                "rack_id": m.get("rack_id"),
-                "subscribed_topic_names": m.get("subscribed_topic_names"),
-                "subscribed_topic_regex": m.get("subscribed_topic_regex"),
-                "server_assignor": m.get("server_assignor"),
-                "classic_protocol": m.get("classic_member_metadata") is not None,
-                "process_id": m.get("process_id"),
-                "topology_epoch": m.get("topology_epoch"),
-                "client_tags": m.get("client_tags"),
+                "member_id": m.member_id,
+                "member_epoch": m.member_epoch,
+                "instance_id": m.instance_id,
+                "rack_id": m.rack_id,
+                "subscribed_topic_names": getattr(m, "subscribed_topic_names", None),
+                "subscribed_topic_regex": getattr(m, "subscribed_topic_regex", None),
+                "server_assignor": getattr(m, "server_assignor", None),
+                "classic_protocol": m.uses_classic_protocol,
+                "process_id": getattr(m, "process_id", None),
+                "topology_epoch": getattr(m, "topology_epoch", None),
+                "client_tags": getattr(m, "client_tags", None),
             })
         row = {
             "group_id": self.group_id,

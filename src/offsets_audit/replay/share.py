@@ -5,24 +5,46 @@ whose state is only ``Empty`` or ``Stable``.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .events import EventKind
 from .state import (
     GroupState,
     RecordType,
     ModernGroup,
+    ModernMember,
     jsonable,
     partitions_plain,
 )
+
+
+@dataclass(slots=True, eq=False)
+class ShareMember(ModernMember):
+    """``modern.share.ShareGroupMember``: the shared member fields plus its subscription and its
+    partitions (a share member's assignment carries no epochs)."""
+
+    subscribed_topic_names: list[str] = field(default_factory=list)
+    assigned_partitions: dict[str, list[int]] = field(default_factory=dict)
+
+    assignment_fields: ClassVar[tuple[str, ...]] = ("assigned_partitions",)
+
+    def update_with_metadata(self, value: dict) -> None:
+        self.rack_id = value.get("rackId")
+        self.client_id = value.get("clientId", "")
+        self.client_host = value.get("clientHost", "")
+        self.subscribed_topic_names = list(value.get("subscribedTopicNames") or ())
+
+    def set_assignment(self, value: dict | None, member_epoch: int) -> None:
+        self.assigned_partitions = {} if value is None else partitions_plain(value.get("assignedPartitions"))
 
 
 class ShareGroup(ModernGroup):
     """In-memory view of one share group."""
 
     group_type = "share"
+    member_class = ShareMember
     joined_detail_fields = ("rack_id", "subscribed_topic_names")
-    assignment_fields = ("assigned_partitions",)
 
     def __init__(self, group_id: str) -> None:
         super().__init__(group_id)
@@ -32,27 +54,8 @@ class ShareGroup(ModernGroup):
     def state(self) -> GroupState:
         return GroupState.STABLE if self.members else GroupState.EMPTY
 
-    def new_member(self, member_id: str) -> dict:
-        member = super().new_member(member_id)
-        member.update(subscribed_topic_names=[], assigned_partitions={})
-        return member
-
     def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
         return _HANDLERS[record_type](self, key, value)
-
-    def metadata_of(self, value: dict) -> dict:
-        return dict(
-            rack_id=value.get("rackId"),
-            client_id=value.get("clientId", ""),
-            client_host=value.get("clientHost", ""),
-            subscribed_topic_names=list(value.get("subscribedTopicNames") or ()),
-        )
-
-    def assignment_of(self, value: dict, member_epoch: int) -> dict:
-        return {"assigned_partitions": partitions_plain(value.get("assignedPartitions"))}
-
-    def empty_assignment(self) -> dict:
-        return {"assigned_partitions": {}}
 
     def _state_partition_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         old = self.state_partition_metadata

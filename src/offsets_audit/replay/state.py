@@ -6,7 +6,8 @@ of a record decides which kind of group it belongs to. These tables are the fact
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from offsets_audit.codec.record_types import RecordType
 
@@ -188,22 +189,109 @@ METADATA_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscr
                    "topology_epoch", "client_tags", "user_endpoint")
 
 
-def member_identity(member: dict) -> dict:
-    return {f: member.get(f) for f in IDENTITY_FIELDS if f in member}
+def member_identity(member: ModernMember) -> dict:
+    """Who a member is and where it runs: the :data:`IDENTITY_FIELDS` its kind has."""
+    return {f: getattr(member, f) for f in member_fields(type(member), IDENTITY_FIELDS)}
 
 
-def metadata_change_events(member: dict, before: dict, joined: bool) -> list[tuple]:
-    """``member_metadata_changed`` when a member-metadata record (types 5/10/19) changed a known member:
-    the coordinator writes one whenever the member differs, and whether the group epoch moves depends on
-    which fields changed (``GroupMetadataManager.hasMemberSubscriptionChanged``)."""
-    if joined:
-        return []
-    changed = [f for f in METADATA_FIELDS if f in member and before.get(f) != member.get(f)]
+def metadata_change_events(member: ModernMember, before: dict) -> list[tuple]:
+    """``member_metadata_changed`` when a member-metadata record (types 5/10/19) changed a known member
+    (``before``: its :meth:`ModernMember.metadata` ahead of the record): the coordinator writes one whenever
+    the member differs, and whether the group epoch moves depends on which fields changed
+    (``GroupMetadataManager.hasMemberSubscriptionChanged``)."""
+    changed = [f for f, old in before.items() if old != getattr(member, f)]
     if not changed:
         return []
-    return [(EventKind.MEMBER_METADATA_CHANGED, member["member_id"], {
-        "changed": changed, "old": {f: before.get(f) for f in changed}, "new": {f: member.get(f) for f in changed},
-        "instance_id": member.get("instance_id"), **member_identity(member)})]
+    return [(EventKind.MEMBER_METADATA_CHANGED, member.member_id, {
+        "changed": changed, "old": {f: before[f] for f in changed}, "new": {f: getattr(member, f) for f in changed},
+        "instance_id": member.instance_id, **member_identity(member)})]
+
+
+def member_fields(member_class: type[ModernMember], names: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The field names of a member class in declaration order (the ``to_dict`` key order), or those of
+    ``names`` it has, in the order of ``names``. Computed once per class: the replay asks per record."""
+    found = _MEMBER_FIELDS.get((member_class, names))
+    if found is None:
+        declared = tuple(f.name for f in fields(member_class))
+        found = _MEMBER_FIELDS[member_class, names] = declared if names is None else tuple(
+            n for n in names if n in declared)
+    return found
+
+
+_MEMBER_FIELDS: dict[tuple[type, tuple[str, ...] | None], tuple[str, ...]] = {}
+
+
+@dataclass(slots=True, eq=False)
+class ModernMember:
+    """A member of a consumer, share or streams group: the fields Kafka's ``modern.ModernGroupMember`` shares.
+
+    Each group kind extends it with its own fields (``ConsumerMember``, ``ShareMember``, ``StreamsMember``)
+    and says how its two member records set them. A member is updated in place from each record, the way
+    ``ConsumerGroupMember.Builder.updateWith`` builds the next member from the previous one and the record
+    (in place rather than a new value per record: the replay applies millions of them). Kafka overloads
+    ``updateWith`` by the value's type; a decoded value here is a plain dict, so each of the two member
+    records has its method (:meth:`update_with_metadata`, :meth:`update_with_assignment`). The declaration
+    order of the fields is the key order of a member in the group's ``to_dict``.
+    """
+
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState | None = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+
+    #: The member states by the int8 a current-assignment record stores.
+    member_states: ClassVar[dict[int, MemberState]] = MODERN_MEMBER_STATES
+    #: Fields a current-assignment record sets besides the epochs and the state (partitions or tasks).
+    assignment_fields: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """``ConsumerGroupMember.useClassicProtocol``: joined through the classic protocol (consumer groups only)."""
+        return False
+
+    def update_with_metadata(self, value: dict) -> None:
+        """``Builder.updateWith(<kind>GroupMemberMetadataValue)``: the fields a member-metadata record
+        (types 5/10/19) sets; each kind names its own."""
+        raise NotImplementedError
+
+    def update_with_assignment(self, value: dict) -> None:
+        """``Builder.updateWith(<kind>GroupCurrentMemberAssignmentValue)`` (types 8/14/22): epochs, state
+        and the :attr:`assignment_fields` (partitions or tasks, with their assignment epochs)."""
+        epoch = self.member_epoch = value.get("memberEpoch", 0)
+        self.previous_member_epoch = value.get("previousMemberEpoch", 0)
+        self.state = self.member_states.get(value.get("state", 0), MemberState.UNKNOWN)
+        self.set_assignment(value, epoch)
+
+    def set_assignment(self, value: dict | None, member_epoch: int) -> None:
+        """The :attr:`assignment_fields` from a current-assignment value; ``None``: owns nothing."""
+        raise NotImplementedError
+
+    def fence(self) -> None:
+        """A current-assignment tombstone: epochs ``LEAVE_GROUP_MEMBER_EPOCH``, nothing owned (as
+        ``GroupMetadataManager.replay`` rebuilds the member from its previous self)."""
+        self.member_epoch = self.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
+        self.set_assignment(None, LEAVE_GROUP_MEMBER_EPOCH)
+
+    def epochs(self) -> tuple:
+        """Epoch, previous epoch and state: what a ``member_epoch_advanced`` event reports a change of."""
+        return self.member_epoch, self.previous_member_epoch, self.state
+
+    def assignment(self) -> tuple:
+        """The :attr:`assignment_fields` values (each record sets new objects, so old and new compare)."""
+        return tuple(getattr(self, f) for f in self.assignment_fields)
+
+    def metadata(self) -> dict:
+        """The :data:`METADATA_FIELDS` this kind has, by name (what ``member_metadata_changed`` compares)."""
+        return {f: getattr(self, f) for f in member_fields(type(self), METADATA_FIELDS)}
+
+    def to_dict(self) -> dict:
+        """The fields by name, in declaration order (values shared, not copied)."""
+        return {f: getattr(self, f) for f in member_fields(type(self))}
 
 
 class Anomaly(Exception):
@@ -227,14 +315,12 @@ class ModernGroup:
     """
 
     group_type = "modern"
-    #: Member fields a current-assignment record sets besides the epochs and the state (partitions or tasks).
-    assignment_fields: tuple[str, ...] = ()
+    #: The members' type (each kind's fields and how its records set them).
+    member_class: type[ModernMember] = ModernMember
     #: Member fields a ``member_joined`` event names besides the member's identity.
     joined_detail_fields: tuple[str, ...] = ()
     #: Member fields a ``member_fenced_by_tombstone`` event names.
     fenced_detail_fields: tuple[str, ...] = ()
-    #: The member states by the int8 a current-assignment record stores.
-    member_states: dict[int, MemberState] = MODERN_MEMBER_STATES
     #: Whether a group tombstone requires the members' target assignments deleted first.
     deletion_checks_targets = True
 
@@ -244,27 +330,17 @@ class ModernGroup:
         self.metadata_hash = 0
         self.assignment_epoch = INITIAL_ASSIGNMENT_EPOCH
         self.assignment_timestamp = INITIAL_ASSIGNMENT_TIMESTAMP
-        self.members: dict[str, dict] = {}
+        self.members: dict[str, ModernMember] = {}
         self.target_assignment: dict[str, Any] = {}
         self.topic_metadata: list[dict] | None = None
 
     # -- helpers shared by the concrete groups --------------------------------------------------
 
-    def new_member(self, member_id: str) -> dict:
-        return {
-            "member_id": member_id,
-            "member_epoch": 0,
-            "previous_member_epoch": -1,
-            "state": MemberState.STABLE,
-            "instance_id": None,
-            "rack_id": None,
-            "client_id": "",
-            "client_host": "",
-            "rebalance_timeout_ms": -1,
-        }
+    def new_member(self, member_id: str) -> ModernMember:
+        return self.member_class(member_id)
 
-    def is_reconciled(self, member: dict) -> bool:
-        return member.get("state") == MemberState.STABLE and member.get("member_epoch") == self.assignment_epoch
+    def is_reconciled(self, member: ModernMember) -> bool:
+        return member.state == MemberState.STABLE and member.member_epoch == self.assignment_epoch
 
     @property
     def state(self) -> GroupState:
@@ -312,7 +388,7 @@ class ModernGroup:
         self.topic_metadata = None if value is None else value.get("topics")
         return []
 
-    def member_for_metadata(self, member_id: str) -> tuple[dict, bool]:
+    def member_for_metadata(self, member_id: str) -> tuple[ModernMember, bool]:
         """The member a member-metadata record (types 5/10/19) updates, created when it joins now."""
         member = self.members.get(member_id)
         if member is not None:
@@ -322,22 +398,10 @@ class ModernGroup:
 
     # -- a member updated from a record, one path per record family (``ConsumerGroupMember.Builder.updateWith``)
 
-    def metadata_of(self, value: dict) -> dict:
-        """The member fields a member-metadata value sets (each group kind names its own)."""
-        raise NotImplementedError
-
-    def joined_details(self, member: dict) -> dict:
+    def joined_details(self, member: ModernMember) -> dict:
         """The ``member_joined`` details of a member its first metadata record created: who it is and the
         :attr:`joined_detail_fields` of its kind."""
-        return {**member_identity(member), **{f: member[f] for f in self.joined_detail_fields}}
-
-    def assignment_of(self, value: dict, member_epoch: int) -> dict:
-        """The :attr:`assignment_fields` a current-assignment value sets (partitions or tasks, with epochs)."""
-        raise NotImplementedError
-
-    def empty_assignment(self) -> dict:
-        """The :attr:`assignment_fields` of a member whose current assignment was tombstoned."""
-        raise NotImplementedError
+        return {**member_identity(member), **{f: getattr(member, f) for f in self.joined_detail_fields}}
 
     def _member_metadata(self, key: dict, value: dict | None) -> list[tuple]:
         """Member metadata (types 5/10/19): a tombstone removes the member, a value joins or updates it."""
@@ -345,11 +409,12 @@ class ModernGroup:
         if value is None:
             return self.remove_member(member_id)
         member, joined = self.member_for_metadata(member_id)
-        before = dict(member)
-        member.update(self.metadata_of(value))
         if joined:
+            member.update_with_metadata(value)
             return [(EventKind.MEMBER_JOINED, member_id, self.joined_details(member))]
-        return metadata_change_events(member, before, joined)
+        before = member.metadata()
+        member.update_with_metadata(value)
+        return metadata_change_events(member, before)
 
     def _current_assignment(self, key: dict, value: dict | None) -> list[tuple]:
         """Current member assignment (types 8/14/22): epochs, state and assignment; a tombstone fences the member
@@ -359,41 +424,32 @@ class ModernGroup:
         if value is None:
             if member is None:
                 return []
-            member.update(member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                          **self.empty_assignment())
+            member.fence()
             return [(EventKind.MEMBER_FENCED_BY_TOMBSTONE, member_id,
-                     {f: member.get(f) for f in self.fenced_detail_fields})]
+                     {f: getattr(member, f) for f in self.fenced_detail_fields})]
         if member is None:
             member = self.members[member_id] = self.new_member(member_id)
-        fields = self.assignment_fields
-        old, old_assignment = self.member_epochs(member), tuple(member[f] for f in fields)
-        epoch = value.get("memberEpoch", 0)
-        member["member_epoch"] = epoch
-        member["previous_member_epoch"] = value.get("previousMemberEpoch", 0)
-        member["state"] = self.member_states.get(value.get("state", 0), MemberState.UNKNOWN)
-        member.update(self.assignment_of(value, epoch))
-        return self.member_change_events(member, old, old_assignment, fields)
+        old_epochs, old_assignment = member.epochs(), member.assignment()
+        member.update_with_assignment(value)
+        return self.member_change_events(member, old_epochs, old_assignment)
 
     @staticmethod
-    def member_epochs(member: dict) -> tuple:
-        return member["member_epoch"], member["previous_member_epoch"], member["state"]
-
-    def member_change_events(self, member: dict, old_epochs: tuple, old_assignment: tuple,
-                             fields: tuple[str, ...]) -> list[tuple]:
+    def member_change_events(member: ModernMember, old_epochs: tuple, old_assignment: tuple) -> list[tuple]:
         """The events a current-assignment record (types 8/14/22) causes: ``member_epoch_advanced`` when
-        the member's epoch, previous epoch or state changed, ``member_assignment_changed`` when any of the
-        assignment ``fields`` (partitions or tasks, and those pending revocation) changed."""
+        the member's epoch, previous epoch or state changed, ``member_assignment_changed`` when any of its
+        assignment fields (partitions or tasks, and those pending revocation) changed."""
         events: list[tuple] = []
-        member_id = member["member_id"]
-        if old_epochs != self.member_epochs(member):
+        member_id = member.member_id
+        if old_epochs != member.epochs():
             events.append((EventKind.MEMBER_EPOCH_ADVANCED, member_id, {
-                "member_epoch": member["member_epoch"],
-                "previous_member_epoch": member["previous_member_epoch"],
-                "member_state": member["state"],
+                "member_epoch": member.member_epoch,
+                "previous_member_epoch": member.previous_member_epoch,
+                "member_state": member.state,
                 "old_member_epoch": old_epochs[0],
             }))
-        if old_assignment != tuple(member[f] for f in fields):
-            events.append((EventKind.MEMBER_ASSIGNMENT_CHANGED, member_id, {f: jsonable(member[f]) for f in fields}))
+        if old_assignment != member.assignment():
+            events.append((EventKind.MEMBER_ASSIGNMENT_CHANGED, member_id,
+                           {f: jsonable(getattr(member, f)) for f in member.assignment_fields}))
         return events
 
     def target_of(self, value: dict):
@@ -431,20 +487,22 @@ class ModernGroup:
         if member is None:
             return []
         problems = []
-        if member.get("member_epoch") != LEAVE_GROUP_MEMBER_EPOCH:
+        if member.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
             problems.append("current assignment tombstone missing")
         if member_id in self.target_assignment:
             problems.append("target assignment tombstone missing")
         del self.members[member_id]
-        events: list[tuple] = [(EventKind.MEMBER_LEFT, member_id, {"instance_id": member.get("instance_id"),
+        events: list[tuple] = [(EventKind.MEMBER_LEFT, member_id, {"instance_id": member.instance_id,
                                                            **member_identity(member)})]
         if problems:
             events.append((EventKind.REPLAY_ANOMALY, member_id, {"reason": "member tombstone out of order", "problems": problems}))
         return events
 
-    def member_view(self, member: dict) -> dict:
+    def member_view(self, member: ModernMember) -> dict:
         """A member as ``to_dict`` shows it: its fields and its target assignment (None when it has none)."""
-        return dict(member, target_assignment=self.target_assignment.get(member["member_id"]))
+        out = member.to_dict()
+        out["target_assignment"] = self.target_assignment.get(member.member_id)
+        return out
 
     def base_dict(self) -> dict:
         # A dict literal of the group's columns; alike in shape to Finding.to_dict, nothing shared.

@@ -6,14 +6,17 @@ the group is ``NotReady`` until its topology epoch equals the validated topology
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .events import EventKind
 from .state import (
     GroupState,
+    MemberState,
     RecordType,
     STREAMS_MEMBER_STATES,
     ModernGroup,
+    ModernMember,
     jsonable,
     tasks_plain,
     tasks_with_epochs,
@@ -22,14 +25,54 @@ from .state import (
 _TASK_KINDS = (("active", "activeTasks"), ("standby", "standbyTasks"), ("warmup", "warmupTasks"))
 
 
+def _no_tasks() -> dict[str, dict[str, dict[int, int]]]:
+    return {"active": {}, "standby": {}, "warmup": {}}
+
+
+@dataclass(slots=True, eq=False)
+class StreamsMember(ModernMember):
+    """``streams.StreamsGroupMember``: the shared member fields plus its topology epoch, process, endpoint
+    and client tags, and its active / standby / warm-up tasks, each partition with the epoch it was
+    assigned in. Its state is unknown (``None``) until its first current-assignment record."""
+
+    state: MemberState | None = None
+    topology_epoch: int | None = -1
+    process_id: str | None = None
+    user_endpoint: dict | None = None
+    client_tags: dict[str, str] = field(default_factory=dict)
+    assigned_tasks: dict[str, dict[str, dict[int, int]]] = field(default_factory=_no_tasks)
+    tasks_pending_revocation: dict[str, dict[str, dict[int, int]]] = field(default_factory=_no_tasks)
+
+    member_states: ClassVar[dict[int, MemberState]] = STREAMS_MEMBER_STATES
+    assignment_fields: ClassVar[tuple[str, ...]] = ("assigned_tasks", "tasks_pending_revocation")
+
+    def update_with_metadata(self, value: dict) -> None:
+        self.instance_id = value.get("instanceId")
+        self.rack_id = value.get("rackId")
+        self.client_id = value.get("clientId", "")
+        self.client_host = value.get("clientHost", "")
+        self.rebalance_timeout_ms = value.get("rebalanceTimeoutMs", -1)
+        self.topology_epoch = value.get("topologyEpoch")
+        self.process_id = value.get("processId")
+        self.user_endpoint = value.get("userEndpoint")
+        self.client_tags = {t["key"]: t["value"] for t in value.get("clientTags") or ()}
+
+    def set_assignment(self, value: dict | None, member_epoch: int) -> None:
+        if value is None:
+            self.assigned_tasks, self.tasks_pending_revocation = _no_tasks(), _no_tasks()
+            return
+        self.assigned_tasks = {k: tasks_with_epochs(value.get(f), member_epoch) for k, f in _TASK_KINDS}
+        self.tasks_pending_revocation = {
+            k: tasks_with_epochs(value.get(f + "PendingRevocation"), member_epoch) for k, f in _TASK_KINDS}
+
+
 class StreamsGroup(ModernGroup):
     """In-memory view of one streams group."""
 
     group_type = "streams"
+    member_class = StreamsMember
     joined_detail_fields = ("instance_id", "rack_id", "process_id", "topology_epoch")
-    assignment_fields = ("assigned_tasks", "tasks_pending_revocation")
     fenced_detail_fields = ("process_id",)
-    member_states = STREAMS_MEMBER_STATES
     deletion_checks_targets = False  # Kafka's streams group tombstone check does not look at target assignments
 
     def __init__(self, group_id: str) -> None:
@@ -48,19 +91,6 @@ class StreamsGroup(ModernGroup):
         if self.topology is None or self.topology.get("epoch") != self.validated_topology_epoch:
             return GroupState.NOT_READY
         return super().state
-
-    def new_member(self, member_id: str) -> dict:
-        member = super().new_member(member_id)
-        member.update(
-            state=None,
-            topology_epoch=-1,
-            process_id=None,
-            user_endpoint=None,
-            client_tags={},
-            assigned_tasks={"active": {}, "standby": {}, "warmup": {}},
-            tasks_pending_revocation={"active": {}, "standby": {}, "warmup": {}},
-        )
-        return member
 
     def replay(self, record_type: int, key: dict, value: dict | None) -> list[tuple]:
         return _HANDLERS[record_type](self, key, value)
@@ -94,32 +124,8 @@ class StreamsGroup(ModernGroup):
             [s.get("subtopologyId") for s in self.topology["subtopologies"]],
         })]
 
-    def metadata_of(self, value: dict) -> dict:
-        return dict(
-            instance_id=value.get("instanceId"),
-            rack_id=value.get("rackId"),
-            client_id=value.get("clientId", ""),
-            client_host=value.get("clientHost", ""),
-            rebalance_timeout_ms=value.get("rebalanceTimeoutMs", -1),
-            topology_epoch=value.get("topologyEpoch"),
-            process_id=value.get("processId"),
-            user_endpoint=value.get("userEndpoint"),
-            client_tags={t["key"]: t["value"] for t in value.get("clientTags") or ()},
-        )
-
     def target_of(self, value: dict) -> dict:
         return {kind: tasks_plain(value.get(field)) for kind, field in _TASK_KINDS}
-
-    def assignment_of(self, value: dict, member_epoch: int) -> dict:
-        return {
-            "assigned_tasks": {k: tasks_with_epochs(value.get(f), member_epoch) for k, f in _TASK_KINDS},
-            "tasks_pending_revocation": {
-                k: tasks_with_epochs(value.get(f + "PendingRevocation"), member_epoch) for k, f in _TASK_KINDS},
-        }
-
-    def empty_assignment(self) -> dict:
-        return {"assigned_tasks": {"active": {}, "standby": {}, "warmup": {}},
-                "tasks_pending_revocation": {"active": {}, "standby": {}, "warmup": {}}}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.base_dict()
