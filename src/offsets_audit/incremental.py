@@ -227,7 +227,8 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         clock = start["clock"] if clock is None else max(clock, start["clock"])
 
     def tables_of_run():
-        frames = replay_incremental.replay_tables(spark, checkpoint, fold_range, all_fold, record_range)
+        replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, all_fold, record_range)
+        frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
         new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
         every_row = replay_incremental.fold_rows(spark, checkpoint, all_fold)
         tail = provisional_rows(every_row, config, clock).persist()

@@ -344,14 +344,21 @@ def quarantine_rows(spark, checkpoint: str, batches: list[int]):
     return spark.read.parquet(*paths) if paths else None
 
 
-def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[int], record_range: list[int]) -> dict:
-    """The batch replay's tables (``replay.spark.replay``'s layouts) for a run: ``group_events`` and
-    ``target_assignments`` of the micro-batches in ``fold_range`` / ``record_range`` (what is new), and the
-    current ``group_state``, ``members`` (each group's newest rows up to the last of ``all_fold``) and
-    ``offsets`` (the newest snapshot)."""
+def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[int], record_range: list[int]):
+    """The run's ``ReplayTables`` (the batch replay's contract, ``replay.spark.replay``) and its quarantined rows
+    (None when none): ``group_events`` and ``target_assignments`` of the micro-batches in ``fold_range`` /
+    ``record_range`` (what is new), the current ``group_state``, ``members`` (each group's newest rows up to the
+    last of ``all_fold``) and ``offsets`` (the newest snapshot; None before any). ``offset_commits`` is None:
+    the whole log's commits are not resolved by an incremental run."""
     from pyspark.sql import functions as F
 
-    from offsets_audit.replay.spark import EVENTS_DDL, GROUP_STATE_DDL, MEMBERS_DDL, TARGET_ASSIGNMENTS_DDL
+    from offsets_audit.replay.spark import (
+        EVENTS_DDL,
+        GROUP_STATE_DDL,
+        MEMBERS_DDL,
+        TARGET_ASSIGNMENTS_DDL,
+        ReplayTables,
+    )
 
     new = fold_rows(spark, checkpoint, fold_range)
     events = parsed(new, "event", EVENTS_DDL).drop("batch")
@@ -360,20 +367,21 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[
     latest = latest_per_group(everything, "state")
     members = everything.filter(F.col("kind") == "member").join(latest.select("group_id", "batch"),
                                                                 ["group_id", "batch"])
-    tables = {
-        "group_events": events,
-        "target_assignments": parsed(new, "target", TARGET_ASSIGNMENTS_DDL).drop("batch"),
-        "group_state": parsed(latest, "state", GROUP_STATE_DDL).drop("batch"),
-        "members": parsed(members, "member", MEMBERS_DDL).drop("batch"),
-        "quarantine": quarantine,
-        "offsets": None,
-    }
+    offsets = None
     state_batches = _batches(f"{checkpoint}/offsets_state")
     if state_batches:
         snapshot = spark.read.schema(_OFFSETS_STATE_DDL).parquet(
             f"{checkpoint}/offsets_state/batch={state_batches[-1]}")
-        tables["offsets"] = offsets_table(snapshot)
-    return tables
+        offsets = offsets_table(snapshot)
+    replayed = ReplayTables(
+        group_state=parsed(latest, "state", GROUP_STATE_DDL).drop("batch"),
+        members=parsed(members, "member", MEMBERS_DDL).drop("batch"),
+        group_events=events,
+        target_assignments=parsed(new, "target", TARGET_ASSIGNMENTS_DDL).drop("batch"),
+        offsets=offsets,
+        offset_commits=None,
+    )
+    return replayed, quarantine
 
 
 def check_locations(config: dict, checkpoint: str) -> None:
