@@ -17,6 +17,7 @@ from offsets_audit.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Alike to commands.check.add_arguments on purpose: the two commands' help and choices differ.
     parser.add_argument("--config", help="YAML config overriding conf/defaults.yaml (e.g. conf/nightly.yaml)")
     parser.add_argument("--input", help="override source.path")
     parser.add_argument("--input-format", choices=["segments", "parquet", "kafka"], help="override source.kind")

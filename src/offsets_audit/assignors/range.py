@@ -34,6 +34,7 @@ from offsets_audit.assignors.common import (
 )
 from offsets_audit.assignors.java_order import hashmap_order
 
+# Each assignor imports its own optional kernel alike on purpose (one compiled module per assignor).
 try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
     from offsets_audit.assignors import _range_kernel as _KERNEL  # type: ignore[attr-defined]  # built by setup.py
 except ImportError:  # pragma: no cover - depends on the install

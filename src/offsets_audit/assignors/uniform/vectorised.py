@@ -132,6 +132,7 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
     topic_ids = subscribed_topic_order(members[0].subscribed_topic_ids)
     if not topic_ids:
         return {"error": None, "members": {}}
+    # The layout and claim steps repeat fast_heterogeneous' on purpose: only the subscribed topics differ.
     layout = _Partitions.of(group, topic_ids)
     if layout is None:
         return None
