@@ -347,6 +347,12 @@ typedef struct {
     JMap **old_assignment;     /* per member: HashMap<Uuid, HashSet<Integer>> */
     JMap **new_assignment;     /* per member: NULL until written */
     int32_t missing_topic;     /* topic of a PartitionAssignorException */
+    /* The builders' unfilled/overfilled member sets (AssignorHelpers.newHashSet(numGroupMembers)) as flags: such a
+     * table has more buckets than the group has members, so each member index sits alone in bucket `index` and the
+     * sets iterate in ascending index order; `order` is an iterator's snapshot of one. */
+    uint8_t *unfilled, *overfilled;
+    int32_t *order;
+    int32_t *held_count;       /* step 4: finalAssignmentByMember.get(m).size(), the only thing step 4 reads of it */
     Snap s1, s2, s3;
 } Group;
 
@@ -400,7 +406,8 @@ static void desired_counts(int32_t *out, const int32_t *members, int32_t num_mem
 }
 
 /* SimpleHeterogeneousAssignmentBuilder.TopicAssignmentPartialBuilder.build */
-static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32_t num_subscribed, int32_t *desired) {
+static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32_t num_subscribed, int32_t *desired,
+                       const int32_t *holder_members, JMap *const *holder_sets, int32_t num_holders) {
     Arena *a = &g->arena;
     const int32_t n = g->n;
     const int32_t th = g->topic_hash[topic];
@@ -413,12 +420,12 @@ static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32
     memset(desired, 0, sizeof(int32_t) * (size_t) n);
     desired_counts(desired, subscribed, num_subscribed, desired_sharing, num_targets);
 
-    /* 1. revokeUnassignablePartitions: collect the current holders (the topic is subscribed by construction). */
-    for (int32_t m = 0; m < n; m++) {
-        JMap *old = g->old_assignment[m];
-        if (old->size == 0) continue;
-        JMap *partitions = (JMap *) (intptr_t) jm_get(old, topic, th, 0);
-        if (!partitions || !partitions->tab) continue;
+    /* 1. revokeUnassignablePartitions: collect the current holders (the topic is subscribed by construction),
+     * walking the members that hold this topic in member order (see build_heterogeneous). */
+    for (int32_t h = 0; h < num_holders; h++) {
+        int32_t m = holder_members[h];
+        const JMap *partitions = holder_sets[h];
+        if (!partitions->tab) continue;
         for (int32_t j = 0; j < partitions->cap; j++)
             for (int32_t e = partitions->tab[j]; e >= 0; e = partitions->nodes[e].next) {
                 int32_t p = (int32_t) partitions->nodes[e].key;
@@ -473,46 +480,56 @@ static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32
         if (is_assignable(g, topic, p) && !jm_cia_set(a, by_partition, p, p, new_set_capacity)) return ERR_PYTHON;
 
     /* 4. assignRemainingPartitions. Kept apart on purpose from the multi-topic copy below: here keys are bare
-     * partitions (one topic), there (topic, partition) pairs with their own hash; a shared macro would hide it. */
-    JMap *unfilled = jm_new(a, helper_capacity(n));
-    if (!unfilled) return ERR_PYTHON;
-    for (int32_t i = 0; i < num_subscribed; i++) {
+     * partitions (one topic), there (topic, partition) pairs with their own hash; a shared macro would hide it.
+     * From here on finalAssignmentByMember is only counted (the partial builder ends with this step). */
+    uint8_t *unfilled = g->unfilled;
+    int32_t *order = g->order, *held_count = g->held_count;
+    int32_t len = 0, num_unfilled;
+    for (int32_t i = 0; i < num_subscribed; i++) {   /* subscribed is in ascending member order */
         int32_t m = subscribed[i];
         JMap *held = (JMap *) (intptr_t) jm_get(by_member, m, m, 0);
-        if ((held ? held->size : 0) < desired[m] && jm_add(a, unfilled, m, m) < 0) return ERR_PYTHON;
+        held_count[m] = held ? held->size : 0;
+        if (held_count[m] < desired[m]) {
+            unfilled[m] = 1;
+            order[len++] = m;
+        }
     }
-    if (snap_take(a, &g->s1, by_partition) < 0 || snap_take(a, &g->s2, unfilled) < 0) return ERR_PYTHON;
+    num_unfilled = len;
+    if (snap_take(a, &g->s1, by_partition) < 0) return ERR_PYTHON;
     int32_t pos = 0;
-    int assigned_this_round = 0;
-    for (int32_t i = 0; i < g->s1.len; i++) {
+    int assigned_this_round = 0, rc = OK;
+    for (int32_t i = 0; i < g->s1.len && num_unfilled > 0; i++) {
         int32_t p = (int32_t) g->s1.keys[i];
         JMap *holders = (JMap *) (intptr_t) g->s1.vals[i];
         if (holders->size < desired_sharing) {
             int32_t to_make = desired_sharing - holders->size;
             while (to_make > 0) {
-                if (pos >= g->s2.len) {
+                if (pos >= len) {
                     if (!assigned_this_round) break;
-                    if (snap_take(a, &g->s2, unfilled) < 0) return ERR_PYTHON;
+                    int32_t kept = 0;   /* a new iterator: the members still unfilled, in the same order */
+                    for (int32_t k = 0; k < len; k++) if (unfilled[order[k]]) order[kept++] = order[k];
+                    len = kept;
                     pos = 0;
                     assigned_this_round = 0;
-                    if (g->s2.len == 0) return ERR_NO_SUCH_ELEMENT;
+                    if (len == 0) { rc = ERR_NO_SUCH_ELEMENT; goto clear; }
                 }
-                int32_t m = (int32_t) g->s2.keys[pos++];
+                int32_t m = order[pos++];
                 if (jm_find(holders, m, spread(m)) >= 0) continue;
                 JMap *assignment = writable(g, m);
-                if (!assignment) return ERR_PYTHON;
-                JMap *partitions = jm_cia_set(a, assignment, topic, th, -1);
-                if (!partitions || jm_add(a, partitions, p, p) < 0) return ERR_PYTHON;
-                JMap *held = jm_cia_set(a, by_member, m, m, -1);
-                if (!held || jm_add(a, held, p, p) < 0) return ERR_PYTHON;
+                JMap *partitions = assignment ? jm_cia_set(a, assignment, topic, th, -1) : NULL;
+                if (!partitions || jm_add(a, partitions, p, p) < 0) { rc = ERR_PYTHON; goto clear; }
                 to_make--;
                 assigned_this_round = 1;
-                if (held->size >= desired[m]) jm_remove(unfilled, m, m);
+                if (++held_count[m] >= desired[m]) {
+                    unfilled[m] = 0;
+                    num_unfilled--;
+                }
             }
         }
-        if (unfilled->size == 0) break;
     }
-    return OK;
+clear:
+    for (int32_t k = 0; k < len; k++) unfilled[order[k]] = 0;
+    return rc;
 }
 
 /* SimpleHeterogeneousAssignmentBuilder.build */
@@ -532,6 +549,8 @@ static int build_heterogeneous(Group *g) {
         if (g->topic_parts[t] == -1) { g->missing_topic = t; rc = ERR_UNKNOWN_TOPIC; break; }
     }
     int32_t *counts = NULL, *offsets = NULL, *members = NULL, *desired = NULL;
+    int32_t *held_offsets = NULL, *held_fill = NULL, *holders = NULL;
+    JMap **held_sets = NULL;
     if (rc == OK && topics.len == 0) rc = NOTHING_SUBSCRIBED;   /* GroupAssignment(Map.of()) */
     if (rc == OK) {
         /* subscribedMembersByTopic: members in memberIds order per topic. */
@@ -552,13 +571,42 @@ static int build_heterogeneous(Group *g) {
                     int32_t t = g->subs[m][i];
                     members[offsets[t] + counts[t]++] = m;
                 }
+            /* The current holders of each topic in member order: the old assignments are never written (changes go
+             * to copies), so one pass over them replaces a lookup of every topic in every member's map. */
+            int64_t held_total = 0;
+            for (int32_t m = 0; m < n; m++) held_total += g->old_assignment[m]->size;
+            held_offsets = (int32_t *) calloc((size_t) g->num_topics + 1, sizeof(int32_t));
+            held_fill = (int32_t *) malloc(sizeof(int32_t) * ((size_t) g->num_topics + 1));
+            holders = (int32_t *) malloc(sizeof(int32_t) * (size_t) (held_total + 1));
+            held_sets = (JMap **) malloc(sizeof(JMap *) * (size_t) (held_total + 1));
+            if (!held_offsets || !held_fill || !holders || !held_sets) { a->oom = 1; rc = ERR_PYTHON; }
+            for (int32_t m = 0; m < n && rc == OK; m++) {
+                const JMap *old = g->old_assignment[m];
+                if (old->tab)
+                    for (int32_t j = 0; j < old->cap; j++)
+                        for (int32_t e = old->tab[j]; e >= 0; e = old->nodes[e].next) held_offsets[old->nodes[e].key + 1]++;
+            }
+            for (int32_t t = 0; t < g->num_topics && rc == OK; t++) held_offsets[t + 1] += held_offsets[t];
+            for (int32_t t = 0; t < g->num_topics && rc == OK; t++) held_fill[t] = held_offsets[t];
+            for (int32_t m = 0; m < n && rc == OK; m++) {
+                const JMap *old = g->old_assignment[m];
+                if (old->tab)
+                    for (int32_t j = 0; j < old->cap; j++)
+                        for (int32_t e = old->tab[j]; e >= 0; e = old->nodes[e].next) {
+                            int32_t t = (int32_t) old->nodes[e].key;
+                            holders[held_fill[t]] = m;
+                            held_sets[held_fill[t]++] = (JMap *) (intptr_t) old->nodes[e].val;
+                        }
+            }
             for (int32_t i = 0; i < topics.len && rc == OK; i++) {
                 int32_t t = (int32_t) topics.keys[i];
-                rc = build_topic(g, t, members + offsets[t], counts[t], desired);
+                rc = build_topic(g, t, members + offsets[t], counts[t], desired, holders + held_offsets[t],
+                                 held_sets + held_offsets[t], held_offsets[t + 1] - held_offsets[t]);
             }
         }
     }
     free(counts); free(offsets); free(members); free(desired);
+    free(held_offsets); free(held_fill); free(holders); free(held_sets);
     snap_free(&topics);
     return rc;
 }
@@ -585,9 +633,9 @@ static int build_homogeneous(Group *g) {
     desired_counts(desired, NULL, n, desired_sharing, (int32_t) num_targets);
     JMap *by_partition = jm_new(a, helper_capacity(num_targets));
     JMap *by_member = jm_new(a, helper_capacity(n));
-    JMap *unfilled = jm_new(a, helper_capacity(n));
-    JMap *overfilled = jm_new(a, helper_capacity(n));
-    if (!by_partition || !by_member || !unfilled || !overfilled) { rc = ERR_PYTHON; goto done; }
+    if (!by_partition || !by_member) { rc = ERR_PYTHON; goto done; }
+    uint8_t *unfilled = g->unfilled, *overfilled = g->overfilled;   /* ascending member order (see Group) */
+    int32_t num_unfilled = 0;
 
     /* 1. revokeUnassignablePartitions */
     for (int32_t m = 0; m < n; m++) {
@@ -622,16 +670,16 @@ static int build_homogeneous(Group *g) {
         }
         if (copy) g->new_assignment[m] = copy;
         if (assigned < desired[m]) {
-            if (jm_add(a, unfilled, m, m) < 0) { rc = ERR_PYTHON; goto done; }
+            unfilled[m] = 1;
+            num_unfilled++;
         } else if (assigned > desired[m]) {
-            if (jm_add(a, overfilled, m, m) < 0) { rc = ERR_PYTHON; goto done; }
+            overfilled[m] = 1;
         }
     }
 
     /* 2. revokeOverfilledMembers */
-    if (snap_take(a, &g->s1, overfilled) < 0) { rc = ERR_PYTHON; goto done; }
-    for (int32_t i = 0; i < g->s1.len; i++) {
-        int32_t m = (int32_t) g->s1.keys[i];
+    for (int32_t m = 0; m < n; m++) {
+        if (!overfilled[m]) continue;
         JMap *held = (JMap *) (intptr_t) jm_get(by_member, m, m, 0);
         if (held->size <= desired[m]) continue;
         if (snap_take(a, &g->s2, held) < 0) { rc = ERR_PYTHON; goto done; }
@@ -663,7 +711,8 @@ static int build_homogeneous(Group *g) {
                 count--;
                 jm_remove(holders, m, m);
                 jm_remove((JMap *) (intptr_t) jm_get(by_member, m, m, 0), key, tp_hash(g, t, p));
-                if (jm_add(a, unfilled, m, m) < 0) { rc = ERR_PYTHON; goto done; }
+                num_unfilled += !unfilled[m];
+                unfilled[m] = 1;
             }
             if (count <= desired_sharing) break;
         }
@@ -679,39 +728,49 @@ static int build_homogeneous(Group *g) {
     }
 
     /* 4. assignRemainingPartitions. Kept apart on purpose from the one-topic copy above (keys here are
-     * (topic, partition) pairs with their own hash). */
-    if (unfilled->size == 0) goto done;
-    if (snap_take(a, &g->s1, by_partition) < 0 || snap_take(a, &g->s2, unfilled) < 0) { rc = ERR_PYTHON; goto done; }
+     * (topic, partition) pairs with their own hash). finalAssignmentByMember is only counted from here on. */
+    if (num_unfilled == 0) goto done;
+    int32_t *order = g->order, *held_count = g->held_count;
+    int32_t len = 0;
+    for (int32_t m = 0; m < n; m++) {
+        if (!unfilled[m]) continue;
+        JMap *held = (JMap *) (intptr_t) jm_get(by_member, m, m, 0);
+        held_count[m] = held ? held->size : 0;
+        order[len++] = m;
+    }
+    if (snap_take(a, &g->s1, by_partition) < 0) { rc = ERR_PYTHON; goto done; }
     int32_t pos = 0;
     int assigned_this_round = 0;
-    for (int32_t i = 0; i < g->s1.len; i++) {
+    for (int32_t i = 0; i < g->s1.len && num_unfilled > 0; i++) {
         int64_t key = g->s1.keys[i];
         int32_t t = (int32_t) (key >> 32), p = (int32_t) (uint32_t) key;
         JMap *holders = (JMap *) (intptr_t) g->s1.vals[i];
         if (holders->size < desired_sharing) {
             int32_t to_make = desired_sharing - holders->size;
             while (to_make > 0) {
-                if (pos >= g->s2.len) {
+                if (pos >= len) {
                     if (!assigned_this_round) break;
-                    if (snap_take(a, &g->s2, unfilled) < 0) { rc = ERR_PYTHON; goto done; }
+                    int32_t kept = 0;   /* a new iterator: the members still unfilled, in the same order */
+                    for (int32_t k = 0; k < len; k++) if (unfilled[order[k]]) order[kept++] = order[k];
+                    len = kept;
                     pos = 0;
                     assigned_this_round = 0;
-                    if (g->s2.len == 0) { rc = ERR_NO_SUCH_ELEMENT; goto done; }
+                    if (len == 0) { rc = ERR_NO_SUCH_ELEMENT; goto done; }
                 }
-                int32_t m = (int32_t) g->s2.keys[pos++];
+                int32_t m = order[pos++];
                 if (jm_find(holders, m, spread(m)) >= 0) continue;
                 JMap *assignment = writable(g, m);
                 if (!assignment) { rc = ERR_PYTHON; goto done; }
                 JMap *partitions = jm_cia_set(a, assignment, t, g->topic_hash[t], -1);
                 if (!partitions || jm_add(a, partitions, p, p) < 0) { rc = ERR_PYTHON; goto done; }
-                JMap *held = jm_cia_set(a, by_member, m, m, -1);
-                if (!held || jm_add(a, held, key, tp_hash(g, t, p)) < 0) { rc = ERR_PYTHON; goto done; }
                 to_make--;
                 assigned_this_round = 1;
-                if (held->size >= desired[m]) jm_remove(unfilled, m, m);
+                if (++held_count[m] >= desired[m]) {
+                    unfilled[m] = 0;
+                    num_unfilled--;
+                }
             }
         }
-        if (unfilled->size == 0) break;
     }
 done:
     free(is_subscribed);
@@ -931,6 +990,9 @@ static PyObject *py_assign(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(member_list);
     if (PyList_GET_SIZE(assignment_list) != n) { PyErr_SetString(PyExc_ValueError, "one assignment per member"); return NULL; }
+    /* Past 65,536 members HashMap.hash no longer leaves a member index in bucket `index` (see Group): the reference
+     * builders take such a group. */
+    if (n > 65536) { PyErr_SetString(Unsupported, "more members than the kernel's member sets model"); return NULL; }
 
     Topics topics = {0};
     Group g;
@@ -962,7 +1024,12 @@ static PyObject *py_assign(PyObject *self, PyObject *args) {
     g.num_subs = (int32_t *) calloc((size_t) n + 1, sizeof(int32_t));
     g.old_assignment = (JMap **) calloc((size_t) n + 1, sizeof(JMap *));
     g.new_assignment = (JMap **) calloc((size_t) n + 1, sizeof(JMap *));
-    if (!g.subs || !g.num_subs || !g.old_assignment || !g.new_assignment) { PyErr_NoMemory(); goto out; }
+    g.unfilled = (uint8_t *) calloc((size_t) n + 1, 1);
+    g.overfilled = (uint8_t *) calloc((size_t) n + 1, 1);
+    g.order = (int32_t *) calloc((size_t) n + 1, sizeof(int32_t));
+    g.held_count = (int32_t *) calloc((size_t) n + 1, sizeof(int32_t));
+    if (!g.subs || !g.num_subs || !g.old_assignment || !g.new_assignment || !g.unfilled || !g.overfilled || !g.order
+        || !g.held_count) { PyErr_NoMemory(); goto out; }
     for (Py_ssize_t m = 0; m < n; m++) {
         PyObject *member = PyList_GET_ITEM(member_list, m);
         PyObject *member_id = PyDict_Check(member) ? PyDict_GetItemWithError(member, k_member) : NULL;
@@ -1072,6 +1139,7 @@ out:
     snap_free(&g.s1); snap_free(&g.s2); snap_free(&g.s3);
     if (g.subs) for (Py_ssize_t m = 0; m < n; m++) free(g.subs[m]);
     free(g.subs); free(g.num_subs); free(g.old_assignment); free(g.new_assignment);
+    free(g.unfilled); free(g.overfilled); free(g.order); free(g.held_count);
     if (g.assignable) for (int32_t t = 0; t < topics.len; t++) free(g.assignable[t]);
     free(g.assignable);
     free(topics.hash); free(topics.parts);
