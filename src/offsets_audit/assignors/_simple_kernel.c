@@ -981,6 +981,11 @@ static PyObject *build_output(Group *g, Topics *topics, PyObject *member_ids, in
             if (!sorted || PyDict_SetItem(sorted_topics, topic_id, sorted) < 0) { Py_XDECREF(sorted); goto fail; }
             Py_DECREF(sorted);
         }
+        /* Untracked like the lists they hold (only str keys and lists of ints: no cycle can run through them);
+         * the first collection after a run otherwise walks 1,000 dicts of up to 1,000 entries each. A later
+         * insertion of a container tracks such a dict again (CPython's own rule). */
+        PyObject_GC_UnTrack(sorted_topics);
+        if (with_order) PyObject_GC_UnTrack(ordered_topics);
     }
     PyObject *result = Py_BuildValue("(OO)", members, with_order ? orders : Py_None);
     Py_DECREF(members);
