@@ -427,6 +427,12 @@ static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32
     /* 1. revokeUnassignablePartitions: collect the current holders (the topic is subscribed by construction),
      * walking the members that hold this topic in member order (see build_heterogeneous). */
     for (int32_t h = 0; h < num_holders; h++) {
+        /* The holders' sets lie one per member far apart: fetch them ahead, as build_output does. */
+        if (h + 16 < num_holders) __builtin_prefetch(holder_sets[h + 16]);
+        if (h + 8 < num_holders) {
+            __builtin_prefetch(holder_sets[h + 8]->tab);
+            __builtin_prefetch(holder_sets[h + 8]->nodes);
+        }
         int32_t m = holder_members[h];
         const JMap *partitions = holder_sets[h];
         held_count[m] = partitions->size;
