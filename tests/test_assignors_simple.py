@@ -276,3 +276,12 @@ def _assert_same_outcome(monkeypatch, group):
     except Exception as exc:  # noqa: BLE001
         compiled = type(exc)
     assert compiled == reference
+
+
+def test_kernel_declines_groups_past_65536_members():
+    """The kernel models the builders' member sets as ascending member indexes, which holds while HashMap.hash leaves
+    an index below 65,536 unchanged; a larger group goes to the reference builders."""
+    if simple._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    with pytest.raises(simple._KERNEL.Unsupported):
+        simple._KERNEL.assign([{}] * 65_537, [{}] * 65_537, [], None, True, False)
