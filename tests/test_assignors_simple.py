@@ -276,3 +276,30 @@ def _assert_same_outcome(monkeypatch, group):
     except Exception as exc:  # noqa: BLE001
         compiled = type(exc)
     assert compiled == reference
+
+
+def test_kernel_declines_groups_past_65536_members():
+    """The kernel models the builders' member sets as ascending member indexes, which holds while HashMap.hash leaves
+    an index below 65,536 unchanged; a larger group goes to the reference builders."""
+    if simple._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    with pytest.raises(simple._KERNEL.Unsupported):
+        simple._KERNEL.assign([{}] * 65_537, [{}] * 65_537, [], None, True, False)
+
+
+def test_kernel_member_order_is_java_order_hashmap_order():
+    """The kernel orders member ids itself; the order must be java_order.hashmap_order's (String.hashCode over UTF-16
+    code units, so characters past U+FFFF count twice), across table sizes and for ids of any alphabet."""
+    if simple._KERNEL is None:
+        pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
+    import random
+
+    from offsets_audit.assignors.java_order import hashmap_order
+    rng = random.Random(14)
+    for alphabet in ("abcdefghijklmnopqrstuvwxyz0123456789-_", "aé中ßÿĀ", "a\U0001F600b\U00010000"):
+        for size in (0, 1, 12, 13, 63, 64, 65, 1000):
+            keys = list(dict.fromkeys("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+                                      for _ in range(size)))
+            assert simple._KERNEL.string_hashmap_order(keys) == hashmap_order(keys)
+    with pytest.raises(ValueError):  # a lone surrogate: hashmap_order cannot encode it either
+        simple._KERNEL.string_hashmap_order(["m\ud800"])

@@ -436,7 +436,7 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
     that is not a Uuid, a field missing), which then raises or answers exactly as before."""
     try:
         by_id = {member["member_id"]: member for member in case_input["members"]}
-        members = [by_id[member_id] for member_id in hashmap_order(list(by_id))]
+        members = [by_id[member_id] for member_id in _KERNEL.string_hashmap_order(list(by_id))]
         if not members:
             return {"error": None, "members": {}}, {}
         if carried:
