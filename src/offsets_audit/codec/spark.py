@@ -15,9 +15,29 @@ import json
 import pyarrow as pa
 
 from offsets_audit.codec.errors import DecodeError
+from offsets_audit.codec.record_types import RecordType
 from offsets_audit.codec.records import decode_record
 
 CONTROL_RECORD_NAME = "ControlRecord"
+
+#: Offset commits (types 0 and 1: ~90 % of the log) also get their value as typed columns, so that the
+#: commit log (``replay.commit_log``) reads them without parsing ``value_json`` again. Field -> (Arrow type,
+#: Spark DDL type, the ``OffsetCommitValue`` field it holds). A field is null where ``value_json`` does not
+#: print it: ``leader_epoch`` before v3, ``expire_timestamp`` outside v1, ``topic_id`` when the tagged field
+#: is absent.
+OFFSET_COMMIT_VALUE_FIELDS: dict[str, tuple[pa.DataType, str]] = {
+    "offset": (pa.int64(), "bigint"),
+    "leader_epoch": (pa.int32(), "int"),
+    "metadata": (pa.string(), "string"),
+    "commit_timestamp": (pa.int64(), "bigint"),
+    "expire_timestamp": (pa.int64(), "bigint"),
+    "topic_id": (pa.string(), "string"),
+}
+#: typed field -> OffsetCommitValue field name (as Kafka's message spec and ``value_json`` spell it)
+OFFSET_COMMIT_VALUE_SOURCES = {"offset": "offset", "leader_epoch": "leaderEpoch", "metadata": "metadata",
+                               "commit_timestamp": "commitTimestamp", "expire_timestamp": "expireTimestamp",
+                               "topic_id": "topicId"}
+OFFSET_COMMIT_RECORD_TYPES = frozenset({RecordType.LEGACY_OFFSET_COMMIT, RecordType.OFFSET_COMMIT})
 
 #: column -> (Arrow type, Spark DDL type). A table of data: its rows are alike in shape on purpose.
 DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
@@ -36,6 +56,9 @@ DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "error_message": (pa.string(), "string"),
     "decode_warnings": (pa.list_(pa.struct([("code", pa.string()), ("part", pa.string()), ("position", pa.int32())])),
                         "array<struct<code:string,part:string,position:int>>"),
+    "offset_commit_value": (pa.struct([(name, t) for name, (t, _) in OFFSET_COMMIT_VALUE_FIELDS.items()]),
+                            "struct<" + ",".join(f"{name}:{ddl}" for name, (_, ddl)
+                                                 in OFFSET_COMMIT_VALUE_FIELDS.items()) + ">"),
 }
 
 _KEY_IDENTIFIERS = (("group", "group_id"), ("groupId", "group_id"), ("memberId", "member_id"),
@@ -66,7 +89,7 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
     key_version, value_version, is_tombstone = out["key_version"], out["value_version"], out["is_tombstone"]
     key_json, value_json = out["key_json"], out["value_json"]
     error_code, error_message = out["error_code"], out["error_message"]
-    decode_warnings = out["decode_warnings"]
+    decode_warnings, commit_value = out["decode_warnings"], out["offset_commit_value"]
     for i in range(n):
         if read_error_codes is not None and read_error_codes[i] is not None:
             error_code[i] = read_error_codes[i]
@@ -82,6 +105,8 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
             key_json[i] = _dumps(k_json)
             if v_json is not None:
                 value_json[i] = _dumps(v_json)
+                if record.record_type in OFFSET_COMMIT_RECORD_TYPES:
+                    commit_value[i] = {name: v_json.get(field) for name, field in OFFSET_COMMIT_VALUE_SOURCES.items()}
         except DecodeError as exc:
             error_code[i] = exc.code
             where = _where(topics[i] if topics else None, partitions[i] if partitions else None,
