@@ -210,7 +210,7 @@ def test_generated_mix_equals_generic(golden_pairs):
 def test_offset_commit_values_are_typed_as_value_json_prints_them(golden_pairs):
     """``offset_commit_value`` holds what ``value_json`` prints for offset commits (fields it omits are null)
     and is null for every other row, so the commit log never parses the JSON again."""
-    from offsets_audit.codec.spark import OFFSET_COMMIT_VALUE_SOURCES
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_VALUE_SOURCES
 
     rng = random.Random(4)
     pairs = _generated_mix(golden_pairs, seed=7, n=1500) + [

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_audit.codec.compiler import default_value
-from offsets_audit.codec.spark import OFFSET_COMMIT_RECORD_TYPES, OFFSET_COMMIT_VALUE_SOURCES
+from offsets_audit.codec.offset_commits import OFFSET_COMMIT_RECORD_TYPES, OFFSET_COMMIT_VALUE_SOURCES
 from offsets_audit.codec.records import codecs
 from offsets_audit.codec.schema import MessageSpec
 
