@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -41,6 +42,10 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
+
+
 def _size(text: str) -> int:
     text = text.strip().upper()
     scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
@@ -60,7 +65,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
                     formats=("segments",), workers=workers)
     records = info["records"]
     print(f"\n== {records:,} records ({groups} groups, {hours:.2f} h), simulated in "
-          f"{time.perf_counter() - start:.1f} s", flush=True)
+          f"{time.perf_counter() - start:.1f} s; load average {_load()}", flush=True)
 
     # Group configs are not records: the simulator reports the per-group assignment intervals it used.
     config = load_config(overrides={
@@ -89,8 +94,11 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     jvm_mb = _peak_rss_mb(spark._jvm.java.lang.ProcessHandle.current().pid())
     print(f"peak driver RSS so far: python {python_mb:,.0f} MB, JVM {jvm_mb:,.0f} MB")
     print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()))
+    # The machine may be shared: figures taken at different loads do not compare, ratios in one run do.
+    print(f"load average at the end: {_load()}", flush=True)
     return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "decode_only_s": round(decode_only, 2),
-            "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb)}
+            "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb),
+            "load_average": os.getloadavg()[0]}
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ one at a time, so memory reflects the replay state, not the input.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 import tracemalloc
@@ -66,16 +67,19 @@ def main() -> None:
         tracemalloc.start()
     replayer = Replayer()
     replayer.result.events = _Counter()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for record in records:
         replayer.apply(record)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     print(f"records:            {len(records):,}")
     print(f"groups:             {len(replayer.result.groups):,}")
     print(f"events:             {replayer.result.events.count:,}")
     print(f"long group records: {replayer.result.groups['group-0'].records_applied:,}")
     print(f"elapsed:            {elapsed:.1f} s")
     print(f"records/s:          {len(records) / elapsed:,.0f}")
+    # The machine may be shared: CPU time is this process's own work, whatever the load.
+    print(f"CPU time:           {cpu:.1f} s = {len(records) / cpu:,.0f} records per CPU-second "
+          f"(load average {os.getloadavg()[0]:.1f})")
     print(f"peak RSS:           {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB (includes the input list)")
     if args.tracemalloc:
         _, peak = tracemalloc.get_traced_memory()

@@ -207,6 +207,27 @@ def test_generated_mix_equals_generic(golden_pairs):
     assert_same_as_generic(_batch(_generated_mix(golden_pairs)))
 
 
+def test_offset_commit_values_are_typed_as_value_json_prints_them(golden_pairs):
+    """``offset_commit_value`` holds what ``value_json`` prints for offset commits (fields it omits are null)
+    and is null for every other row, so the commit log never parses the JSON again."""
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_VALUE_SOURCES
+
+    rng = random.Random(4)
+    pairs = _generated_mix(golden_pairs, seed=7, n=1500) + [
+        _commit(rng, version, text="plain-ascii") for version in range(5) for _ in range(20)]
+    seen = set()
+    for row in decode_batch(_batch(pairs)).to_pylist():
+        typed = row["offset_commit_value"]
+        if row["record_type"] in (0, 1) and row["value_json"] is not None and row["error_code"] is None:
+            value = json.loads(row["value_json"])
+            assert typed == {name: value.get(field) for name, field in OFFSET_COMMIT_VALUE_SOURCES.items()}
+            seen |= {(row["record_type"], row["value_version"], name) for name, v in typed.items() if v is not None}
+        else:
+            assert typed is None, row
+    assert {(1, 4, "topic_id"), (1, 1, "expire_timestamp"), (1, 3, "leader_epoch"), (0, 0, "offset")} <= seen
+    assert (1, 2, "leader_epoch") not in seen
+
+
 def test_sliced_batches_equal_generic(golden_pairs):
     batch = _batch(_generated_mix(golden_pairs, seed=5, n=800))
     for start, length in ((1, 100), (137, 500), (799, 1), (0, 0)):

@@ -328,14 +328,14 @@ def _rows_of_log(root):
 
 _DECODED_DDL = ("partition int, offset long, record_type int, is_control boolean, control_type string, "
                 "producer_id long, group_id string, topic_name string, topic_partition int, value binary, "
-                "value_json string, error_code string")
+                "offset_commit_value struct<offset:bigint,leader_epoch:int,metadata:string,commit_timestamp:bigint,"
+                "expire_timestamp:bigint,topic_id:string>, error_code string")
 
 
 def _commit(offset, topic_partition, committed, producer_id=-1):
-    value_json = None if committed is None else (
-        f'{{"offset":{committed},"leaderEpoch":3,"metadata":"","commitTimestamp":{1000 + offset}}}')
+    value = None if committed is None else (committed, 3, "", 1000 + offset, None, None)
     return (0, offset, 1, False, None, producer_id, "g", "t", topic_partition,
-            None if committed is None else b"v", value_json, None)
+            None if committed is None else b"v", value, None)
 
 
 def _marker(offset, producer_id, control_type):

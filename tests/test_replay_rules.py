@@ -192,6 +192,18 @@ def test_target_assignment_computed_event_lists_changed_members():
     assert rows[0]["target"] == {"m1": {TOPIC_ID: [0, 1]}} and rows[0]["previous_target"] == {}
 
 
+def test_target_rows_keep_each_target_assignment_as_it_was_computed():
+    # Rows share the members' targets (no deep copies): a later target record must replace a member's target,
+    # never change the one an earlier row holds.
+    log = _joined_consumer_group().consumer_member("m2").consumer_epoch(3).consumer_target("m1", [0]) \
+        .consumer_target("m2", [1]).consumer_target_metadata(3, 200)
+    log.consumer_epoch(4).consumer_target("m2", [1, 2]).consumer_target_metadata(4, 300)
+    rows = log.replay().groups[G].target_assignment_rows()
+    assert [r["target"] for r in rows] == [{"m1": {TOPIC_ID: [0, 1]}}, {"m1": {TOPIC_ID: [0]}, "m2": {TOPIC_ID: [1]}},
+                                           {"m1": {TOPIC_ID: [0]}, "m2": {TOPIC_ID: [1, 2]}}]
+    assert [r["previous_target"] for r in rows] == [{}, rows[0]["target"], rows[1]["target"]]
+
+
 def test_group_epoch_bumped_event_has_old_and_new():
     result = _joined_consumer_group().consumer_epoch(3).replay()
     bumps = [e["details"] for e in result.events if e["event"] == "group_epoch_bumped"]
@@ -329,6 +341,21 @@ def test_fold_serialises_and_resumes_for_streaming():
     assert resumed.state_row() == whole.state_row()
     assert resumed.member_rows() == whole.member_rows()
     assert resumed.target_assignment_rows() == whole.target_assignment_rows()
+
+
+def test_fold_state_with_a_raw_previous_target_resumes_with_the_same_rows():
+    # States written before the previous target was kept in its row's (jsonable) form hold the raw target.
+    records = _joined_consumer_group(Log().consumer_member("m0")).consumer_epoch(3) \
+        .consumer_target("m1", [1]).consumer_target_metadata(3, 200).records
+    whole = GroupFold(G)
+    whole.apply_all(records)
+    first = GroupFold(G)
+    first.apply_all(records[:-2])
+    first._previous_target = copy.deepcopy(first.group.target_assignment)
+    resumed = GroupFold.from_bytes(first.to_bytes())
+    resumed.apply_all(records[-2:])
+    assert resumed.target_assignment_rows() == whole.target_assignment_rows()
+    assert len(whole.target_assignment_rows()) == 2 and whole.target_assignment_rows()[1]["previous_target"]
 
 
 def test_fold_state_of_format_1_with_dict_members_resumes_as_member_dataclasses():

@@ -15,6 +15,11 @@ import json
 import pyarrow as pa
 
 from offsets_audit.codec.errors import DecodeError
+from offsets_audit.codec.offset_commits import (
+    OFFSET_COMMIT_RECORD_TYPES,
+    OFFSET_COMMIT_VALUE_FIELDS,
+    OFFSET_COMMIT_VALUE_SOURCES,
+)
 from offsets_audit.codec.records import decode_record
 
 CONTROL_RECORD_NAME = "ControlRecord"
@@ -36,6 +41,9 @@ DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "error_message": (pa.string(), "string"),
     "decode_warnings": (pa.list_(pa.struct([("code", pa.string()), ("part", pa.string()), ("position", pa.int32())])),
                         "array<struct<code:string,part:string,position:int>>"),
+    "offset_commit_value": (pa.struct([(name, t) for name, (t, _) in OFFSET_COMMIT_VALUE_FIELDS.items()]),
+                            "struct<" + ",".join(f"{name}:{ddl}" for name, (_, ddl)
+                                                 in OFFSET_COMMIT_VALUE_FIELDS.items()) + ">"),
 }
 
 _KEY_IDENTIFIERS = (("group", "group_id"), ("groupId", "group_id"), ("memberId", "member_id"),
@@ -66,7 +74,7 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
     key_version, value_version, is_tombstone = out["key_version"], out["value_version"], out["is_tombstone"]
     key_json, value_json = out["key_json"], out["value_json"]
     error_code, error_message = out["error_code"], out["error_message"]
-    decode_warnings = out["decode_warnings"]
+    decode_warnings, commit_value = out["decode_warnings"], out["offset_commit_value"]
     for i in range(n):
         if read_error_codes is not None and read_error_codes[i] is not None:
             error_code[i] = read_error_codes[i]
@@ -82,6 +90,8 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
             key_json[i] = _dumps(k_json)
             if v_json is not None:
                 value_json[i] = _dumps(v_json)
+                if record.record_type in OFFSET_COMMIT_RECORD_TYPES:
+                    commit_value[i] = {name: v_json.get(field) for name, field in OFFSET_COMMIT_VALUE_SOURCES.items()}
         except DecodeError as exc:
             error_code[i] = exc.code
             where = _where(topics[i] if topics else None, partitions[i] if partitions else None,

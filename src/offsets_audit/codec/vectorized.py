@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_audit.codec.compiler import default_value
+from offsets_audit.codec.offset_commits import OFFSET_COMMIT_RECORD_TYPES, OFFSET_COMMIT_VALUE_SOURCES
 from offsets_audit.codec.records import codecs
 from offsets_audit.codec.schema import MessageSpec
 
@@ -379,10 +380,10 @@ class _Reader:
                 values[f.name] = (f.type, value, None)
                 pos = pos + f.width
         if layout.flexible:
-            pos, ok = self._tags(layout, pos, ok, members)
+            pos, ok = self._tags(layout, pos, ok, members, values)
         return self._object(members), values, ok, pos
 
-    def _tags(self, layout, pos, ok, members):
+    def _tags(self, layout, pos, ok, members, values):
         """The tagged-field section: where each known tag's content sits, then each tag read at once."""
         col = self.col
         count, ok, pos = self.uvarint(pos, ok)
@@ -426,7 +427,9 @@ class _Reader:
                 ok &= ~present | (size == f.width)
                 value = col.read(at, f.type)
                 if f.type == "uuid":
-                    members.append((f, _scalar_pieces("uuid", value), present & value.any(axis=1)))
+                    printed = present & value.any(axis=1)
+                    members.append((f, _scalar_pieces("uuid", value), printed))
+                    values[f.name] = ("uuid", _uuid_strings(value), ~printed)
                 else:
                     default = int(f.default)
                     value = np.where(present, value, default)
@@ -476,13 +479,16 @@ def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, 
     value_layout = None if version is None else layouts.values[version]
     if value_layout is not None:
         value_end = values.end[rows]
-        value_json, _, ok, value_pos = _Reader(values, value_end).struct(value_layout, values.start[rows] + 2, ok)
+        value_json, value_values, ok, value_pos = _Reader(values, value_end).struct(
+            value_layout, values.start[rows] + 2, ok)
         ok &= value_pos == value_end
     if not ok.any():
         return None
     out = {"key_json": _materialise(key_json, len(rows))}
     if value_layout is not None:
         out["value_json"] = _materialise(value_json, len(rows))
+        if record_type in OFFSET_COMMIT_RECORD_TYPES:
+            out["offset_commit_value"] = _typed_struct(value_values, columns["offset_commit_value"], len(rows))
     for name, column in _KEY_COLUMNS.items():
         if name not in key_values:
             continue
@@ -512,6 +518,23 @@ def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, 
         elif out[name].type != type_:
             out[name] = out[name].cast(type_)
     return rows, out
+
+
+def _typed_struct(values: dict, type_: pa.StructType, m: int) -> pa.StructArray:
+    """The typed value columns (``codec.spark.OFFSET_COMMIT_VALUE_FIELDS``) from the fields ``struct`` read:
+    a field the version does not have is null, as it is absent from ``value_json``."""
+    children = []
+    for field in type_:
+        read = values.get(OFFSET_COMMIT_VALUE_SOURCES[field.name])
+        if read is None:
+            children.append(pa.nulls(m, field.type))
+            continue
+        kind, value, is_null = read
+        array = value if isinstance(value, pa.Array) else pa.array(value)
+        if is_null is not None and is_null.any():
+            array = pc.if_else(pa.array(is_null), pa.scalar(None, array.type), array)
+        children.append(array.cast(field.type))
+    return pa.StructArray.from_arrays(children, fields=list(type_))
 
 
 def _column(batch: pa.RecordBatch, name: str):

@@ -8,7 +8,6 @@ micro-batches.
 """
 from __future__ import annotations
 
-import copy
 import json
 import pickle
 import zlib
@@ -76,8 +75,10 @@ class GroupFold:
         self.records_applied = 0
         self._decode = decode
         self._targets_changed: set[str] = set()
+        #: The target of the last target assignment, as its row holds it (``jsonable``: shared, never changed).
         self._previous_target: dict[str, Any] = {}
         self._target_rows: list[dict] = []
+        self._target_json: dict[str, tuple[Any, Any]] = {}
 
     # -- serialisation for a state store --------------------------------------------------------
 
@@ -85,6 +86,7 @@ class GroupFold:
         """Compact state (zlib-compressed pickle of plain objects), for a streaming state store."""
         state = dict(self.__dict__)
         state.pop("_decode", None)
+        state.pop("_target_json", None)  # a cache, rebuilt on demand
         return bytes([_STATE_FORMAT]) + zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
     @classmethod
@@ -94,6 +96,9 @@ class GroupFold:
         fold = cls.__new__(cls)
         fold.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
         fold._decode = decode
+        fold._target_json = {}
+        # States written before the previous target was kept in its row's form hold a copy of the raw one.
+        fold._previous_target = jsonable(fold._previous_target)
         group = fold.group
         if data[0] == 1 and isinstance(group, ModernGroup):
             dict_members: dict[str, Any] = group.members
@@ -179,6 +184,7 @@ class GroupFold:
         self.deleted = False
         self._targets_changed = set()
         self._previous_target = {}
+        self._target_json = {}
         if old_type is None:
             return [(EventKind.GROUP_CREATED, None, {"simple": simple})]
         return [(EventKind.GROUP_TYPE_CHANGED, None, {"old_type": old_type, "new_type": family})]
@@ -224,8 +230,9 @@ class GroupFold:
             return []
         changed = sorted(self._targets_changed)
         self._targets_changed = set()
-        self._target_rows.append(self._target_row(record, changed))
-        self._previous_target = copy.deepcopy(group.target_assignment)
+        row = self._target_row(record, changed)
+        self._target_rows.append(row)
+        self._previous_target = row["target"]
         return [(EventKind.TARGET_ASSIGNMENT_COMPUTED, None, {
             "assignment_epoch": group.assignment_epoch,
             "assignment_timestamp": group.assignment_timestamp,
@@ -251,7 +258,9 @@ class GroupFold:
                 "topology_epoch": getattr(m, "topology_epoch", None),
                 "client_tags": getattr(m, "client_tags", None),
             })
-        row = {
+        # The row as ``jsonable`` makes it, column by column; the targets (most of a row, and all of it again in
+        # the next row's previous_target) are shared between rows rather than copied.
+        return {
             "group_id": self.group_id,
             "group_type": group.group_type,
             "assignment_epoch": group.assignment_epoch,
@@ -262,16 +271,35 @@ class GroupFold:
             "group_epoch": group.group_epoch,
             "metadata_hash": group.metadata_hash,
             "members_changed": changed,
-            "members": members,
-            "target": copy.deepcopy(group.target_assignment),
+            "members": jsonable(members),
+            "target": self._target_as_json(group.target_assignment),
             "previous_target": self._previous_target,
-            "topology": getattr(group, "topology", None),
-            "resolved_regular_expressions": getattr(group, "resolved_regular_expressions", None),
-            "partition_metadata": group.topic_metadata,
-            "assignment_configs": getattr(group, "last_assignment_configs", None),
-            "initialized_topics": (getattr(group, "state_partition_metadata", None) or {}).get("initializedTopics"),
+            "topology": jsonable(getattr(group, "topology", None)),
+            "resolved_regular_expressions": jsonable(getattr(group, "resolved_regular_expressions", None)),
+            "partition_metadata": jsonable(group.topic_metadata),
+            "assignment_configs": jsonable(getattr(group, "last_assignment_configs", None)),
+            "initialized_topics": jsonable(
+                (getattr(group, "state_partition_metadata", None) or {}).get("initializedTopics")),
         }
-        return jsonable(row)
+
+    def _target_as_json(self, target_assignment: dict[str, Any]) -> dict[str, Any]:
+        """``jsonable(target_assignment)`` with each member's target converted once.
+
+        A member's target is a new object per target-assignment member record and never changed in place
+        (``ModernGroup._target_member``), so its JSON form is kept until the member's next record replaces
+        it: a target assignment then costs its changed members, not the whole group's partitions again.
+        The deep copy this replaces guarded against changes nothing makes."""
+        cache = self._target_json
+        fresh: dict[str, tuple[Any, Any]] = {}
+        out: dict[str, Any] = {}
+        for member_id, target in target_assignment.items():
+            hit = cache.get(member_id)
+            if hit is None or hit[0] is not target:
+                hit = (target, jsonable(target))
+            fresh[member_id] = hit
+            out[member_id if type(member_id) is str else str(member_id)] = hit[1]
+        self._target_json = fresh
+        return out
 
     def _event(self, record: dict, kind: EventKind, member_id: str | None, details: dict) -> dict:
         # jsonable builds a new dict, so the handler's details are never changed (nor copied twice).

@@ -166,8 +166,24 @@ def _partitions_with_epochs(entries: list[dict] | None, id_field: str, default_e
     return out
 
 
+#: Types ``jsonable`` hands back as they are (checked by exact type first: most values in a row are these).
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def jsonable(obj: Any) -> Any:
-    """Dicts with int keys / bytes / sets turned into JSON-friendly values (for ``to_dict`` and events)."""
+    """Dicts with int keys / bytes / sets turned into JSON-friendly values (for ``to_dict`` and events).
+
+    Always a new container for a dict, list, tuple or set (callers may change the result); anything else
+    comes back as it is. The replay calls this per event and per target row, so the common scalars are
+    recognised by exact type before the ``isinstance`` checks that also catch subclasses."""
+    cls = type(obj)
+    if cls in _JSON_SCALARS:
+        return obj
+    if cls is dict:
+        return {k if type(k) is str else str(k): v if type(v) in _JSON_SCALARS else jsonable(v)
+                for k, v in obj.items()}
+    if cls is list:
+        return [v if type(v) in _JSON_SCALARS else jsonable(v) for v in obj]
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
