@@ -51,7 +51,7 @@ import pandas as pd
 from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
 from offsets_audit.replay.commit_log import offsets_snapshot, resolve_commits
-from offsets_audit.replay.spark import fold_frame, offsets_table, state_rows
+from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
