@@ -32,16 +32,20 @@ import pandas as pd
 from offsets_audit.audit.engine import GroupAudit
 from offsets_audit.audit.latency import REBALANCE_COLUMNS
 from offsets_audit.audit.model import FINDING_ROW_DDL
+from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.replay import incremental as replay_incremental
 
 _ROWS_DDL = "kind string, group_id string, payload string"
-#: Rule families the incremental audit does not evaluate yet (the offset rules run as SQL over the whole
-#: resolved commit log in batch): reported as skipped, never as zero findings.
-SKIPPED_RULES = ("offset_committed_backwards", "offset_commit_by_non_owner", "transactional_offset_pending_too_long")
+#: Rule families the incremental audit does not evaluate (none: the offset rules run incrementally too,
+#: ``audit.offsets_incremental``). A run on a checkpoint whose earlier runs kept no offset-rule state reports
+#: the offset rules skipped in its summary (``skipped_rules``), never as zero findings.
+SKIPPED_RULES: tuple[str, ...] = ()
 RUNS_FILE = "runs.json"
+#: ``PATH/offset_rules/run=<run_id>/<name>``: the offset rules' state a run leaves for the next.
+OFFSET_STATE_FOLDER = "offset_rules"
 
 
 class GroupAuditStep:
@@ -163,6 +167,48 @@ def assignor_mismatches(audited, config: dict):
     return audited.filter(F.col("match") == F.lit(False)).mapInPandas(run, FINDING_ROW_DDL)
 
 
+# -- the offset rules -------------------------------------------------------------------------------------------
+
+def _offset_state(spark, checkpoint: str, runs: list[dict]):
+    """The offset rules' state the last published run left (``empty_state`` before the first run), or None when
+    that run kept none (its checkpoint predates incremental offset rules: they cannot be resumed)."""
+    from offsets_audit.audit.offsets_incremental import OFFSET_STATE_DDLS, empty_state
+
+    if not runs:
+        return empty_state(spark)
+    if not runs[-1].get("offset_rules"):
+        return None
+    folder = f"{checkpoint}/{OFFSET_STATE_FOLDER}/run={runs[-1]['run_id']}"
+    return {name: spark.read.schema(ddl).parquet(f"{folder}/{name}") for name, ddl in OFFSET_STATE_DDLS.items()}
+
+
+def offset_rule_findings(spark, config: dict, checkpoint: str, runs: list[dict], record_range: list[int],
+                         new_rows, group_events, end_time_ms: int | None):
+    """``(findings, provisional, next_state)`` of the offset rules over this run's commits and timeline rows,
+    resumed from the last published run's state (``audit.offsets_incremental``); ``None`` when the checkpoint's
+    earlier runs kept no offset-rule state."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.offsets_incremental import incremental_offset_findings
+    from offsets_audit.audit.offsets_spark import TIMELINE_DDL
+
+    state = _offset_state(spark, checkpoint, runs)
+    if state is None:
+        return None
+    timeline = new_rows.filter(F.col("kind").isin("context", "ownership")).select(
+        "group_id", "kind", F.from_json("payload", TIMELINE_DDL).alias("t")).select("group_id", "kind", "t.*")
+    group_times = group_events.filter(F.col("group_id").isNotNull()).select("group_id", "partition", "offset",
+                                                                             "timestamp")
+    run_log = replay_incremental.commit_log_rows(spark, checkpoint, record_range)
+    return incremental_offset_findings(run_log, group_times, timeline, state, rule_settings(config), config,
+                                       end_time_ms)
+
+
+def _write_offset_state(checkpoint: str, run_id: str, state: dict) -> None:
+    for name, df in state.items():
+        df.write.mode("overwrite").parquet(f"{checkpoint}/{OFFSET_STATE_FOLDER}/run={run_id}/{name}")
+
+
 # -- which micro-batches a run covers ------------------------------------------------------------------------
 
 def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
@@ -237,11 +283,25 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             or tables.empty(spark, "quarantine"))
         audited = assignor_audit(spark, config, checkpoint, fold_range, all_fold, frames["offsets"])
         findings = _findings(new_rows)
+        provisional = _findings(tail)
+        offset_rules = offset_rule_findings(spark, config, checkpoint, runs, record_range, new_rows,
+                                            frames["group_events"], clock)
+        offset_state = None
+        if offset_rules is not None:
+            completed, still_open, offset_state = offset_rules
+            for name, found in (("findings", completed), ("provisional", still_open)):
+                if found is None:
+                    continue
+                found = found.withColumn("time", F.timestamp_millis(F.col("time")))
+                if name == "findings":
+                    findings = findings.unionByName(found)
+                else:
+                    provisional = provisional.unionByName(found)
         mismatches = assignor_mismatches(audited, config)
         if mismatches is not None:
             findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
         findings = mark_data_gaps(findings, quarantined_so_far, config)
-        provisional = mark_data_gaps(_findings(tail), quarantined_so_far, config)
+        provisional = mark_data_gaps(provisional, quarantined_so_far, config)
         rebalances = _rebalances(new_rows)
         open_rebalances = _rebalances(tail)
         of_run = rebalances.unionByName(open_rebalances)
@@ -255,9 +315,9 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         for df in frames.values():
             if df is not None:
                 df.count()  # a stage boundary: the audit stage's time is the work it did
-        return frames, tail
+        return frames, tail, offset_state
 
-    frames, tail = stage("audit", tables_of_run)
+    frames, tail, offset_state = stage("audit", tables_of_run)
     paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
                                                    timings=timings))
     summary: dict = {
@@ -265,8 +325,11 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         "batches": {"fold": ran_fold, "records": ran_records,
                     "covered": {"fold": fold_range, "records": record_range}},
         "records": counts, "clock": clock, "timings_s": timings, "tables": paths,
+        "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
         "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
-                   "offset_rules": "skipped: not evaluated incrementally yet (" + ", ".join(SKIPPED_RULES) + ")",
+                   "offset_rules": "ran" if offset_state is not None else
+                   ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
+                    "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
                    "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off"},
     }
     if frames.get("group_state") is not None:
@@ -285,8 +348,11 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             df.unpersist()
     summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
                                                     json.dumps(summary, indent=2, default=str))
+    if offset_state is not None:
+        stage("offset state", lambda: _write_offset_state(checkpoint, run_id, offset_state))
     runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
-                 "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock})
+                 "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
+                 "offset_rules": offset_state is not None})
     replay_incremental.write_json(root / RUNS_FILE, runs)
     return summary
 

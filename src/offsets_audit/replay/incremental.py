@@ -50,7 +50,8 @@ import pandas as pd
 
 from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
-from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows
+from offsets_audit.replay.commit_log import offsets_snapshot, resolve_commits
+from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
@@ -245,7 +246,12 @@ def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
             earlier = [b for b in _batches(state_root) if b < batch_id]
             previous = (spark.read.schema(_OFFSETS_STATE_DDL).parquet(f"{state_root}/batch={earlier[-1]}") if earlier
                         else spark.createDataFrame([], _OFFSETS_STATE_DDL))
-            merge_offsets(previous, batch_df).write.mode("overwrite").parquet(f"{state_root}/batch={batch_id}")
+            log = resolve_commits(batch_df, previous).persist()
+            try:
+                offsets_snapshot(log).write.mode("overwrite").parquet(f"{state_root}/batch={batch_id}")
+                commit_log_of_batch(log).write.mode("overwrite").parquet(f"{checkpoint}/commit_log/batch={batch_id}")
+            finally:
+                log.unpersist()
             # last: a count file marks the micro-batch's outputs complete
             _write_json(counts_root / f"batch={batch_id}.json",
                         {"rows": [[r["record_name"], r["error_code"], bool(r["unreadable"]), r["n"], r["lost"] or 0]
@@ -257,6 +263,34 @@ def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
             _remove_tree(Path(_local(state_root)) / f"batch={old}")
 
     return _run_query(decoded, f"{checkpoint}/records", write)
+
+
+#: Outcomes of a commit carried in from an earlier micro-batch's snapshot that this micro-batch decided.
+_DECIDED_HERE = ("txn_committed", "txn_aborted", "txn_cleared", "txn_replaced")
+
+
+def commit_log_of_batch(log):
+    """What a micro-batch adds to the resolved commit log (``commit_log.COMMIT_LOG_DDL``): its own commits, and
+    the pending transactional commits carried in from the snapshot before it that it decided (their marker or
+    the tombstone clearing them is in this micro-batch; ``carried`` stays true, their record time is not known
+    here). The committed winners carried in are the snapshot's, not news, and stay out: O(new commits)."""
+    from pyspark.sql import functions as F
+
+    return log.filter(~F.col("carried") | F.col("outcome").isin(*_DECIDED_HERE))
+
+
+def commit_log_rows(spark, checkpoint: str, batches: list[int]):
+    """The ``commit_log_of_batch`` rows of the ``records`` micro-batches ``batches``, with their ``batch``
+    (None when none of them has any)."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.replay.commit_log import COMMIT_LOG_DDL
+
+    root = Path(_local(checkpoint)) / "commit_log"
+    if not any((root / f"batch={b}").is_dir() for b in batches):
+        return None
+    return (spark.read.schema(COMMIT_LOG_DDL + ", batch long").parquet(f"{checkpoint}/commit_log")
+            .filter(F.col("batch").isin(*batches)))
 
 
 def record_counts(checkpoint: str, batches) -> dict:
