@@ -35,3 +35,15 @@ def spark():
     session = get_spark("offsets-audit-tests", extra_conf={"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_spark_caches():
+    """One JVM serves the whole run: what a module's tests cached (a job's tables, a stage's intermediates a
+    test never released) is dropped when the module ends, so the heap does not fill over the run's hour."""
+    yield
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.catalog.clearCache()

@@ -126,9 +126,11 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     if out.get("html_report"):
         from offsets_audit.sinks.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    for df in [decoded_all, *replayed.as_dict().values(), assignor_audit, *audited.as_dict().values()]:
+    for df in (decoded_all, assignor_audit):
         if df is not None:
             df.unpersist()
+    replayed.release()
+    audited.release()
     _write_summary(spark, out["path"], run_id, summary)
     return summary
 

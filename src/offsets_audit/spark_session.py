@@ -30,6 +30,12 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.python.worker.reuse": "true",
+        # The status store keeps every job, stage and SQL execution of a session (1,000 of each by default),
+        # plans and metrics included, even with the UI off: a notebook or test session runs thousands.
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
+        "spark.ui.retainedTasks": "10000",
+        "spark.sql.ui.retainedExecutions": "50",
     }
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from offsets_audit.replay.spark import ReplayTables, StageTables, table
+from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
 
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
@@ -64,6 +64,7 @@ class AuditTables(StageTables):
     rebalances: DataFrame = table(REBALANCES_DDL)
     latency_summary: DataFrame = table(LATENCY_SUMMARY_DDL)
     rebalance_causes: DataFrame = table(REBALANCE_CAUSES_DDL)
+    cached: tuple = cached_intermediates()
 
 
 _OUTPUT_DDL = "group_id string, kind string, payload string, " + TIMELINE_DDL
@@ -220,7 +221,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
     return AuditTables(findings=findings, rebalances=rebalances, latency_summary=latency_summary(rebalances),
-                       rebalance_causes=rebalance_causes(rebalances))
+                       rebalance_causes=rebalance_causes(rebalances), cached=(out,))
 
 
 def rebalance_causes(rebalances):

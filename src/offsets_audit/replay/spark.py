@@ -264,6 +264,12 @@ def table(ddl: str, *, output: bool = True, optional: bool = False):
     return dataclasses.field(metadata=metadata)
 
 
+def cached_intermediates():
+    """The field in which a stage keeps what it persisted for its tables' sake (read twice by them), so that
+    ``release`` can free it once the tables are written; not a table."""
+    return dataclasses.field(default=(), compare=False, repr=False)
+
+
 class StageTables:
     """What every stage contract shares: one field per table, read by name or as a dict."""
 
@@ -273,7 +279,7 @@ class StageTables:
     def ddls(cls, *, outputs_only: bool = True) -> dict[str, str]:
         """``{table: DDL}`` of the fields (the written ones only, by default), in field order."""
         return {f.name: f.metadata["ddl"] for f in dataclasses.fields(cls)
-                if f.metadata["output"] or not outputs_only}
+                if "ddl" in f.metadata and (f.metadata["output"] or not outputs_only)}
 
     def as_dict(self, *, outputs_only: bool = False) -> dict[str, DataFrame | None]:
         names = type(self).ddls(outputs_only=outputs_only)
@@ -283,6 +289,13 @@ class StageTables:
         """The same tables with ``fn`` applied to each one present (e.g. persist and count: a stage boundary)."""
         return dataclasses.replace(self, **{name: fn(df) for name, df in self.as_dict().items()
                                             if df is not None})
+
+    def release(self) -> None:
+        """Unpersist the tables and the stage's cached intermediates: a long-lived session (a notebook, the
+        tests, a nightly driver running several runs) must not keep every run's caches in the heap."""
+        for df in [*self.as_dict().values(), *getattr(self, "cached", ())]:
+            if df is not None:
+                df.unpersist()
 
     # Read like the dict the stages returned before the contracts (notebooks, tests): tables["offsets"].
     def __getitem__(self, name: str):
@@ -312,6 +325,7 @@ class ReplayTables(StageTables):
     target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL)
     offsets: DataFrame = table(OFFSETS_DDL)
     offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True)
+    cached: tuple = cached_intermediates()
 
 
 def replay(decoded_df) -> ReplayTables:
@@ -350,4 +364,5 @@ def replay(decoded_df) -> ReplayTables:
         target_assignments=part("target"),
         offsets=offsets_table(offsets_snapshot(commits)),
         offset_commits=commits,
+        cached=(folded,),
     )
