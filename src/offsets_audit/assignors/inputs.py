@@ -173,70 +173,108 @@ def _max_partitions(assignment: Mapping | None, into: dict[str, int]) -> None:
                 into[topic_id] = max(into.get(topic_id, 0), max(int(p) for p in partitions) + 1)
 
 
-def infer_topic_names(rows: Iterable[Mapping]) -> dict[str, str]:
-    """Topic id -> name, from who was assigned what: an id can only be a topic its assignees all subscribe to.
+class TopicNames:
+    """Topic id -> name of one group, learned from its target assignments in log order (``observe``).
 
-    Candidate names per id are intersected over every member assigned it (consumer and share rows), then
-    ids with a single candidate fix their name and drop it from the others, until nothing changes.
+    The target records name topic ids only; the names come from the metadata image (KIP-1101), where an id names
+    one topic for the topic's whole life (a re-created topic gets a new id). So a name learned from any target
+    holds for every target of the group, earlier ones included, and once learned it is never revised:
+
+    * by subscription: an id can only be a topic every member assigned it subscribes to. Candidate names per id
+      are intersected over the targets seen so far (consumer and share rows); an id left with a single name
+      once the names already taken are removed is named, until nothing changes;
+    * by the metadata hash (no topic snapshot given): where subscriptions cannot tell which id is which topic
+      (every member subscribes to all of them), each pairing of a target's unnamed ids with its unnamed
+      subscribed names is tried, and the first whose inferred topics reproduce the recorded ``metadataHash``
+      names them.
+
+    First evidence wins: a later target that contradicts a learned name (an assignment to a member not
+    subscribed to the topic) cannot rename the topic for the earlier, healthy targets. The state is small
+    (candidates per id, names), so an incremental run resumes it (``assignors.rerun.GroupRerun``).
     """
-    candidates: dict[str, set[str]] = {}
-    for row in rows:
+
+    MAX_HASH_TRIALS = 5040
+
+    def __init__(self, *, use_hash: bool = True) -> None:
+        self.use_hash = use_hash
+        self.candidates: dict[str, set[str]] = {}   # first-seen order: the naming pass iterates it
+        self.names: dict[str, str] = {}
+
+    def observe(self, row: Mapping) -> None:
+        """Learn from one parsed ``target_assignments`` row (rows in log order)."""
         if row.get("group_type") not in ("consumer", "share"):
-            continue
+            return
         resolved = row.get("resolved_regular_expressions")
         subscriptions = {m["member_id"]: set(member_subscription(m, resolved)) for m in row.get("members") or ()}
+        narrowed = False
         for member_id, assignment in (row.get("target") or {}).items():
             names = subscriptions.get(member_id)
             if not names:
                 continue
             for topic_id, partitions in (assignment or {}).items():
-                if partitions:
-                    candidates[topic_id] = candidates[topic_id] & names if topic_id in candidates else set(names)
-    fixed: dict[str, str] = {}
-    changed = True
-    while changed:
-        changed = False
-        taken = set(fixed.values())
-        for topic_id, names in candidates.items():
-            if topic_id in fixed:
-                continue
-            left = names - taken
-            if len(left) == 1:
-                fixed[topic_id] = next(iter(left))
-                taken.add(fixed[topic_id])
-                changed = True
-    return fixed
+                if not partitions:
+                    continue
+                before = self.candidates.get(topic_id)
+                after = before & names if before is not None else set(names)
+                if after != before:
+                    self.candidates[topic_id] = after
+                    narrowed = narrowed or topic_id not in self.names
+        if narrowed:
+            self._name_by_subscription()
+        if self.use_hash and row.get("metadata_hash"):
+            self._name_by_hash(row)
 
+    def _name_by_subscription(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            taken = set(self.names.values())
+            for topic_id, names in self.candidates.items():
+                if topic_id in self.names:
+                    continue
+                left = names - taken
+                if len(left) == 1:
+                    self.names[topic_id] = next(iter(left))
+                    taken.add(self.names[topic_id])
+                    changed = True
 
-def resolve_names_by_hash(rows: list[Mapping], names_by_id: Mapping[str, str], max_trials: int = 5040) -> dict[str, str]:
-    """Complete ``infer_topic_names`` with the metadata hash: when subscriptions cannot tell which id is which
-    topic (every member subscribes to all of them), try each pairing of the open ids with the open names and
-    keep the first one whose inferred topics reproduce a recorded ``metadataHash``."""
-    from itertools import permutations
+    def _name_by_hash(self, row: Mapping) -> None:
+        from itertools import permutations
 
-    fixed = dict(names_by_id)
-    for row in rows:
-        if row.get("group_type") not in ("consumer", "share") or not row.get("metadata_hash"):
-            continue
         counts: dict[str, int] = {}
         _max_partitions(row.get("target"), counts)
-        open_ids = sorted(t for t in counts if t not in fixed)
+        open_ids = sorted(t for t in counts if t not in self.names)
         if not open_ids:
-            continue
-        open_names = sorted(set(hashed_topic_names(row)) - set(fixed.values()))
+            return
+        open_names = sorted(set(hashed_topic_names(row)) - set(self.names.values()))
         if len(open_names) < len(open_ids):
-            continue
-        trials = 0
-        for names in permutations(open_names, len(open_ids)):
-            trials += 1
-            if trials > max_trials:
-                break
-            trial = dict(fixed)
+            return
+        for trials, names in enumerate(permutations(open_names, len(open_ids)), start=1):
+            if trials > self.MAX_HASH_TRIALS:
+                return
+            trial = dict(self.names)
             trial.update(zip(open_ids, names))
             if verify_metadata_hash(row["metadata_hash"], hashed_topic_names(row), inferred_topics(row, trial)):
-                fixed = trial
-                break
-    return fixed
+                self.names = trial
+                self._name_by_subscription()  # the names just taken may leave another id a single candidate
+                return
+
+    def names_every_topic_of(self, row: Mapping) -> bool:
+        """Whether every topic id ``row``'s target assigns has a name: then its rebuilt input is final (names
+        are never revised). Streams targets name subtopologies, not topic ids."""
+        if row.get("group_type") == "streams":
+            return True
+        counts: dict[str, int] = {}
+        _max_partitions(row.get("target"), counts)
+        return all(topic_id in self.names for topic_id in counts)
+
+
+def infer_topic_names(rows: Iterable[Mapping], *, use_hash: bool = False) -> dict[str, str]:
+    """Topic id -> name from a group's target rows in log order (``TopicNames``; the hash only if asked)."""
+    learned = TopicNames(use_hash=use_hash)
+    for row in rows:
+        learned.observe(row)
+    return learned.names
 
 
 def inferred_topics(row: Mapping, names_by_id: Mapping[str, str]) -> dict[str, dict]:
@@ -502,30 +540,27 @@ def group_assignor(row: Mapping, default_consumer_assignor: str = DEFAULT_CONSUM
     return sorted(name for name, c in counts.items() if c == best)[0]
 
 
-def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *,
-                      names_by_id: Mapping[str, str] | None = None,
-                      default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> Iterator[AssignorRun]:
-    """Rebuild the assignor input of every recorded target assignment of one group (rows in log order).
+class GroupReconstruction:
+    """The sequential part of rebuilding a group's assignor inputs, one target after the other (``build``): the
+    member table's order (``MemberOrder``) and the members of the previous target (static-member replacement).
+    Small, and resumable: an incremental run keeps it between runs (``assignors.rerun.GroupRerun``)."""
 
-    ``names_by_id`` maps topic ids to names for inference without a snapshot (default: inferred from
-    these rows, ``infer_topic_names``).
-    """
-    parsed = sorted((parse_row(r) for r in rows), key=lambda r: (r.get("partition") or 0, r.get("offset") or 0))
-    if names_by_id is None:
-        names_by_id = infer_topic_names(parsed)
-        if snapshot is None:
-            names_by_id = resolve_names_by_hash(parsed, names_by_id)
-    previous_members: dict[str, Mapping] = {}
-    member_order = MemberOrder()
-    for row in parsed:
+    def __init__(self, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> None:
+        self.default_consumer_assignor = default_consumer_assignor
+        self.member_order = MemberOrder()
+        self.previous_members: dict[str, Mapping] = {}
+
+    def build(self, row: Mapping, snapshot: TopicMetadata | None, names_by_id: Mapping[str, str]
+              ) -> AssignorRun | None:
+        """The ``AssignorRun`` of the next parsed target row (None for a group type without an assignor)."""
         if row["group_type"] not in ("consumer", "share", "streams"):
-            continue
-        row = dict(row, members=member_order.order(list(row.get("members") or ())))
+            return None
+        row = dict(row, members=self.member_order.order(list(row.get("members") or ())))
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
         snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
                                                snapshot.as_of(row.get("assignment_timestamp") or None))
                           if snapshot else None)
-        current = _current_targets(row, previous_members)
+        current = _current_targets(row, self.previous_members)
         if row["group_type"] == "streams":
             recorded_tasks: dict[str, int] = {}
             for tasks in (row.get("target") or {}).values():
@@ -535,10 +570,33 @@ def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = 
             case_input = streams_case_input(row, topics_by_name, current, recorded_tasks)
         else:
             case_input = consumer_case_input(row, topics_by_name, current)
-        yield AssignorRun(
+        self.previous_members = {m["member_id"]: m for m in row.get("members") or ()}
+        return AssignorRun(
             group_id=row["group_id"], group_type=row["group_type"], assignment_epoch=row["assignment_epoch"],
             assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
-            offset=row.get("offset"), assignor=group_assignor(row, default_consumer_assignor),
+            offset=row.get("offset"), assignor=group_assignor(row, self.default_consumer_assignor),
             case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
             metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match)
-        previous_members = {m["member_id"]: m for m in row.get("members") or ()}
+
+
+def in_log_order(rows: Iterable[Mapping]) -> list[dict]:
+    """Parsed target rows (``parse_row``) in log order."""
+    return sorted((parse_row(r) for r in rows), key=lambda r: (r.get("partition") or 0, r.get("offset") or 0))
+
+
+def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *,
+                      names_by_id: Mapping[str, str] | None = None,
+                      default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> Iterator[AssignorRun]:
+    """Rebuild the assignor input of every recorded target assignment of one group (rows in log order).
+
+    ``names_by_id`` maps topic ids to names (default: learned from all these rows, ``TopicNames``, with the
+    metadata hash when no snapshot is given).
+    """
+    parsed = in_log_order(rows)
+    if names_by_id is None:
+        names_by_id = infer_topic_names(parsed, use_hash=snapshot is None)
+    reconstruction = GroupReconstruction(default_consumer_assignor)
+    for row in parsed:
+        run = reconstruction.build(row, snapshot, names_by_id)
+        if run is not None:
+            yield run

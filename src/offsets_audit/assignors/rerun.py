@@ -25,11 +25,20 @@ where committed and end offsets are known, ``lag_spread`` = max - min summed lag
 from __future__ import annotations
 
 import json
+import pickle
+import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
 from offsets_audit.assignors import run as run_assignor
 from offsets_audit.assignors import is_chainable, is_order_insensitive, run_chained
-from offsets_audit.assignors.inputs import INFERRED, AssignorRun, reconstruct_group
+from offsets_audit.assignors.inputs import (
+    INFERRED,
+    AssignorRun,
+    GroupReconstruction,
+    TopicNames,
+    in_log_order,
+    reconstruct_group,
+)
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
 ASSIGNOR_AUDIT_COLUMNS = (
@@ -241,6 +250,59 @@ class RerunChain:
             self.steps[0] = (assignor, case_input, False)
 
 
+def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[str],
+               offsets: Mapping[str, Mapping] | None, auto_offset_reset: str) -> list[dict]:
+    """The ``rerun`` row (continuing ``chain``, which it advances) and the ``what_if`` rows of one recorded
+    target assignment."""
+    out = []
+    notes = list(run.notes)
+    confidence = run.confidence
+    if run.group_type == "streams":
+        notes.append("task offsets are reported in heartbeats, not written to the log: standby and "
+                     "stickiness choices may differ")
+        confidence = INFERRED
+    lags = lags_for(run.case_input, offsets) if run.group_type != "streams" else {}
+    rec_lags = member_lags(run.recorded["members"], lags)
+    kinds = [("rerun", run.assignor)]
+    if run.group_type != "streams":
+        kinds += [("what_if", name) for name in what_if if name != run.assignor]
+    for kind, assignor in kinds:
+        case_input = run.case_input
+        if assignor == "lag_aware":
+            case_input = dict(case_input, offsets=offsets or {}, auto_offset_reset=auto_offset_reset)
+        if kind == "rerun":
+            # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
+            # and the fast path is all that runs. Where it does not give the target, the chain's carried
+            # Java order may (the order was lost on the way, or the log was written by something else).
+            result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+            cmp = compare(run.recorded, result, run.group_type)
+            if (not cmp["same"] and current_order == ORDER_RECORDS and is_chainable(assignor)
+                    and chain.continues(run)):
+                carried = chain.carried()
+                if carried is not None:
+                    alt = _invoke_chained(assignor, case_input, carried)
+                    alt_cmp = compare(run.recorded, alt[0], run.group_type)
+                    if alt_cmp["same"]:
+                        (result, java_order, current_order), cmp = alt, alt_cmp
+            chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
+        else:
+            result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+            cmp = compare(run.recorded, result, run.group_type)
+        res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
+        row = _base_row(run)
+        row.update(
+            kind=kind, assignor=assignor, confidence=confidence,
+            match=cmp["same"] if kind == "rerun" else None, same_as_recorded=cmp["same"],
+            moved_partitions=cmp["moved_partitions"], member_count_diff=cmp["member_count_diff"],
+            recorded_spread=cmp["recorded_spread"], result_spread=cmp["result_spread"],
+            recorded_lag_spread=spread(rec_lags) if rec_lags else None,
+            result_lag_spread=spread(res_lags) if res_lags else None,
+            error=None if result.get("error") is None else f"{result['error']}: {result.get('message')}",
+            notes="; ".join(notes) or None, current_order=current_order)
+        out.append(row)
+    return out
+
+
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
                 offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest",
                 default_consumer_assignor: str = "uniform") -> list[dict]:
@@ -248,49 +310,82 @@ def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, 
     out = []
     chain = RerunChain()
     for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor):
-        notes = list(run.notes)
-        confidence = run.confidence
-        if run.group_type == "streams":
-            notes.append("task offsets are reported in heartbeats, not written to the log: standby and "
-                         "stickiness choices may differ")
-            confidence = INFERRED
-        lags = lags_for(run.case_input, offsets) if run.group_type != "streams" else {}
-        rec_lags = member_lags(run.recorded["members"], lags)
-        kinds = [("rerun", run.assignor)]
-        if run.group_type != "streams":
-            kinds += [("what_if", name) for name in what_if if name != run.assignor]
-        for kind, assignor in kinds:
-            case_input = run.case_input
-            if assignor == "lag_aware":
-                case_input = dict(case_input, offsets=offsets or {}, auto_offset_reset=auto_offset_reset)
-            if kind == "rerun":
-                # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
-                # and the fast path is all that runs. Where it does not give the target, the chain's carried
-                # Java order may (the order was lost on the way, or the log was written by something else).
-                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
-                cmp = compare(run.recorded, result, run.group_type)
-                if (not cmp["same"] and current_order == ORDER_RECORDS and is_chainable(assignor)
-                        and chain.continues(run)):
-                    carried = chain.carried()
-                    if carried is not None:
-                        alt = _invoke_chained(assignor, case_input, carried)
-                        alt_cmp = compare(run.recorded, alt[0], run.group_type)
-                        if alt_cmp["same"]:
-                            (result, java_order, current_order), cmp = alt, alt_cmp
-                chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
-            else:
-                result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
-                cmp = compare(run.recorded, result, run.group_type)
-            res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
-            row = _base_row(run)
-            row.update(
-                kind=kind, assignor=assignor, confidence=confidence,
-                match=cmp["same"] if kind == "rerun" else None, same_as_recorded=cmp["same"],
-                moved_partitions=cmp["moved_partitions"], member_count_diff=cmp["member_count_diff"],
-                recorded_spread=cmp["recorded_spread"], result_spread=cmp["result_spread"],
-                recorded_lag_spread=spread(rec_lags) if rec_lags else None,
-                result_lag_spread=spread(res_lags) if res_lags else None,
-                error=None if result.get("error") is None else f"{result['error']}: {result.get('message')}",
-                notes="; ".join(notes) or None, current_order=current_order)
-            out.append(row)
+        out += _audit_run(run, chain, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
     return out
+
+
+_STATE_FORMAT = 1
+
+
+class GroupRerun:
+    """The assignor audit of one group, resumable between incremental runs: the rows of ``audit_group`` over the
+    group's whole target history, produced a few targets at a time (``feed``), with a small state in between
+    (``to_bytes``).
+
+    What a target's rebuilt input depends on, and what is kept for it:
+
+    * the topic names of its ids: ``inputs.TopicNames`` (candidates per id, names learned; never revised);
+    * the member table's order and the previous target's members: ``inputs.GroupReconstruction``;
+    * the chain of matching re-runs, at most ``RerunChain.MAX_STEPS`` inputs: ``RerunChain``.
+
+    Names can come from a *later* target than the one that needs them (an id first assigned while its members
+    subscribed to two topics is named once a later target tells them apart). The batch audit uses them for the
+    earlier target too (an id names one topic for its whole life), so a target whose topic ids are not all named
+    yet is *pending*: it and every target after it (the chain runs through them) wait in the state and are re-run
+    by the next ``feed``; ``provisional`` gives their rows as of now, without changing the state. Completed rows
+    are final: every id they use is named, and names never change. On Kafka's logs a target's ids are named by
+    its own subscriptions or its own metadata hash, so nothing stays pending for long.
+    """
+
+    def __init__(self, snapshot_given: bool, default_consumer_assignor: str = "uniform") -> None:
+        self.names = TopicNames(use_hash=not snapshot_given)
+        self.reconstruction = GroupReconstruction(default_consumer_assignor)
+        self.chain = RerunChain()
+        self.pending: list[dict] = []
+
+    def feed(self, rows: Iterable[Mapping], snapshot: TopicMetadata | None, *, what_if: Sequence[str] = (),
+             offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest") -> list[dict]:
+        """The completed ``assignor_audit`` rows after the group's next target rows (in log order after every
+        row fed before)."""
+        new = in_log_order(rows)
+        for row in new:
+            self.names.observe(row)
+        waiting = self.pending + new
+        out: list[dict] = []
+        for index, row in enumerate(waiting):
+            if not self.names.names_every_topic_of(row):
+                self.pending = waiting[index:]
+                return out
+            run = self.reconstruction.build(row, snapshot, self.names.names)
+            if run is not None:
+                out += _audit_run(run, self.chain, what_if=what_if, offsets=offsets,
+                                  auto_offset_reset=auto_offset_reset)
+        self.pending = []
+        return out
+
+    def provisional(self, snapshot: TopicMetadata | None, *, what_if: Sequence[str] = (),
+                    offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest") -> list[dict]:
+        """Rows of the pending targets with the names known now (what a batch run over the log so far gives);
+        the state is left as it was."""
+        if not self.pending:
+            return []
+        copy = GroupRerun.from_bytes(self.to_bytes())
+        out: list[dict] = []
+        for row in copy.pending:
+            run = copy.reconstruction.build(row, snapshot, copy.names.names)
+            if run is not None:
+                out += _audit_run(run, copy.chain, what_if=what_if, offsets=offsets,
+                                  auto_offset_reset=auto_offset_reset)
+        return out
+
+    def to_bytes(self) -> bytes:
+        """Compact state (zlib-compressed pickle), as ``audit.engine.GroupAudit`` keeps its own."""
+        return bytes([_STATE_FORMAT]) + zlib.compress(pickle.dumps(self.__dict__, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "GroupRerun":
+        if not data or data[0] != _STATE_FORMAT:
+            raise ValueError("assignor re-run state of another version: start a new checkpoint")
+        rerun = cls.__new__(cls)
+        rerun.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
+        return rerun
