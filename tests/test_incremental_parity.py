@@ -2,8 +2,8 @@
 
 A history (simulated with every fault kind, and a golden one Kafka made) is cut into k consecutive slices by
 offset, at batch boundaries of each partition's log: slice i grows the active segment files and adds the new
-ones, as a broker does. One incremental run per slice, then: the findings and rebalances of every run plus the
-last run's provisional ones equal one batch run (``job.run_job``) over the whole log, row for row, ids included.
+ones, as a broker does. One incremental run per slice, then: the findings, rebalances and assignor re-runs of
+every run plus the last run's provisional ones equal one batch run (``job.run_job``) over the whole log, row for row, ids included.
 """
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict):
     findings = findings.unionByName(sinks.read_table(spark, str(output), "provisional_findings", run_id, "parquet"))
     rebalances = rebalances.unionByName(sinks.read_table(spark, str(output), "provisional_rebalances", run_id,
                                                          "parquet"))
+    reruns = reruns.unionByName(sinks.read_table(spark, str(output), "provisional_assignor_audit", run_id, "parquet"))
     return findings, rebalances, reruns
 
 

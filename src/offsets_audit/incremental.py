@@ -109,15 +109,24 @@ def _rebalances(rows):
 
 # -- the assignor re-runs ----------------------------------------------------------------------------------
 
-def assignor_audit(spark, config: dict, checkpoint: str, fold_range: list[int], all_fold: list[int], offsets):
-    """``assignor_audit`` rows of the target assignments written in ``fold_range``, None when the assignor
-    audit is off.
+#: ``PATH/assignor_state/run=<run_id>/``: each group's resumable re-run state a run leaves for the next.
+ASSIGNOR_STATE_FOLDER = "assignor_state"
 
-    A re-run's current-assignment order is chained from the group's earlier re-runs (``assignors.rerun``), so a
-    group with a new target is re-run over its recorded targets (kept in the checkpoint) and only the new
-    targets' rows are kept: exactly the batch rows, at the cost of the touched groups' target history."""
+
+def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_range: list[int],
+                   all_fold: list[int], offsets):
+    """``(assignor_audit, provisional_assignor_audit, next_state)`` of the target assignments written in
+    ``fold_range``; None when the assignor audit is off.
+
+    Each group with new targets resumes its re-run state (``assignors.rerun.GroupRerun``: topic names learned so
+    far, member order, previous target, the chain) from the last published run and re-runs only the new targets,
+    plus any still waiting for a topic name (pending: provisional rows until a later target names it). Untouched
+    groups' state is carried over as it is. A checkpoint whose last run kept no re-run state is resumed once
+    from its recorded targets (``fold_rows``), keeping only the new targets' rows."""
+    from pyspark.sql import functions as F
+
     from offsets_audit.assignors import spark as assignor_spark
-    from offsets_audit.replay.spark import TARGET_ASSIGNMENTS_DDL
+    from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL
 
     if not config["assignors"]["audit"]:
         return None
@@ -131,14 +140,30 @@ def assignor_audit(spark, config: dict, checkpoint: str, fold_range: list[int], 
 
         load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
         what_if.append(config["assignors"]["custom"])
-    new = replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, fold_range), "target",
-                                    TARGET_ASSIGNMENTS_DDL).drop("batch")
-    history = (replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, all_fold), "target",
-                                         TARGET_ASSIGNMENTS_DDL).drop("batch")
-               .join(new.select("group_id").distinct(), "group_id", "left_semi"))
-    audited = assignor_spark.audit(history, topic_metadata, what_if=what_if, offsets=offsets)
-    return audited.join(new.select("group_id", "partition", "offset"), ["group_id", "partition", "offset"],
-                        "left_semi")
+    state = None
+    covered = fold_range
+    if runs and runs[-1].get("assignor_state"):
+        state = (spark.read.schema(assignor_spark.RERUN_STATE_DDL)
+                 .parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={runs[-1]['run_id']}"))
+    elif runs:
+        covered = all_fold
+    targets = replay_incremental.fold_rows(spark, checkpoint, covered).filter(F.col("kind") == "target")
+    resumed = assignor_spark.audit_resumed(targets, state, topic_metadata, what_if=what_if, offsets=offsets).persist()
+
+    def rows(kind):
+        found = (resumed.filter(F.col("kind") == kind).select(F.from_json("payload", ASSIGNOR_AUDIT_DDL).alias("r"))
+                 .select(*[F.col(f"r.{c}") for c in ASSIGNOR_AUDIT_COLUMNS]))
+        if covered is not fold_range:  # resumed from the recorded targets: keep only the new targets' rows
+            new = replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, fold_range), "target",
+                                            "group_id string, partition int, offset long")
+            found = found.join(new.select("group_id", "partition", "offset"), ["group_id", "partition", "offset"],
+                               "left_semi").select(*ASSIGNOR_AUDIT_COLUMNS)
+        return found
+
+    touched = resumed.filter(F.col("kind") == "state").select("group_id", "pending", "state")
+    next_state = touched if state is None else state.join(touched.select("group_id"), "group_id",
+                                                          "left_anti").unionByName(touched)
+    return rows("rerun"), rows("provisional"), next_state, resumed
 
 
 def assignor_mismatches(audited, config: dict):
@@ -281,7 +306,8 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         quarantined_so_far = (replay_incremental.quarantine_rows(
             spark, checkpoint, [b for b in all_records if b <= max(record_range, default=-1)])
             or tables.empty(spark, "quarantine"))
-        audited = assignor_audit(spark, config, checkpoint, fold_range, all_fold, frames["offsets"])
+        reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, all_fold, frames["offsets"])
+        audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
         findings = _findings(new_rows)
         provisional = _findings(tail)
         offset_rules = offset_rule_findings(spark, config, checkpoint, runs, record_range, new_rows,
@@ -300,6 +326,9 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         mismatches = assignor_mismatches(audited, config)
         if mismatches is not None:
             findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
+        mismatches = assignor_mismatches(provisional_audited, config)
+        if mismatches is not None:
+            provisional = provisional.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
         findings = mark_data_gaps(findings, quarantined_so_far, config)
         provisional = mark_data_gaps(provisional, quarantined_so_far, config)
         rebalances = _rebalances(new_rows)
@@ -310,14 +339,18 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
                       provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
                       rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
-                      assignor_audit=audited)
+                      assignor_audit=audited, provisional_assignor_audit=provisional_audited)
         frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
         for df in frames.values():
             if df is not None:
                 df.count()  # a stage boundary: the audit stage's time is the work it did
-        return frames, tail, offset_state
+        if rerun_state is not None:
+            rerun_state = rerun_state.persist()
+            rerun_state.count()
+            resumed.unpersist()
+        return frames, tail, offset_state, rerun_state
 
-    frames, tail, offset_state = stage("audit", tables_of_run)
+    frames, tail, offset_state, rerun_state = stage("audit", tables_of_run)
     paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
                                                    timings=timings))
     summary: dict = {
@@ -350,9 +383,13 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                                                     json.dumps(summary, indent=2, default=str))
     if offset_state is not None:
         stage("offset state", lambda: _write_offset_state(checkpoint, run_id, offset_state))
+    if rerun_state is not None:
+        stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
+            f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
+        rerun_state.unpersist()
     runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
                  "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
-                 "offset_rules": offset_state is not None})
+                 "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None})
     replay_incremental.write_json(root / RUNS_FILE, runs)
     return summary
 

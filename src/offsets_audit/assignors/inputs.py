@@ -180,6 +180,7 @@ class TopicNames:
     one topic for the topic's whole life (a re-created topic gets a new id). So a name learned from any target
     holds for every target of the group, earlier ones included, and once learned it is never revised:
 
+    * by the group's partition-metadata record (type 4 / 9, written before Kafka 4.1): the image's own pairing;
     * by subscription: an id can only be a topic every member assigned it subscribes to. Candidate names per id
       are intersected over the targets seen so far (consumer and share rows); an id left with a single name
       once the names already taken are removed is named, until nothing changes;
@@ -204,9 +205,13 @@ class TopicNames:
         """Learn from one parsed ``target_assignments`` row (rows in log order)."""
         if row.get("group_type") not in ("consumer", "share"):
             return
+        narrowed = False
+        for topic in topics_from_partition_metadata(row.get("partition_metadata")):
+            if topic["id"] and topic["name"] and topic["id"] not in self.names:
+                self.names[topic["id"]] = topic["name"]  # the metadata image's own pairing (Kafka 4.0 records)
+                narrowed = True
         resolved = row.get("resolved_regular_expressions")
         subscriptions = {m["member_id"]: set(member_subscription(m, resolved)) for m in row.get("members") or ()}
-        narrowed = False
         for member_id, assignment in (row.get("target") or {}).items():
             names = subscriptions.get(member_id)
             if not names:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, audit_group
+from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, GroupRerun, audit_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
 
 _ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
@@ -102,6 +102,62 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
             .cogroup(offsets.select(*offset_columns).groupBy("group_id"))
             .applyInPandas(lambda left, right: one_group(left, right) if not left.empty
                            else _result_frame([]), ASSIGNOR_AUDIT_DDL))
+
+
+#: Per group, the resumable re-run state an incremental run leaves for the next (``rerun.GroupRerun``);
+#: ``pending``: its targets waiting for a topic name (re-run by every run until named).
+RERUN_STATE_DDL = "group_id string, pending int, state binary"
+#: ``audit_resumed``'s rows: ``kind`` = ``rerun`` (a completed ``assignor_audit`` row as JSON), ``provisional``
+#: (a pending target's row as of now, JSON) or ``state`` (the group's next ``RERUN_STATE_DDL`` values).
+RESUMED_DDL = "group_id string, kind string, payload string, pending int, state binary"
+
+
+def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
+                  *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform"):
+    """The assignor audit of an incremental run (``RESUMED_DDL`` rows): each group with new target rows, or with
+    pending ones, resumes its ``GroupRerun`` from ``state`` (``RERUN_STATE_DDL``; None before the first run)
+    and re-runs only those targets, giving the rows a batch re-run over the whole history gives them.
+
+    ``new_targets``: ``group_id`` and ``payload`` (a ``target_assignments`` row as JSON, the fold's output)."""
+    from pyspark.sql import functions as F
+
+    topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
+    what_if = tuple(what_if or ())
+    targets = new_targets.select("group_id", F.lit("target").alias("kind"), "payload",
+                                 F.lit(None).cast("binary").alias("state"))
+    work = targets
+    if state is not None:
+        resumed = (state.join(new_targets.select("group_id").distinct(), "group_id", "left_semi")
+                   .unionByName(state.filter(F.col("pending") > 0)).dropDuplicates(["group_id"]))
+        work = work.unionByName(resumed.select("group_id", F.lit("state").alias("kind"),
+                                               F.lit(None).cast("string").alias("payload"), "state"))
+
+    def one_group(pdf: pd.DataFrame, offsets_pdf: pd.DataFrame | None = None) -> pd.DataFrame:
+        if pdf.empty:
+            return pd.DataFrame([], columns=["group_id", "kind", "payload", "pending", "state"])
+        group_id = pdf["group_id"].iloc[0]
+        stored = [bytes(b) for b in pdf.loc[pdf["kind"] == "state", "state"]]
+        snapshot = TopicMetadata(topics) if topics else None
+        rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor)
+        options = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
+                   "offsets": _offsets_by_topic(offsets_pdf)}
+        rows = [json.loads(p) for p in pdf.loc[pdf["kind"] == "target", "payload"]]
+        out = [(group_id, "rerun", json.dumps(r), None, None) for r in rerun.feed(rows, snapshot, **options)]
+        out += [(group_id, "provisional", json.dumps(r), None, None) for r in rerun.provisional(snapshot, **options)]
+        out.append((group_id, "state", None, len(rerun.pending), rerun.to_bytes()))
+        frame = pd.DataFrame(out, columns=["group_id", "kind", "payload", "pending", "state"])
+        frame["pending"] = frame["pending"].astype("Int32")
+        return frame
+
+    if offsets is None:
+        def without_offsets(pdf: pd.DataFrame) -> pd.DataFrame:  # one argument: Spark passes no grouping key
+            return one_group(pdf)
+
+        return work.groupBy("group_id").applyInPandas(without_offsets, RESUMED_DDL)
+    offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
+                                  "begin_offset") if c in offsets.columns]
+    return (work.groupBy("group_id").cogroup(offsets.select(*offset_columns).groupBy("group_id"))
+            .applyInPandas(one_group, RESUMED_DDL))
 
 
 def metadata_check(assignor_audit_df):
