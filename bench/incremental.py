@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -57,7 +58,8 @@ def main() -> None:
     try:
         sim = simulate(root / "sim", groups=args.groups, hours=args.hours, seed=11, partitions=args.partitions,
                        formats=("segments",), segment_bytes=4 * 1024 * 1024)
-        print(f"input: {sim['records']:,} records, {args.groups} groups, {args.partitions} partitions")
+        print(f"input: {sim['records']:,} records, {args.groups} groups, {args.partitions} partitions; load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
         started = time.perf_counter()
         spark = get_spark("bench-incremental")
         spark.range(1).count()
@@ -70,12 +72,14 @@ def main() -> None:
                                       "broker": {"group_overrides": sim.get("group_overrides") or {}}})
 
         def timed(label, work):
+            load_before = os.getloadavg()[0]
             started = time.perf_counter()
             summary = work()
             seconds = time.perf_counter() - started
             records = summary["records"]["read"]
             stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
-            print(f"{label}: {records:,} records in {seconds:.1f} s, per stage {stages}")
+            print(f"{label}: {records:,} records in {seconds:.1f} s (load average {load_before:.1f} -> "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), per stage {stages}", flush=True)
             return seconds, records
 
         cut_logs(root / "sim" / "segments", live, 1 - args.new)

@@ -105,7 +105,18 @@ def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict):
     rebalances = rebalances.unionByName(sinks.read_table(spark, str(output), "provisional_rebalances", run_id,
                                                          "parquet"))
     reruns = reruns.unionByName(sinks.read_table(spark, str(output), "provisional_assignor_audit", run_id, "parquet"))
+    _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint)
     return findings, rebalances, reruns
+
+
+def _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint: Path) -> None:
+    """The commit log keeps the last run's micro-batches only (a rerun of it reads them again); the offset-rule
+    and assignor states keep the last two runs' (a rerun of the last resumes from the one before)."""
+    runs = json.loads((checkpoint / "runs.json").read_text())
+    kept = sorted(int(p.name.split("=")[1]) for p in (checkpoint / "commit_log").iterdir() if p.name.startswith("batch="))
+    assert kept and min(kept) >= runs[-1]["records"][0]
+    for folder in ("offset_rules", "assignor_state"):
+        assert {p.name for p in (checkpoint / folder).iterdir()} == {f"run={r['run_id']}" for r in runs[-2:]}
 
 
 #: The topic ids of the consumer-group history's topics (its target assignments name them).

@@ -391,7 +391,26 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                  "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
                  "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None})
     replay_incremental.write_json(root / RUNS_FILE, runs)
+    _drop_unneeded(checkpoint, runs, start["records"])
     return summary
+
+
+def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int) -> None:
+    """After publishing: remove what no later run reads. A rerun of the run just published covers its batches
+    again from the state of the run before it; a new run covers newer batches from this run's state. So the
+    commit log's micro-batches before this run's first, and the offset-rule / assignor states of runs before the
+    previous one, go (a crash half-way leaves folders the next run removes)."""
+    import re
+    import shutil
+
+    replay_incremental.drop_commit_log_before(checkpoint, first_records_batch)
+    keep = {f"run={r['run_id']}" for r in runs[-2:]}
+    for folder in (OFFSET_STATE_FOLDER, ASSIGNOR_STATE_FOLDER):
+        root = replay_incremental.local_folder(checkpoint) / folder
+        if root.is_dir():
+            for child in root.iterdir():
+                if re.fullmatch(r"run=.+", child.name) and child.name not in keep:
+                    shutil.rmtree(child, ignore_errors=True)
 
 
 def read_runs(spark, output: str, fmt: str = "parquet") -> dict:

@@ -293,6 +293,23 @@ def commit_log_rows(spark, checkpoint: str, batches: list[int]):
             .filter(F.col("batch").isin(*batches)))
 
 
+def drop_commit_log_before(checkpoint: str, first_needed: int) -> list[int]:
+    """Remove ``PATH/commit_log/batch=N`` for every N < ``first_needed`` (the first ``records`` micro-batch of the
+    last published run: a rerun of that run covers its batches again, later runs only newer ones, and no run
+    reads an older micro-batch's commits, the offset rules carrying their state in ``offset_rules/``). Called
+    after a run is published; a crash half-way leaves folders the next run removes. Returns the ids removed."""
+    root = Path(_local(checkpoint)) / "commit_log"
+    if not root.is_dir():
+        return []
+    removed = []
+    for child in root.iterdir():
+        match = re.fullmatch(r"batch=(\d+)", child.name)
+        if match and int(match.group(1)) < first_needed:
+            _remove_tree(child)
+            removed.append(int(match.group(1)))
+    return sorted(removed)
+
+
 def record_counts(checkpoint: str, batches) -> dict:
     """Record counts of the ``records`` micro-batches ``batches`` (``job``'s ``records`` summary: ``read =
     decoded + quarantined``; unreadable stretches are quarantine rows that lost ``records_lost`` offsets) and
