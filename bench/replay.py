@@ -5,6 +5,13 @@ and offset commits, plus one group with a very long history. Records are generat
 one at a time, so memory reflects the replay state, not the input.
 
     .venv/bin/python bench/replay.py [--records 2000000] [--groups 2000]
+
+``--fold-rows``: instead, the Spark fold's pure body (``replay.spark.fold_rows``: fold + rows as the tables
+hold them) over the simulator's group records (every fault kind), A/B alternated in one process: group
+records decoded again from their bytes vs taken from the codec's ``decoded_record`` column (what the job
+does). CPU time of this thread, so the figure does not depend on the machine's load.
+
+    .venv/bin/python bench/replay.py --fold-rows [--groups 30] [--hours 0.3] [--rounds 3]
 """
 from __future__ import annotations
 
@@ -55,12 +62,82 @@ def generate(total: int, groups: int):
         step += 1
 
 
+def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, list]]:
+    """Per group id, the fold's input columns as ``replay.spark._group_inputs`` hands them to the fold."""
+    import tempfile
+    from pathlib import Path
+
+    from offsets_audit.codec.spark import DECODED_RECORD_COLUMN, decode_columns
+    from offsets_audit.simulate import simulate
+    from offsets_audit.simulate.scenarios import FAULT_KINDS
+    from offsets_audit.sources.segments import read_segment
+
+    by_group: dict[str, dict[str, list]] = {}
+    with tempfile.TemporaryDirectory() as out:
+        simulate(out, groups=groups, hours=hours, faults=FAULT_KINDS, formats=("segments",))
+        for path in sorted(Path(out).rglob("*.log")):
+            records = [r for r in read_segment(path) if not r["is_control"]]
+            decoded = decode_columns([r["key"] for r in records], [r["value"] for r in records],
+                                     with_decoded_record=True)
+            previous: dict[str, int | None] = {}
+            for r, group_id, record_type, blob in zip(records, decoded["group_id"], decoded["record_type"],
+                                                      decoded[DECODED_RECORD_COLUMN]):
+                is_commit = record_type in (0, 1)
+                # _group_inputs: commits only as the first one after a group record, and not tombstones
+                if group_id is None or (is_commit and (r["value"] is None or previous.get(group_id) in (0, 1))):
+                    previous[group_id] = record_type if group_id is not None else None
+                    continue
+                previous[group_id] = record_type
+                columns = by_group.setdefault(group_id, {name: [] for name in (
+                    "key", "value", "partition", "offset", "timestamp_ms", DECODED_RECORD_COLUMN)})
+                for name, value in (("key", r["key"]), ("value", r["value"]), ("partition", r["partition"]),
+                                    ("offset", r["offset"]), ("timestamp_ms", r["timestamp"]),
+                                    (DECODED_RECORD_COLUMN, blob)):
+                    columns[name].append(value)
+    return by_group
+
+
+def fold_rows_ab(groups: int, hours: float, rounds: int) -> None:
+    from offsets_audit.codec.spark import DECODED_RECORD_COLUMN
+    from offsets_audit.replay.fold import GroupFold
+    from offsets_audit.replay.spark import fold_rows
+
+    by_group = simulated_group_inputs(groups, hours)
+    n = sum(len(c["key"]) for c in by_group.values())
+    with_blob = sum(b is not None for c in by_group.values() for b in c[DECODED_RECORD_COLUMN])
+    print(f"group records: {n:,} in {len(by_group)} groups ({with_blob:,} with the codec's decoded form)")
+
+    def run(use_decoded: bool) -> tuple[float, list]:
+        out = []
+        start = time.thread_time()
+        for group_id, c in by_group.items():
+            fold = GroupFold(group_id)
+            out.extend(fold_rows(fold, c["key"], c["value"], c["partition"], c["offset"], c["timestamp_ms"],
+                                 c[DECODED_RECORD_COLUMN] if use_decoded else None))
+        return time.thread_time() - start, out
+
+    for i in range(rounds):
+        for use_decoded in (False, True):
+            cpu, rows = run(use_decoded)
+            print(f"round {i + 1} {'codec decoded form' if use_decoded else 'bytes decoded again':<20} "
+                  f"{cpu:6.2f} s CPU = {n / cpu:,.0f} group records per CPU-second ({len(rows):,} rows; "
+                  f"load average {os.getloadavg()[0]:.1f})")
+    assert run(False)[1] == run(True)[1], "the two ways must give the same rows"
+    print("rows equal: yes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--tracemalloc", action="store_true", help="also trace Python allocations (slower)")
+    parser.add_argument("--fold-rows", action="store_true", help="A/B the Spark fold's body (see above)")
+    parser.add_argument("--hours", type=float, default=0.3, help="--fold-rows: simulated hours")
+    parser.add_argument("--rounds", type=int, default=3, help="--fold-rows: alternated A/B rounds")
     args = parser.parse_args()
+    if args.fold_rows:
+        fold_rows_ab(30 if args.groups == 2_000 else args.groups, args.hours, args.rounds)
+        return
 
     records = list(generate(args.records, args.groups))
     if args.tracemalloc:

@@ -47,6 +47,7 @@ def test_typed_fold_rows_equal_the_json_payloads(spark):
     from pyspark.sql.types import _parse_datatype_string
 
     from offsets_audit.codec import decode_record
+    from offsets_audit.codec.spark import DECODED_RECORD_COLUMN, decode_columns
     from offsets_audit.replay.fold import GroupFold
     from offsets_audit.replay.spark import FOLD_OUTPUT_DDL, _fold_group, fold_frame, state_rows
 
@@ -71,3 +72,15 @@ def test_typed_fold_rows_equal_the_json_payloads(spark):
             assert [kind for kind, _ in got] == [kind for kind, _ in expected], (name, group_id)
             for (kind, typed), (_, parsed) in zip(got, expected):
                 assert typed == {field: parsed.get(field) for field in typed}, (name, group_id, kind)
+            # As the job runs it: group records as the codec decoded them (``decoded_record``), bytes only where
+            # that is null (offset commits, flat records): the same rows, without a second decode.
+            blobs = decode_columns(columns["key"], columns["value"], with_decoded_record=True)[DECODED_RECORD_COLUMN]
+            assert any(b is not None for b in blobs) or name == "history-simple-and-txn-commits"
+            from_codec = {**columns, DECODED_RECORD_COLUMN: blobs,
+                          "key": [k if b is None else None for k, b in zip(columns["key"], blobs)],
+                          "value": [v if b is None else None for v, b in zip(columns["value"], blobs)]}
+            batch = pa.RecordBatch.from_pydict(from_codec, schema=pa.schema(
+                [*batch.schema, pa.field(DECODED_RECORD_COLUMN, pa.binary())]))
+            again = [(row["kind"], row[row["kind"]]) for out in _fold_group(group_id, iter([batch]), schema)
+                     for row in out.to_pylist()]
+            assert again == got, (name, group_id)

@@ -93,8 +93,10 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     with stage("read+decode"):
         input_report: dict = {}  # files read and skipped, notes: summary["input"]
         raw = read(spark, source_config(config), report=input_report)
-        decoded_all = codec_spark.decode(raw).persist()
+        # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
+        decoded_all = codec_spark.decode(raw, with_decoded_record=True).persist()
         decoded, quarantined = codec_spark.split(decoded_all)
+        quarantined = codec_spark.without_decoded_record(quarantined)
         counts = _counts(decoded_all)
 
     # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
@@ -118,7 +120,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     with stage("write"):
         # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
         tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
-                  "quarantine": quarantined, **({"decoded": decoded} if out.get("write_decoded") else {})}
+                  "quarantine": quarantined, **({"decoded": codec_spark.without_decoded_record(decoded)} if out.get("write_decoded") else {})}
         paths = sinks.write_run(spark, out["path"], run_id, out["format"], tables, timings=timings)
 
     summary = _summary(config, counts, tables, timings, paths)

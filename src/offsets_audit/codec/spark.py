@@ -10,7 +10,9 @@ what was tolerated in ``decode_warnings`` (null when there is nothing to say). C
 
 from __future__ import annotations
 
+import functools
 import json
+import marshal
 
 import pyarrow as pa
 
@@ -20,7 +22,7 @@ from offsets_audit.codec.offset_commits import (
     OFFSET_COMMIT_VALUE_FIELDS,
     OFFSET_COMMIT_VALUE_SOURCES,
 )
-from offsets_audit.codec.records import decode_record
+from offsets_audit.codec.records import DecodedRecord, decode_record
 
 CONTROL_RECORD_NAME = "ControlRecord"
 
@@ -46,6 +48,15 @@ DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
                                                  in OFFSET_COMMIT_VALUE_FIELDS.items()) + ">"),
 }
 
+#: Opt-in column (``decode(df, with_decoded_record=True)``) for the replay: a group record's decoded key and
+#: value dicts, ``marshal``-ed, so that the fold takes the record as this stage decoded it instead of decoding
+#: its bytes again (``marshal.loads`` costs a fifth of a decode). Null for offset commits (the fold never
+#: reads their values), control records, errors, and the records the vectorised path decodes (flat ones:
+#: cheap to decode again). Not one of the decoded table's columns: the job drops it before writing, and
+#: ``marshal``'s format is only for the same Python (which PySpark asks of driver and executors anyway).
+DECODED_RECORD_COLUMN = "decoded_record"
+_DECODED_RECORD_TYPE = pa.binary()
+
 _KEY_IDENTIFIERS = (("group", "group_id"), ("groupId", "group_id"), ("memberId", "member_id"),
                     ("topic", "topic_name"), ("partition", "topic_partition"))
 
@@ -66,10 +77,14 @@ def _where(topic, partition, offset) -> str:
 def decode_columns(keys: list, values: list, *, is_control: list | None = None,
                    read_error_codes: list | None = None, read_error_messages: list | None = None,
                    topics: list | None = None, partitions: list | None = None,
-                   offsets: list | None = None) -> dict[str, list]:
-    """Decode parallel lists of key/value bytes into the DECODED_COLUMNS lists (pure Python, no Spark)."""
+                   offsets: list | None = None, with_decoded_record: bool = False) -> dict[str, list]:
+    """Decode parallel lists of key/value bytes into the DECODED_COLUMNS lists (pure Python, no Spark), and
+    the ``DECODED_RECORD_COLUMN`` list too with ``with_decoded_record``."""
     n = len(keys)
     out: dict[str, list] = {name: [None] * n for name in DECODED_COLUMNS}
+    decoded_records: list | None = None
+    if with_decoded_record:
+        decoded_records = out[DECODED_RECORD_COLUMN] = [None] * n
     record_type, record_name = out["record_type"], out["record_name"]
     key_version, value_version, is_tombstone = out["key_version"], out["value_version"], out["is_tombstone"]
     key_json, value_json = out["key_json"], out["value_json"]
@@ -92,6 +107,8 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
                 value_json[i] = _dumps(v_json)
                 if record.record_type in OFFSET_COMMIT_RECORD_TYPES:
                     commit_value[i] = {name: v_json.get(field) for name, field in OFFSET_COMMIT_VALUE_SOURCES.items()}
+            if decoded_records is not None and record.record_type not in OFFSET_COMMIT_RECORD_TYPES:
+                decoded_records[i] = marshal.dumps((record.record_type, record.key, record.value))
         except DecodeError as exc:
             error_code[i] = exc.code
             where = _where(topics[i] if topics else None, partitions[i] if partitions else None,
@@ -121,25 +138,41 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
     return out
 
 
+def decoded_record_of(blob: bytes) -> DecodedRecord:
+    """The record a ``DECODED_RECORD_COLUMN`` value holds: type, key and value as ``decode_record`` made them
+    (no name, versions or warnings: the replay reads none of them)."""
+    record_type, key, value = marshal.loads(blob)
+    return DecodedRecord(record_type, "", 0, None, key, value)
+
+
 def _column(batch: pa.RecordBatch, name: str) -> list | None:
     index = batch.schema.get_field_index(name)
     return None if index < 0 else batch.column(index).to_pylist()
 
 
-def _decode_lists(batch: pa.RecordBatch) -> dict[str, list]:
+def _decode_lists(batch: pa.RecordBatch, with_decoded_record: bool = False) -> dict[str, list]:
     return decode_columns(
         _column(batch, "key"), _column(batch, "value"),
         is_control=_column(batch, "is_control"),
         read_error_codes=_column(batch, "read_error_code"),
         read_error_messages=_column(batch, "read_error_message"),
         topics=_column(batch, "topic"), partitions=_column(batch, "partition"), offsets=_column(batch, "offset"),
+        with_decoded_record=with_decoded_record,
     )
 
 
-def _with_decoded(batch: pa.RecordBatch, decoded: dict) -> pa.RecordBatch:
+def _arrow_types(with_decoded_record: bool = False) -> dict[str, pa.DataType]:
+    types = {name: t for name, (t, _) in DECODED_COLUMNS.items()}
+    if with_decoded_record:
+        types[DECODED_RECORD_COLUMN] = _DECODED_RECORD_TYPE
+    return types
+
+
+def _with_decoded(batch: pa.RecordBatch, decoded: dict, with_decoded_record: bool = False) -> pa.RecordBatch:
+    types = _arrow_types(with_decoded_record)
     arrays = list(batch.columns) + [decoded[name] if isinstance(decoded[name], pa.Array)
-                                    else pa.array(decoded[name], type=t) for name, (t, _) in DECODED_COLUMNS.items()]
-    names = list(batch.schema.names) + list(DECODED_COLUMNS)
+                                    else pa.array(decoded[name], type=t) for name, t in types.items()]
+    names = list(batch.schema.names) + list(types)
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
@@ -148,16 +181,18 @@ def decode_batch_generic(batch: pa.RecordBatch) -> pa.RecordBatch:
     return _with_decoded(batch, _decode_lists(batch))
 
 
-def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+def decode_batch(batch: pa.RecordBatch, with_decoded_record: bool = False) -> pa.RecordBatch:
     """Decode one Arrow batch of Kafka-source rows; the input columns come back unchanged.
 
     Flat records (offset commits, tombstones) are decoded column-wise by ``codec.vectorized``; every other
-    row goes through ``decode_columns``. The result equals ``decode_batch_generic(batch)``.
+    row goes through ``decode_columns``. The result equals ``decode_batch_generic(batch)`` (plus
+    ``DECODED_RECORD_COLUMN`` with ``with_decoded_record``).
     """
     from offsets_audit.codec.vectorized import decode_batch_columns
 
-    types = {name: t for name, (t, _) in DECODED_COLUMNS.items()}
-    return _with_decoded(batch, decode_batch_columns(batch, types, _decode_lists))
+    generic = functools.partial(_decode_lists, with_decoded_record=with_decoded_record)
+    return _with_decoded(batch, decode_batch_columns(batch, _arrow_types(with_decoded_record), generic),
+                         with_decoded_record)
 
 
 #: Spark hands mapInArrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
@@ -181,35 +216,47 @@ def _coalesce(batches, max_rows: int = COALESCE_ROWS, max_bytes: int = COALESCE_
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
-def _decode_iterator(batches):
+def _decode_iterator(batches, with_decoded_record: bool = False):
     for batch in _coalesce(batches):
         try:
-            yield decode_batch(batch)
+            yield decode_batch(batch, with_decoded_record)
         except Exception as exc:  # noqa: BLE001 - last resort: quarantine the whole batch, never fail the job
             n = batch.num_rows
-            extra = {name: pa.nulls(n, type=t) for name, (t, _) in DECODED_COLUMNS.items()}
+            extra = {name: pa.nulls(n, type=t) for name, t in _arrow_types(with_decoded_record).items()}
             extra["error_code"] = pa.array(["internal_error"] * n, type=pa.string())
             extra["error_message"] = pa.array([f"{type(exc).__name__}: {exc}"] * n, type=pa.string())
             yield pa.RecordBatch.from_arrays(list(batch.columns) + list(extra.values()),
                                              names=list(batch.schema.names) + list(extra))
 
 
-def output_schema(input_schema):
+def output_schema(input_schema, with_decoded_record: bool = False):
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    fields = [f for f in input_schema.fields if f.name not in DECODED_COLUMNS]
+    added = {name: ddl for name, (_, ddl) in DECODED_COLUMNS.items()}
+    if with_decoded_record:
+        added[DECODED_RECORD_COLUMN] = "binary"
+    fields = [f for f in input_schema.fields if f.name not in added]
     schema = StructType(fields)
-    for name, (_, ddl) in DECODED_COLUMNS.items():
+    for name, ddl in added.items():
         schema = schema.add(name, _parse_datatype_string(ddl), True)
     return schema
 
 
-def decode(df):
-    """Add the decoded columns to a DataFrame of Spark Kafka-source rows (one output row per input row)."""
-    existing = [c for c in DECODED_COLUMNS if c in df.columns]
+def decode(df, *, with_decoded_record: bool = False):
+    """Add the decoded columns to a DataFrame of Spark Kafka-source rows (one output row per input row).
+
+    ``with_decoded_record``: also ``DECODED_RECORD_COLUMN``, which ``replay.spark.replay`` folds group records
+    from without decoding them again (drop it before writing: ``without_decoded_record``)."""
+    existing = [c for c in (*DECODED_COLUMNS, DECODED_RECORD_COLUMN) if c in df.columns]
     if existing:
         df = df.drop(*existing)
-    return df.mapInArrow(_decode_iterator, output_schema(df.schema))
+    body = functools.partial(_decode_iterator, with_decoded_record=with_decoded_record)
+    return df.mapInArrow(body, output_schema(df.schema, with_decoded_record))
+
+
+def without_decoded_record(df):
+    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` (if it has one): what the tables hold."""
+    return df.drop(DECODED_RECORD_COLUMN) if DECODED_RECORD_COLUMN in df.columns else df
 
 
 def split(decoded_df):

@@ -16,12 +16,15 @@ Output layouts are documented in docs/replay.md.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
 
 import pandas as pd
 import pyarrow as pa
+
+from offsets_audit.codec.spark import DECODED_RECORD_COLUMN
 
 from .commit_log import COMMIT_LOG_DDL
 from .fold import GroupFold
@@ -57,15 +60,21 @@ _JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", 
 
 
 def fold_rows(fold: GroupFold, keys: list, values: list, partitions: list, offsets: list,
-              timestamps: list) -> Iterator[tuple[str, dict]]:
+              timestamps: list, decoded_records: list | None = None) -> Iterator[tuple[str, dict]]:
     """Apply one group's records (parallel lists, already in log order) to ``fold``; yields ``(kind, row)``
     with ``kind`` "event" (an ``EVENTS_DDL`` row) or "target" (a ``TARGET_ASSIGNMENTS_DDL`` row computed
     meanwhile), their values already as the tables hold them (``details`` and the targets' JSON columns as
-    JSON text). The one place the Spark edges turn fold output into table rows."""
-    for key, value, partition, offset, ts in zip(keys, values, partitions, offsets, timestamps):
+    JSON text). The one place the Spark edges turn fold output into table rows.
+
+    ``decoded_records``: the codec's ``DECODED_RECORD_COLUMN`` of the same rows, so that a record the codec
+    stage decoded is not decoded again (a null entry: the fold decodes the bytes)."""
+    from offsets_audit.codec.spark import decoded_record_of
+
+    blobs: Iterable[bytes | None] = itertools.repeat(None) if decoded_records is None else decoded_records
+    for key, value, partition, offset, ts, blob in zip(keys, values, partitions, offsets, timestamps, blobs):
         record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
                   "partition": int(partition), "offset": int(offset), "timestamp": None if _isnull(ts) else int(ts)}
-        for event in fold.apply(record):
+        for event in fold.apply(record, None if blob is None else decoded_record_of(blob)):
             event["details"] = json.dumps(event["details"], sort_keys=True)
             yield "event", event
     for row in fold.pop_target_assignment_rows():
@@ -172,15 +181,17 @@ def _fold_group(group_id: str, batches: Iterator[pa.RecordBatch], schema: pa.Sch
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        columns = {name: batch.column(name).to_pylist()
-                   for name in ("key", "value", "partition", "offset", "timestamp_ms")}
+        names = ["key", "value", "partition", "offset", "timestamp_ms"]
+        if batch.schema.get_field_index(DECODED_RECORD_COLUMN) >= 0:
+            names.append(DECODED_RECORD_COLUMN)
+        columns = {name: batch.column(name).to_pylist() for name in names}
         positions = list(zip(columns["partition"], columns["offset"]))
         _check_log_order(group_id, positions, last)
         last = positions[-1]
         for start in range(0, batch.num_rows, CHUNK_ROWS):
             chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
             rows = list(fold_rows(fold, chunk["key"], chunk["value"], chunk["partition"], chunk["offset"],
-                                  chunk["timestamp_ms"]))
+                                  chunk["timestamp_ms"], chunk.get(DECODED_RECORD_COLUMN)))
             if rows:
                 yield _fold_batch(rows, schema)
     yield _fold_batch([("state", fold.state_row()), *(("member", m) for m in fold.member_rows())], schema)
@@ -190,11 +201,17 @@ def _group_inputs(decoded_df):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    if DECODED_RECORD_COLUMN in decoded_df.columns:
+        # The codec's decoded form travels instead of the bytes (the fold decodes only where it is null).
+        decoded_record = F.col(DECODED_RECORD_COLUMN)
+        bytes_ = [F.when(decoded_record.isNull(), F.col(c)).alias(c) for c in ("key", "value")] + [decoded_record]
+    else:
+        bytes_ = [F.col("key"), F.col("value")]
     rows = decoded_df.filter(
         (F.coalesce(F.col("is_control"), F.lit(False)) == F.lit(False))
         & F.col("error_code").isNull() & F.col("group_id").isNotNull()
     ).select(
-        "group_id", "key", "value", "partition", "offset", "record_type",
+        "group_id", *bytes_, "partition", "offset", "record_type",
         (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp_ms"),
     )
     is_commit = F.col("record_type").isin(0, 1)
