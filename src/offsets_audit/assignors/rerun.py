@@ -383,7 +383,7 @@ class GroupRerun:
         return bytes([_STATE_FORMAT]) + zlib.compress(pickle.dumps(self.__dict__, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "GroupRerun":
+    def from_bytes(cls, data: bytes) -> GroupRerun:
         if not data or data[0] != _STATE_FORMAT:
             raise ValueError("assignor re-run state of another version: start a new checkpoint")
         rerun = cls.__new__(cls)
