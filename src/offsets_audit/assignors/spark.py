@@ -139,11 +139,12 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         stored = [bytes(b) for b in pdf.loc[pdf["kind"] == "state", "state"]]
         snapshot = TopicMetadata(topics) if topics else None
         rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor)
-        options = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
-                   "offsets": _offsets_by_topic(offsets_pdf)}
+        offsets = _offsets_by_topic(offsets_pdf)
         rows = [json.loads(p) for p in pdf.loc[pdf["kind"] == "target", "payload"]]
-        out = [(group_id, "rerun", json.dumps(r), None, None) for r in rerun.feed(rows, snapshot, **options)]
-        out += [(group_id, "provisional", json.dumps(r), None, None) for r in rerun.provisional(snapshot, **options)]
+        done = rerun.feed(rows, snapshot, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
+        waiting = rerun.provisional(snapshot, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
+        out: list[tuple] = [(group_id, "rerun", json.dumps(r), None, None) for r in done]
+        out += [(group_id, "provisional", json.dumps(r), None, None) for r in waiting]
         out.append((group_id, "state", None, len(rerun.pending), rerun.to_bytes()))
         frame = pd.DataFrame(out, columns=["group_id", "kind", "payload", "pending", "state"])
         frame["pending"] = frame["pending"].astype("Int32")
