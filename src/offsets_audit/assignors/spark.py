@@ -91,17 +91,8 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
         rows = audit_group(_group_rows(pdf), snapshot, offsets=_offsets_by_topic(offsets_pdf), **options)
         return _result_frame(rows)
 
-    if offsets is None:
-        def without_offsets(pdf: pd.DataFrame) -> pd.DataFrame:  # one argument: Spark passes no grouping key
-            return one_group(pdf)
-
-        return targets.groupBy("group_id").applyInPandas(without_offsets, ASSIGNOR_AUDIT_DDL)
-    offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
-                                  "begin_offset") if c in offsets.columns]
-    return (targets.groupBy("group_id")
-            .cogroup(offsets.select(*offset_columns).groupBy("group_id"))
-            .applyInPandas(lambda left, right: one_group(left, right) if not left.empty
-                           else _result_frame([]), ASSIGNOR_AUDIT_DDL))
+    return _per_group(targets, lambda pdf, offsets_pdf=None: one_group(pdf, offsets_pdf) if not pdf.empty
+                      else _result_frame([]), offsets, ASSIGNOR_AUDIT_DDL)
 
 
 #: Per group, the resumable re-run state an incremental run leaves for the next (``rerun.GroupRerun``);
@@ -150,15 +141,22 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         frame["pending"] = frame["pending"].astype("Int32")
         return frame
 
+    return _per_group(work, one_group, offsets, RESUMED_DDL)
+
+
+def _per_group(frame, one_group, offsets, ddl: str):
+    """``one_group(rows, offsets_rows)`` applied to each group of ``frame``, with the group's committed offsets
+    cogrouped when there are any (``offsets_rows`` left out otherwise; a group with offsets but no rows of
+    ``frame`` reaches ``one_group`` with empty rows)."""
     if offsets is None:
         def without_offsets(pdf: pd.DataFrame) -> pd.DataFrame:  # one argument: Spark passes no grouping key
             return one_group(pdf)
 
-        return work.groupBy("group_id").applyInPandas(without_offsets, RESUMED_DDL)
+        return frame.groupBy("group_id").applyInPandas(without_offsets, ddl)
     offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
                                   "begin_offset") if c in offsets.columns]
-    return (work.groupBy("group_id").cogroup(offsets.select(*offset_columns).groupBy("group_id"))
-            .applyInPandas(one_group, RESUMED_DDL))
+    return (frame.groupBy("group_id").cogroup(offsets.select(*offset_columns).groupBy("group_id"))
+            .applyInPandas(one_group, ddl))
 
 
 def metadata_check(assignor_audit_df):
