@@ -65,6 +65,8 @@ def read(spark, source_config, *, report: dict | None = None):
         path = _required_path(source_config, kind)
         text = _text_options(options)
         text["plan"] = _plan_segments(path, text, report)
+        # Small segments are packed into about this many input partitions (one task each), not one per file.
+        text.setdefault("minPartitions", str(spark.sparkContext.defaultParallelism))
         register(spark)
         df = spark.read.format("kafka-segments").options(**text).load(path)
         return _as_source_schema(df)
