@@ -19,7 +19,7 @@ Options:
 * ``rowsPerBatch``: rows per Arrow record batch handed to Spark (default 10000).
 * ``minPartitions``: pack small segments (or ranges) into input partitions of about total bytes / this many,
   capped at ``maxBytesPerPartition``, as Spark packs small files (``FilePartition``: each file also costs
-  ``OPEN_COST_BYTES``); ``sources.read`` sets it to the session's default parallelism. Default 0: one input
+  ``OPEN_COST_BYTES``); ``sources.read`` sets it to four times the session's default parallelism. Default 0: one input
   partition per segment range.
 
 The driver plans the byte ranges (one per segment, or per byte range of a large segment) and packs consecutive
