@@ -63,18 +63,21 @@ def commit_events(commit_log):
     return at_record.unionByName(at_marker)
 
 
-def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None):
+def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
+                    *, cached: list | None = None):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
     ``group_times``: (group_id, partition, offset, timestamp) of every group event; ``timeline``: the walk's
-    rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns)."""
+    rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns). With ``cached`` (a list), the
+    intermediates the rules' plan reads several times (the pending rule's clock) are persisted and appended to
+    it, for the caller to unpersist once the findings are computed; without it nothing is persisted."""
     from pyspark.sql import functions as F
 
     parts = []
     if settings["offset_committed_backwards"]["enabled"] or settings["offset_commit_by_non_owner"]["enabled"]:
         parts.append(_commit_rules(commit_log, timeline, settings, config))
     if settings["transactional_offset_pending_too_long"]["enabled"]:
-        parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms))
+        parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached))
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
@@ -169,7 +172,8 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
     return _complete(result)
 
 
-def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms: int | None):
+def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms: int | None, *,
+                  cached: list | None = None):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
     later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end."""
     from pyspark.sql import Window
@@ -182,6 +186,10 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
                .agg(F.min_by(F.struct("record_partition", "record_offset", "timestamp"), F.col("record_offset"))
                     .alias("p"))
                .select("group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "p.*"))
+    if cached is not None:
+        # Read four times below (the groups, the positions, the probes, the skewed ones): one aggregate.
+        tracked = tracked.persist()
+        cached.append(tracked)
     groups = tracked.select("group_id").distinct()
     clock = commit_events(commit_log).unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
         .join(F.broadcast(groups), "group_id", "left_semi")
@@ -190,6 +198,12 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
     in_order = Window.partitionBy("group_id").orderBy("partition", "offset").rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     clock = clock.withColumn("_max", F.max("timestamp").over(in_order))
+    if cached is not None:
+        # The clock (every event of the groups with transactional commits, the bulk of the log when producers
+        # commit offsets transactionally) is read by the running maximum at each commit, the descending pass,
+        # the skewed search and the log's end: unpersisted, each read was a scan, shuffle and sort of it again.
+        clock = clock.persist()
+        cached.append(clock)
     ticks = clock.select("group_id", "partition", "offset", "_max")
     # The running maximum at the commit itself (the commit is one of the clock's events).
     positions = tracked.select("group_id", F.col("record_partition").alias("partition"),

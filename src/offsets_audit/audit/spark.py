@@ -201,12 +201,13 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     end_time_ms = clock.agg(F.max("timestamp")).first()[0]
     out = events.groupBy("group_id").applyInPandas(_audit_groups(config, end_time_ms), _OUTPUT_DDL).persist()
 
+    cached = [out]
     findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
                 .select("f.*"))
     if commit_log is not None:
         timeline = out.filter(F.col("kind").isin("context", "ownership")).select(
             "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")])
-        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms)
+        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached)
         if offsets is not None:
             findings = findings.unionByName(offsets)
     mismatches = _assignor_mismatches(assignor_audit, config)
@@ -221,7 +222,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
     return AuditTables(findings=findings, rebalances=rebalances, latency_summary=latency_summary(rebalances),
-                       rebalance_causes=rebalance_causes(rebalances), cached=(out,))
+                       rebalance_causes=rebalance_causes(rebalances), cached=tuple(cached))
 
 
 def rebalance_causes(rebalances):
