@@ -6,7 +6,7 @@ incremental run over the 1 % that is new (replay + audit + assignor re-runs + ta
 run (``job.run_job``) over the whole log, and an incremental run with nothing new (its fixed cost). Prints the
 records, micro-batches and per-stage seconds of each.
 
-    .venv/bin/python bench/incremental.py [--groups 40] [--hours 1] [--partitions 10] [--new 0.01]
+    .venv/bin/python bench/incremental.py [--groups 40] [--hours 1] [--partitions 10] [--new 0.01] [--history-runs 1]
 
 Figures are wall-clock seconds of whatever machine runs it; on a shared machine say so next to them. The ratio
 new-run / batch-run measured in one invocation is what the cost claim rests on: O(new records + touched
@@ -46,6 +46,8 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--new", type=float, default=0.01, help="fraction of the log that is new in the timed run")
+    parser.add_argument("--history-runs", type=int, default=1,
+                        help="incremental runs the history is read in (more runs: more micro-batches so far)")
     args = parser.parse_args()
 
     from offsets_audit.config import load_config
@@ -80,11 +82,15 @@ def main() -> None:
             stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
             print(f"{label}: {records:,} records in {seconds:.1f} s (load average {load_before:.1f} -> "
                   f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), per stage {stages}", flush=True)
+            if summary.get("mode") == "incremental":
+                kept = {k: v for k, v in summary["stages"].items() if k in ("replay", "history", "provisional")}
+                print(f"  {kept}", flush=True)
             return seconds, records
 
-        cut_logs(root / "sim" / "segments", live, 1 - args.new)
-        timed("incremental, history", lambda: run_incremental(
-            spark, config("history", live, "incremental"), str(root / "checkpoint"), progress=False))
+        for i in range(1, args.history_runs + 1):
+            cut_logs(root / "sim" / "segments", live, (1 - args.new) * i / args.history_runs)
+            timed(f"incremental, history {i}/{args.history_runs}", lambda: run_incremental(
+                spark, config(f"history-{i}", live, "incremental"), str(root / "checkpoint"), progress=False))
         cut_logs(root / "sim" / "segments", live, 1.0)
         new, new_records = timed(f"incremental, {args.new:.0%} new", lambda: run_incremental(
             spark, config("new", live, "incremental"), str(root / "checkpoint"), progress=False))

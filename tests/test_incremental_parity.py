@@ -115,8 +115,14 @@ def _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint: Path) -> No
     runs = json.loads((checkpoint / "runs.json").read_text())
     kept = sorted(int(p.name.split("=")[1]) for p in (checkpoint / "commit_log").iterdir() if p.name.startswith("batch="))
     assert kept and min(kept) >= runs[-1]["records"][0]
-    for folder in ("offset_rules", "assignor_state"):
+    for folder in ("offset_rules", "assignor_state", "compact"):
         assert {p.name for p in (checkpoint / folder).iterdir()} == {f"run={r['run_id']}" for r in runs[-2:]}
+    # compacted: the fold rows, quarantine rows and counts of micro-batches before the last run's are gone
+    for folder, first in (("fold_rows", runs[-1]["fold"][0]), ("quarantine", runs[-1]["records"][0]),
+                          ("counts", runs[-1]["records"][0])):
+        if (checkpoint / folder).is_dir():
+            assert all(int(p.name.split("=")[1].split(".")[0]) >= first for p in (checkpoint / folder).iterdir()
+                       if p.name.startswith("batch="))
 
 
 #: The topic ids of the consumer-group history's topics (its target assignments name them).

@@ -23,6 +23,7 @@ covers its batches again and replaces its tables.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import sys
 import time
@@ -93,6 +94,35 @@ def provisional_rows(rows, config: dict, end_time_ms: int | None):
     return latest.mapInPandas(run, _ROWS_DDL)
 
 
+def _tail_key(config: dict, clock: int | None) -> str:
+    """What a group's provisional results depend on besides its audit state: the clock (the newest record time
+    of any group so far: one clock for the whole log, so it moves with any new group record) and the audit's
+    settings. Equal keys and an unchanged state give the same provisional rows."""
+    audited = {k: v for k, v in config.items() if k not in ("run_id", "output", "source", "spark")}
+    return hashlib.sha256(json.dumps([clock, audited], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: bool):
+    """``(tail, how)``: the provisional ``finding`` / ``rebalance`` rows for ``clock``. With ``carry`` (the last
+    run's snapshot holds its tail for the same clock and settings), an untouched group's rows are carried from the
+    snapshot and only the groups with new audit state are recomputed (none when nothing is new); otherwise every
+    group's newest audit state is deserialised and finished on a copy (O(groups))."""
+    from pyspark.sql import functions as F
+
+    if not carry:
+        return provisional_rows(history, config, clock), "recomputed for every group"
+    back = F.when(F.col("kind") == replay_incremental.TAIL_KINDS["finding"], F.lit("finding")).otherwise(
+        F.lit("rebalance"))
+    carried = history.filter(F.col("kind").isin(*replay_incremental.TAIL_KINDS.values())).select(
+        back.alias("kind"), "group_id", "payload")
+    if new_rows is None:
+        return carried, "carried from the last run (nothing new, same clock)"
+    touched = new_rows.filter(F.col("kind") == "audit_state").select("group_id").distinct()
+    recomputed = provisional_rows(history.join(touched, "group_id", "left_semi"), config, clock)
+    return (carried.join(touched, "group_id", "left_anti").unionByName(recomputed),
+            "recomputed for the touched groups, carried for the others (same clock)")
+
+
 def _findings(rows):
     from pyspark.sql import functions as F
 
@@ -114,7 +144,7 @@ ASSIGNOR_STATE_FOLDER = "assignor_state"
 
 
 def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_range: list[int],
-                   all_fold: list[int], offsets):
+                   history, offsets):
     """``(assignor_audit, provisional_assignor_audit, next_state)`` of the target assignments written in
     ``fold_range``; None when the assignor audit is off.
 
@@ -122,7 +152,8 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
     far, member order, previous target, the chain) from the last published run and re-runs only the new targets,
     plus any still waiting for a topic name (pending: provisional rows until a later target names it). Untouched
     groups' state is carried over as it is. A checkpoint whose last run kept no re-run state is resumed once
-    from its recorded targets (``fold_rows``), keeping only the new targets' rows."""
+    from its recorded targets (``history``: ``replay.incremental.history_rows``, whose snapshot keeps the
+    targets when its run kept no re-run state), keeping only the new targets' rows."""
     from pyspark.sql import functions as F
 
     from offsets_audit.assignors import spark as assignor_spark
@@ -141,19 +172,20 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
         load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
         what_if.append(config["assignors"]["custom"])
     state = None
-    covered = fold_range
+    resumed_from_targets = False
     if runs and runs[-1].get("assignor_state"):
         state = (spark.read.schema(assignor_spark.RERUN_STATE_DDL)
                  .parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={runs[-1]['run_id']}"))
     elif runs:
-        covered = all_fold
-    targets = replay_incremental.fold_rows(spark, checkpoint, covered).filter(F.col("kind") == "target")
+        resumed_from_targets = True
+    targets = (history if resumed_from_targets else replay_incremental.fold_rows(spark, checkpoint, fold_range)) \
+        .filter(F.col("kind") == "target")
     resumed = assignor_spark.audit_resumed(targets, state, topic_metadata, what_if=what_if, offsets=offsets).persist()
 
     def rows(kind):
         found = (resumed.filter(F.col("kind") == kind).select(F.from_json("payload", ASSIGNOR_AUDIT_DDL).alias("r"))
                  .select(*[F.col(f"r.{c}") for c in ASSIGNOR_AUDIT_COLUMNS]))
-        if covered is not fold_range:  # resumed from the recorded targets: keep only the new targets' rows
+        if resumed_from_targets:  # resumed from the recorded targets: keep only the new targets' rows
             new = replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, fold_range), "target",
                                             "group_id string, partition int, offset long")
             found = found.join(new.select("group_id", "partition", "offset"), ["group_id", "partition", "offset"],
@@ -256,7 +288,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     """Replay and audit what is new since the last run; write this run's tables; return its summary."""
     from pyspark.sql import functions as F
 
-    from offsets_audit import sinks, tables
+    from offsets_audit import sinks
     from offsets_audit.audit.gaps import mark_data_gaps
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.group_configs import with_group_configs
@@ -297,16 +329,24 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     if start["clock"] is not None:
         clock = start["clock"] if clock is None else max(clock, start["clock"])
 
+    # What later runs read of the past: the last published run's compact snapshot plus this run's micro-batches
+    # (a checkpoint whose last run wrote none: every micro-batch so far).
+    compact_run = runs[-1]["run_id"] if runs and runs[-1].get("compact") else None
+    history = replay_incremental.history_rows(spark, checkpoint, compact_run, fold_range, all_fold)
+    tail_key = _tail_key(config, clock)
+    carry_tail = compact_run is not None and runs[-1].get("tail_key") == tail_key
+    nothing_new = not fold_range and not record_range
+    how: dict = {}
+
     def tables_of_run():
-        replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, all_fold, record_range)
+        replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
         frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
         new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
-        every_row = replay_incremental.fold_rows(spark, checkpoint, all_fold)
-        tail = provisional_rows(every_row, config, clock).persist()
-        quarantined_so_far = (replay_incremental.quarantine_rows(
-            spark, checkpoint, [b for b in all_records if b <= max(record_range, default=-1)])
-            or tables.empty(spark, "quarantine"))
-        reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, all_fold, frames["offsets"])
+        tail, how["provisional"] = provisional_tail(history, new_rows if fold_range else None, config, clock,
+                                                    carry_tail)
+        tail = tail.persist()
+        gaps = replay_incremental.gaps_so_far(spark, checkpoint, compact_run, record_range, all_records).persist()
+        reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, history, frames["offsets"])
         audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
         findings = _findings(new_rows)
         provisional = _findings(tail)
@@ -329,13 +369,13 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         mismatches = assignor_mismatches(provisional_audited, config)
         if mismatches is not None:
             provisional = provisional.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
-        findings = mark_data_gaps(findings, quarantined_so_far, config)
-        provisional = mark_data_gaps(provisional, quarantined_so_far, config)
+        findings = mark_data_gaps(findings, gaps, config)
+        provisional = mark_data_gaps(provisional, gaps, config)
         rebalances = _rebalances(new_rows)
         open_rebalances = _rebalances(tail)
         of_run = rebalances.unionByName(open_rebalances)
         days = of_run.select("day").distinct()
-        cumulative = _rebalances(every_row).unionByName(open_rebalances).join(days, "day", "left_semi")
+        cumulative = _rebalances(history).unionByName(open_rebalances).join(days, "day", "left_semi")
         frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
                       provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
                       rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
@@ -348,9 +388,9 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             rerun_state = rerun_state.persist()
             rerun_state.count()
             resumed.unpersist()
-        return frames, tail, offset_state, rerun_state
+        return frames, tail, gaps, offset_state, rerun_state
 
-    frames, tail, offset_state, rerun_state = stage("audit", tables_of_run)
+    frames, tail, gaps, offset_state, rerun_state = stage("audit", tables_of_run)
     paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
                                                    timings=timings))
     summary: dict = {
@@ -363,8 +403,14 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                    "offset_rules": "ran" if offset_state is not None else
                    ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
                     "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
-                   "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off"},
+                   "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off",
+                   "provisional": how["provisional"],
+                   "history": (f"compact snapshot of run {compact_run} + {len(fold_range)} new fold micro-batch(es)"
+                               if compact_run is not None else
+                               f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)")},
     }
+    if nothing_new:
+        summary["stages"]["replay"] = "skipped: nothing new since the last run"
     if frames.get("group_state") is not None:
         summary["groups"] = {r["group_type"] or "?": r["n"] for r in
                              frames["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
@@ -376,9 +422,6 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     if out.get("html_report"):
         from offsets_audit.sinks.report import write_report
         summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    for df in [tail, *frames.values()]:
-        if df is not None:
-            df.unpersist()
     summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
                                                     json.dumps(summary, indent=2, default=str))
     if offset_state is not None:
@@ -387,25 +430,39 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
             f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
         rerun_state.unpersist()
+    # The compact snapshot the next run reads instead of this run's and earlier micro-batches (written before
+    # publishing: a run killed before that leaves a folder the next published run removes).
+    stage("compact", lambda: replay_incremental.write_compact(
+        spark, checkpoint, run_id, replay_incremental.compact_rows(history, tail, keep_targets=rerun_state is None),
+        gaps))
+    for df in [tail, gaps, *frames.values()]:
+        if df is not None:
+            df.unpersist()
     runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
                  "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
-                 "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None})
+                 "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
+                 "compact": True, "tail_key": tail_key})
     replay_incremental.write_json(root / RUNS_FILE, runs)
-    _drop_unneeded(checkpoint, runs, start["records"])
+    _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
     return summary
 
 
-def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int) -> None:
+def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
+                   first_fold_batch: int | None = None) -> None:
     """After publishing: remove what no later run reads. A rerun of the run just published covers its batches
     again from the state of the run before it; a new run covers newer batches from this run's state. So the
-    commit log's micro-batches before this run's first, and the offset-rule / assignor states of runs before the
-    previous one, go (a crash half-way leaves folders the next run removes)."""
+    commit log's micro-batches before this run's first, and the offset-rule / assignor states and compact
+    snapshots of runs before the previous one, go; once the run has a compact snapshot, so do the fold rows,
+    quarantine rows and counts of the micro-batches before its first (a crash half-way leaves folders the next
+    run removes)."""
     import re
     import shutil
 
     replay_incremental.drop_commit_log_before(checkpoint, first_records_batch)
+    if first_fold_batch is not None and runs and runs[-1].get("compact"):
+        replay_incremental.drop_batches_before(checkpoint, first_fold_batch, first_records_batch)
     keep = {f"run={r['run_id']}" for r in runs[-2:]}
-    for folder in (OFFSET_STATE_FOLDER, ASSIGNOR_STATE_FOLDER):
+    for folder in (OFFSET_STATE_FOLDER, ASSIGNOR_STATE_FOLDER, replay_incremental.COMPACT_FOLDER):
         root = replay_incremental.local_folder(checkpoint) / folder
         if root.is_dir():
             for child in root.iterdir():

@@ -395,12 +395,13 @@ def quarantine_rows(spark, checkpoint: str, batches: list[int]):
     return spark.read.parquet(*paths) if paths else None
 
 
-def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[int], record_range: list[int]):
+def replay_tables(spark, checkpoint: str, fold_range: list[int], history, record_range: list[int]):
     """The run's ``ReplayTables`` (the batch replay's contract, ``replay.spark.replay``) and its quarantined rows
     (None when none): ``group_events`` and ``target_assignments`` of the micro-batches in ``fold_range`` /
-    ``record_range`` (what is new), the current ``group_state``, ``members`` (each group's newest rows up to the
-    last of ``all_fold``) and ``offsets`` (the newest snapshot; None before any). ``offset_commits`` is None:
-    the whole log's commits are not resolved by an incremental run."""
+    ``record_range`` (what is new), the current ``group_state``, ``members`` (each group's newest rows in
+    ``history``: ``history_rows``, or a list of fold batch ids to read them from) and ``offsets`` (the newest
+    snapshot; None before any). ``offset_commits`` is None: the whole log's commits are not resolved by an
+    incremental run."""
     from pyspark.sql import functions as F
 
     from offsets_audit.replay.spark import (
@@ -414,7 +415,7 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[
     new = fold_rows(spark, checkpoint, fold_range)
     events = parsed(new, "event", EVENTS_DDL).drop("batch")
     quarantine = quarantine_rows(spark, checkpoint, record_range)
-    everything = fold_rows(spark, checkpoint, all_fold)
+    everything = fold_rows(spark, checkpoint, history) if isinstance(history, list) else history
     latest = latest_per_group(everything, "state")
     members = everything.filter(F.col("kind") == "member").join(latest.select("group_id", "batch"),
                                                                 ["group_id", "batch"])
@@ -433,6 +434,93 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], all_fold: list[
         offset_commits=None,
     )
     return replayed, quarantine
+
+
+# -- compaction: what later runs read of the micro-batches so far, one snapshot per run -------------------------
+
+#: ``PATH/compact/run=<run_id>/``: ``rows`` (fold rows, partitioned by ``kind``: each group's newest ``state``,
+#: ``member`` and ``audit_state`` rows, every ``rebalance`` row so far, every ``target`` row when the run kept no
+#: assignor re-run state, and the run's provisional tail as ``tail_finding`` / ``tail_rebalance``) and ``gaps``
+#: (where every quarantined row so far lies: what ``audit.gaps.mark_data_gaps`` reads).
+COMPACT_FOLDER = "compact"
+GAPS_DDL = "partition int, offset long, batch_base_offset long, group_id string"
+TAIL_KINDS = {"finding": "tail_finding", "rebalance": "tail_rebalance"}
+
+
+def history_rows(spark, checkpoint: str, compact_run: str | None, fold_range: list[int], all_fold: list[int]):
+    """Every fold row a run reads of the past: the last published run's compact snapshot plus this run's
+    micro-batches (O(groups + rebalances + new)), or, for a checkpoint whose last run wrote no snapshot, every
+    fold micro-batch so far."""
+    if compact_run is None:
+        return fold_rows(spark, checkpoint, all_fold)
+    compact = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(
+        f"{checkpoint}/{COMPACT_FOLDER}/run={compact_run}/rows")
+    return compact.unionByName(fold_rows(spark, checkpoint, fold_range))
+
+
+def gap_rows(quarantined):
+    """The columns of quarantine rows ``audit.gaps.mark_data_gaps`` reads (``GAPS_DDL``)."""
+    from pyspark.sql import functions as F
+
+    return quarantined.select(*[F.col(c.split()[0]).cast(c.split()[1]) for c in GAPS_DDL.split(", ")])
+
+
+def gaps_so_far(spark, checkpoint: str, compact_run: str | None, record_range: list[int], all_records: list[int]):
+    """``GAPS_DDL`` rows of every quarantined row up to this run's micro-batches: the last snapshot's plus this
+    run's (or, without a snapshot, every quarantine micro-batch so far)."""
+    last = max(record_range, default=-1)
+    if compact_run is None:
+        quarantined = quarantine_rows(spark, checkpoint, [b for b in all_records if b <= last])
+        return gap_rows(quarantined) if quarantined is not None else spark.createDataFrame([], GAPS_DDL)
+    gaps = spark.read.schema(GAPS_DDL).parquet(f"{checkpoint}/{COMPACT_FOLDER}/run={compact_run}/gaps")
+    new = quarantine_rows(spark, checkpoint, record_range)
+    return gaps if new is None else gaps.unionByName(gap_rows(new))
+
+
+def compact_rows(history, tail, keep_targets: bool):
+    """The ``rows`` of a compact snapshot (``COMPACT_FOLDER``) from a run's ``history_rows`` and its provisional
+    ``tail`` (``kind``, ``group_id``, ``payload``)."""
+    from pyspark.sql import functions as F
+
+    state = latest_per_group(history, "state")
+    members = history.filter(F.col("kind") == "member").join(state.select("group_id", "batch"),
+                                                              ["group_id", "batch"])
+    kept = ["rebalance"] + (["target"] if keep_targets else [])
+    tail_kind = F.when(F.col("kind") == "finding", F.lit(TAIL_KINDS["finding"])).otherwise(
+        F.lit(TAIL_KINDS["rebalance"]))
+    columns = ["group_id", "payload", "batch", "kind"]
+    return (state.select(*columns)
+            .unionByName(members.select(*columns))
+            .unionByName(latest_per_group(history, "audit_state").select(*columns))
+            .unionByName(history.filter(F.col("kind").isin(*kept)).select(*columns))
+            .unionByName(tail.select("group_id", "payload", F.lit(-1).cast("long").alias("batch"),
+                                     tail_kind.alias("kind"))))
+
+
+def write_compact(spark, checkpoint: str, run_id: str, rows, gaps) -> None:
+    """Write a run's compact snapshot (few files: O(groups + rebalances + quarantined rows), read by the next
+    run instead of the micro-batches)."""
+    folder = f"{checkpoint}/{COMPACT_FOLDER}/run={run_id}"
+    files = max(1, spark.sparkContext.defaultParallelism)
+    rows.coalesce(files).write.mode("overwrite").partitionBy("kind").parquet(f"{folder}/rows")
+    gaps.coalesce(1).write.mode("overwrite").parquet(f"{folder}/gaps")
+
+
+def drop_batches_before(checkpoint: str, first_fold: int, first_records: int) -> None:
+    """Remove ``fold_rows/batch=N`` before ``first_fold`` and ``quarantine/batch=N``, ``counts/batch=N.json``
+    before ``first_records``: once a run's compact snapshot is published, only its own micro-batches are read
+    again (by a rerun of it, with the snapshot of the run before) and later runs read newer ones."""
+    root = Path(_local(checkpoint))
+    for folder, first in (("fold_rows", first_fold), ("quarantine", first_records), ("counts", first_records)):
+        if not (root / folder).is_dir():
+            continue
+        for child in (root / folder).iterdir():
+            match = re.fullmatch(r"batch=(\d+)(\.json)?", child.name)
+            if match and int(match.group(1)) < first:
+                if child.is_dir():
+                    _remove_tree(child)
+                else:
+                    child.unlink(missing_ok=True)
 
 
 def check_locations(config: dict, checkpoint: str) -> None:
