@@ -164,3 +164,38 @@ def test_spark_turns_unreadable_bytes_into_quarantine_rows(spark, tmp_path, gold
     assert [code for code, _, _ in errors] == ["crc_mismatch", "truncated_batch"]
     assert {partition for _, _, partition in errors} == {5}
     assert all(r.key is None and r.offset is None for r in rows if r.read_error_code)
+
+
+def test_small_segments_are_packed_in_plan_order_each_range_once(log_dir):
+    from offsets_audit.sources.segments_spark import OPEN_COST_BYTES, PackedRanges, pack_ranges
+
+    unpacked = SegmentsReader({"path": str(log_dir), "maxBytesPerPartition": "4096"}).partitions()
+    for min_partitions in (1, 2, 3, len(unpacked), 10 * len(unpacked)):
+        packed = pack_ranges(unpacked, max_bytes=1 << 30, min_partitions=min_partitions)
+        assert all(isinstance(p, PackedRanges) and p.ranges for p in packed)
+        assert [r.value for p in packed for r in p.ranges] == [r.value for r in unpacked]
+        assert len(packed) <= len(unpacked)
+    # The cap: a pack never holds more than max_bytes (counting each range's open cost) unless one range does.
+    capped = pack_ranges(unpacked, max_bytes=OPEN_COST_BYTES + 4096, min_partitions=1)
+    assert len(capped) == len(unpacked)
+
+
+def test_packed_read_yields_the_same_rows_as_one_task_per_range(log_dir):
+    # maxBytesPerPartition caps a pack too, so the default here (each golden segment is one range).
+    options = {"path": str(log_dir)}
+    one_each = SegmentsReader(options)
+    packed = SegmentsReader({**options, "minPartitions": "2"})
+    assert len(packed.partitions()) < len(one_each.partitions())
+
+    def rows(reader):
+        return [r for p in reader.partitions() for b in reader.read(p) for r in b.to_pylist()]
+
+    assert rows(packed) == rows(one_each)
+    assert sorted(rows(packed), key=sort_key) == sorted(expected_rows(log_dir), key=sort_key)
+
+
+def test_bad_min_partitions_is_a_user_error(log_dir):
+    from offsets_audit.errors import UserError
+
+    with pytest.raises(UserError, match="minpartitions"):
+        SegmentsReader({"path": str(log_dir), "minPartitions": "-1"})
