@@ -388,6 +388,15 @@ def latest_per_group(rows, kind: str):
             .filter(F.col("batch") == F.col("_last")).drop("_last"))
 
 
+def newest_state_and_members(rows):
+    """``(state, members)``: each group's newest ``state`` row and the ``member`` rows of that same batch."""
+    from pyspark.sql import functions as F
+
+    state = latest_per_group(rows, "state")
+    members = rows.filter(F.col("kind") == "member").join(state.select("group_id", "batch"), ["group_id", "batch"])
+    return state, members
+
+
 def quarantine_rows(spark, checkpoint: str, batches: list[int]):
     """The quarantined rows of the ``records`` micro-batches ``batches`` (None when there are none)."""
     paths = [f"{checkpoint}/quarantine/batch={b}" for b in batches
@@ -399,10 +408,9 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], history, record
     """The run's ``ReplayTables`` (the batch replay's contract, ``replay.spark.replay``) and its quarantined rows
     (None when none): ``group_events`` and ``target_assignments`` of the micro-batches in ``fold_range`` /
     ``record_range`` (what is new), the current ``group_state``, ``members`` (each group's newest rows in
-    ``history``: ``history_rows``, or a list of fold batch ids to read them from) and ``offsets`` (the newest
+    ``history``: ``history_rows``) and ``offsets`` (the newest
     snapshot; None before any). ``offset_commits`` is None: the whole log's commits are not resolved by an
     incremental run."""
-    from pyspark.sql import functions as F
 
     from offsets_audit.replay.spark import (
         EVENTS_DDL,
@@ -415,10 +423,7 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], history, record
     new = fold_rows(spark, checkpoint, fold_range)
     events = parsed(new, "event", EVENTS_DDL).drop("batch")
     quarantine = quarantine_rows(spark, checkpoint, record_range)
-    everything = fold_rows(spark, checkpoint, history) if isinstance(history, list) else history
-    latest = latest_per_group(everything, "state")
-    members = everything.filter(F.col("kind") == "member").join(latest.select("group_id", "batch"),
-                                                                ["group_id", "batch"])
+    latest, members = newest_state_and_members(history)
     offsets = None
     state_batches = _batches(f"{checkpoint}/offsets_state")
     if state_batches:
@@ -482,9 +487,7 @@ def compact_rows(history, tail, keep_targets: bool):
     ``tail`` (``kind``, ``group_id``, ``payload``)."""
     from pyspark.sql import functions as F
 
-    state = latest_per_group(history, "state")
-    members = history.filter(F.col("kind") == "member").join(state.select("group_id", "batch"),
-                                                              ["group_id", "batch"])
+    state, members = newest_state_and_members(history)
     kept = ["rebalance"] + (["target"] if keep_targets else [])
     tail_kind = F.when(F.col("kind") == "finding", F.lit(TAIL_KINDS["finding"])).otherwise(
         F.lit(TAIL_KINDS["rebalance"]))
