@@ -71,6 +71,12 @@ def _rows(df, drop=()):
                   for r in df.drop(*drop).collect())
 
 
+def _assert_nothing_cached(spark) -> None:
+    """A run frees what it persisted (a session runs many: the CI suite, a notebook, a nightly driver); the
+    cached plans of three incremental runs filled a 4 GB driver before."""
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+
+
 def _batch(spark, segments: Path, root: Path, overrides: dict):
     from pyspark.sql import functions as F
 
@@ -79,6 +85,7 @@ def _batch(spark, segments: Path, root: Path, overrides: dict):
 
     config = _config(segments, root / "batch", "batch", overrides)
     run_job(spark, config, progress=False)
+    _assert_nothing_cached(spark)
     findings = sinks.read_table(spark, str(root / "batch"), "findings", "batch", "parquet")
     return (findings.filter(~F.col("rule").isin(*NOT_INCREMENTAL)),
             sinks.read_table(spark, str(root / "batch"), "rebalances", "batch", "parquet"),
@@ -96,6 +103,7 @@ def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict):
         _grow_to_slice(cuts, live, i, k)
         run_id = f"slice-{i}"
         run_incremental(spark, _config(live, output, run_id, overrides), str(checkpoint), progress=False)
+        _assert_nothing_cached(spark)
         f, r, a = (sinks.read_table(spark, str(output), name, run_id, "parquet")
                    for name in ("findings", "rebalances", "assignor_audit"))
         findings = f if findings is None else findings.unionByName(f)

@@ -38,6 +38,7 @@ from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.replay import incremental as replay_incremental
+from offsets_audit.spark_session import frees_its_plans, release_run
 
 _ROWS_DDL = "kind string, group_id string, payload string"
 #: Rule families the incremental audit does not evaluate (none: the offset rules run incrementally too,
@@ -240,7 +241,7 @@ def _offset_state(spark, checkpoint: str, runs: list[dict]):
 
 
 def offset_rule_findings(spark, config: dict, checkpoint: str, runs: list[dict], record_range: list[int],
-                         new_rows, group_events, end_time_ms: int | None):
+                         new_rows, group_events, end_time_ms: int | None, cached: list | None = None):
     """``(findings, provisional, next_state)`` of the offset rules over this run's commits and timeline rows,
     resumed from the last published run's state (``audit.offsets_incremental``); ``None`` when the checkpoint's
     earlier runs kept no offset-rule state."""
@@ -258,7 +259,7 @@ def offset_rule_findings(spark, config: dict, checkpoint: str, runs: list[dict],
                                                                              "timestamp")
     run_log = replay_incremental.commit_log_rows(spark, checkpoint, record_range)
     return incremental_offset_findings(run_log, group_times, timeline, state, rule_settings(config), config,
-                                       end_time_ms)
+                                       end_time_ms, cached=cached)
 
 
 def _write_offset_state(checkpoint: str, run_id: str, state: dict) -> None:
@@ -284,6 +285,7 @@ def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
 
 # -- the run ---------------------------------------------------------------------------------------------------
 
+@frees_its_plans
 def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
     """Replay and audit what is new since the last run; write this run's tables; return its summary."""
     from pyspark.sql import functions as F
@@ -337,114 +339,120 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     carry_tail = compact_run is not None and runs[-1].get("tail_key") == tail_key
     nothing_new = not fold_range and not record_range
     how: dict = {}
+    # Everything the run persists, freed when it ends, failed or not: a long-lived session (a nightly driver
+    # running several checkpoints, a notebook, the tests) must not keep a run's caches, whose plans are large.
+    cached: list = []
+    try:
+        def tables_of_run():
+            replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
+            frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
+            new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
+            tail, how["provisional"] = provisional_tail(history, new_rows if fold_range else None, config, clock,
+                                                        carry_tail)
+            tail = tail.persist()
+            gaps = replay_incremental.gaps_so_far(spark, checkpoint, compact_run, record_range, all_records).persist()
+            cached.extend([tail, gaps])
+            reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, history, frames["offsets"])
+            audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
+            if resumed is not None:
+                cached.append(resumed)
+            findings = _findings(new_rows)
+            provisional = _findings(tail)
+            offset_rules = offset_rule_findings(spark, config, checkpoint, runs, record_range, new_rows,
+                                                frames["group_events"], clock, cached)
+            offset_state = None
+            if offset_rules is not None:
+                completed, still_open, offset_state = offset_rules
+                for name, found in (("findings", completed), ("provisional", still_open)):
+                    if found is None:
+                        continue
+                    found = found.withColumn("time", F.timestamp_millis(F.col("time")))
+                    if name == "findings":
+                        findings = findings.unionByName(found)
+                    else:
+                        provisional = provisional.unionByName(found)
+            mismatches = assignor_mismatches(audited, config)
+            if mismatches is not None:
+                findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
+            mismatches = assignor_mismatches(provisional_audited, config)
+            if mismatches is not None:
+                provisional = provisional.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
+            findings = mark_data_gaps(findings, gaps, config)
+            provisional = mark_data_gaps(provisional, gaps, config)
+            rebalances = _rebalances(new_rows)
+            open_rebalances = _rebalances(tail)
+            of_run = rebalances.unionByName(open_rebalances)
+            days = of_run.select("day").distinct()
+            cumulative = _rebalances(history).unionByName(open_rebalances).join(days, "day", "left_semi")
+            frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
+                          provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
+                          rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
+                          assignor_audit=audited, provisional_assignor_audit=provisional_audited)
+            frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
+            cached.extend(df for df in frames.values() if df is not None)
+            for df in frames.values():
+                if df is not None:
+                    df.count()  # a stage boundary: the audit stage's time is the work it did
+            if rerun_state is not None:
+                rerun_state = rerun_state.persist()
+                cached.append(rerun_state)
+                rerun_state.count()
+                resumed.unpersist()
+            return frames, tail, gaps, offset_state, rerun_state
 
-    def tables_of_run():
-        replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
-        frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
-        new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
-        tail, how["provisional"] = provisional_tail(history, new_rows if fold_range else None, config, clock,
-                                                    carry_tail)
-        tail = tail.persist()
-        gaps = replay_incremental.gaps_so_far(spark, checkpoint, compact_run, record_range, all_records).persist()
-        reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, history, frames["offsets"])
-        audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
-        findings = _findings(new_rows)
-        provisional = _findings(tail)
-        offset_rules = offset_rule_findings(spark, config, checkpoint, runs, record_range, new_rows,
-                                            frames["group_events"], clock)
-        offset_state = None
-        if offset_rules is not None:
-            completed, still_open, offset_state = offset_rules
-            for name, found in (("findings", completed), ("provisional", still_open)):
-                if found is None:
-                    continue
-                found = found.withColumn("time", F.timestamp_millis(F.col("time")))
-                if name == "findings":
-                    findings = findings.unionByName(found)
-                else:
-                    provisional = provisional.unionByName(found)
-        mismatches = assignor_mismatches(audited, config)
-        if mismatches is not None:
-            findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
-        mismatches = assignor_mismatches(provisional_audited, config)
-        if mismatches is not None:
-            provisional = provisional.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
-        findings = mark_data_gaps(findings, gaps, config)
-        provisional = mark_data_gaps(provisional, gaps, config)
-        rebalances = _rebalances(new_rows)
-        open_rebalances = _rebalances(tail)
-        of_run = rebalances.unionByName(open_rebalances)
-        days = of_run.select("day").distinct()
-        cumulative = _rebalances(history).unionByName(open_rebalances).join(days, "day", "left_semi")
-        frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
-                      provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
-                      rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
-                      assignor_audit=audited, provisional_assignor_audit=provisional_audited)
-        frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
-        for df in frames.values():
-            if df is not None:
-                df.count()  # a stage boundary: the audit stage's time is the work it did
+        frames, tail, gaps, offset_state, rerun_state = stage("audit", tables_of_run)
+        paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
+                                                       timings=timings))
+        summary: dict = {
+            "run_id": run_id, "mode": "incremental", "checkpoint": checkpoint,
+            "batches": {"fold": ran_fold, "records": ran_records,
+                        "covered": {"fold": fold_range, "records": record_range}},
+            "records": counts, "clock": clock, "timings_s": timings, "tables": paths,
+            "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
+            "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
+                       "offset_rules": "ran" if offset_state is not None else
+                       ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
+                        "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
+                       "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off",
+                       "provisional": how["provisional"],
+                       "history": (f"compact snapshot of run {compact_run} + {len(fold_range)} new fold micro-batch(es)"
+                                   if compact_run is not None else
+                                   f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)")},
+        }
+        if nothing_new:
+            summary["stages"]["replay"] = "skipped: nothing new since the last run"
+        if frames.get("group_state") is not None:
+            summary["groups"] = {r["group_type"] or "?": r["n"] for r in
+                                 frames["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
+        for name, key in (("findings", "findings"), ("provisional_findings", "provisional_findings")):
+            summary[key] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
+                            frames[name].groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
+        summary["latency"] = [r.asDict() for r in frames["latency_summary"].filter("level = 'group_type'")
+                              .orderBy("group_type").collect()]
+        if out.get("html_report"):
+            from offsets_audit.sinks.report import write_report
+            summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+        summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
+                                                        json.dumps(summary, indent=2, default=str))
+        if offset_state is not None:
+            stage("offset state", lambda: _write_offset_state(checkpoint, run_id, offset_state))
         if rerun_state is not None:
-            rerun_state = rerun_state.persist()
-            rerun_state.count()
-            resumed.unpersist()
-        return frames, tail, gaps, offset_state, rerun_state
-
-    frames, tail, gaps, offset_state, rerun_state = stage("audit", tables_of_run)
-    paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
-                                                   timings=timings))
-    summary: dict = {
-        "run_id": run_id, "mode": "incremental", "checkpoint": checkpoint,
-        "batches": {"fold": ran_fold, "records": ran_records,
-                    "covered": {"fold": fold_range, "records": record_range}},
-        "records": counts, "clock": clock, "timings_s": timings, "tables": paths,
-        "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
-        "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
-                   "offset_rules": "ran" if offset_state is not None else
-                   ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
-                    "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
-                   "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off",
-                   "provisional": how["provisional"],
-                   "history": (f"compact snapshot of run {compact_run} + {len(fold_range)} new fold micro-batch(es)"
-                               if compact_run is not None else
-                               f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)")},
-    }
-    if nothing_new:
-        summary["stages"]["replay"] = "skipped: nothing new since the last run"
-    if frames.get("group_state") is not None:
-        summary["groups"] = {r["group_type"] or "?": r["n"] for r in
-                             frames["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
-    for name, key in (("findings", "findings"), ("provisional_findings", "provisional_findings")):
-        summary[key] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
-                        frames[name].groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
-    summary["latency"] = [r.asDict() for r in frames["latency_summary"].filter("level = 'group_type'")
-                          .orderBy("group_type").collect()]
-    if out.get("html_report"):
-        from offsets_audit.sinks.report import write_report
-        summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
-                                                    json.dumps(summary, indent=2, default=str))
-    if offset_state is not None:
-        stage("offset state", lambda: _write_offset_state(checkpoint, run_id, offset_state))
-    if rerun_state is not None:
-        stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
-            f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
-        rerun_state.unpersist()
-    # The compact snapshot the next run reads instead of this run's and earlier micro-batches (written before
-    # publishing: a run killed before that leaves a folder the next published run removes).
-    stage("compact", lambda: replay_incremental.write_compact(
-        spark, checkpoint, run_id, replay_incremental.compact_rows(history, tail, keep_targets=rerun_state is None),
-        gaps))
-    for df in [tail, gaps, *frames.values()]:
-        if df is not None:
-            df.unpersist()
-    runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
-                 "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
-                 "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
-                 "compact": True, "tail_key": tail_key})
-    replay_incremental.write_json(root / RUNS_FILE, runs)
-    _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
-    return summary
+            stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
+                f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
+        # The compact snapshot the next run reads instead of this run's and earlier micro-batches (written before
+        # publishing: a run killed before that leaves a folder the next published run removes).
+        stage("compact", lambda: replay_incremental.write_compact(
+            spark, checkpoint, run_id, replay_incremental.compact_rows(history, tail, keep_targets=rerun_state is None),
+            gaps))
+        runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
+                     "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
+                     "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
+                     "compact": True, "tail_key": tail_key})
+        replay_incremental.write_json(root / RUNS_FILE, runs)
+        _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
+        return summary
+    finally:
+        release_run(df.unpersist for df in cached)
 
 
 def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,

@@ -15,6 +15,7 @@ import time
 
 from offsets_audit.config import load_config, redacted, source_config
 from offsets_audit.errors import UserError
+from offsets_audit.spark_session import frees_its_plans, release_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +62,7 @@ def overrides_from_args(args) -> dict:
     return overrides
 
 
+@frees_its_plans
 def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     """Run the whole audit once (batch) and return the summary dict (also written as summary.json)."""
     from offsets_audit import sinks
@@ -90,51 +92,55 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
                 timings[name] = round(time.perf_counter() - self_inner.start, 3)
         return _Stage()
 
-    with stage("read+decode"):
-        input_report: dict = {}  # files read and skipped, notes: summary["input"]
-        raw = read(spark, source_config(config), report=input_report)
-        # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
-        decoded_all = codec_spark.decode(raw, with_decoded_record=True).persist()
-        decoded, quarantined = codec_spark.split(decoded_all)
-        quarantined = codec_spark.without_decoded_record(quarantined)
-        counts = _counts(decoded_all)
+    # What the run persisted, freed when it ends, failed or not (``release_run``).
+    releases: list = []
+    try:
+        with stage("read+decode"):
+            input_report: dict = {}  # files read and skipped, notes: summary["input"]
+            raw = read(spark, source_config(config), report=input_report)
+            # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
+            decoded_all = codec_spark.decode(raw, with_decoded_record=True).persist()
+            releases.append(decoded_all.unpersist)
+            decoded, quarantined = codec_spark.split(decoded_all)
+            quarantined = codec_spark.without_decoded_record(quarantined)
+            counts = _counts(decoded_all)
 
-    # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
-    # work it really did, and the write stage only writes.
-    with stage("replay"):
-        replayed = replay_spark.replay(decoded)
-        # The commit log feeds the offsets table and the audit's offset rules: resolved once, before the
-        # offsets table (whose plan holds it) is computed, so that table reads it from the cache.
-        if replayed.offset_commits is not None:
-            replayed = dataclasses.replace(replayed, offset_commits=_materialized(replayed.offset_commits))
-        replayed = replayed.map(_materialized)
+        # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
+        # work it really did, and the write stage only writes.
+        with stage("replay"):
+            replayed = replay_spark.replay(decoded)
+            # The commit log feeds the offsets table and the audit's offset rules: resolved once, before the
+            # offsets table (whose plan holds it) is computed, so that table reads it from the cache.
+            if replayed.offset_commits is not None:
+                replayed = dataclasses.replace(replayed, offset_commits=_materialized(replayed.offset_commits))
+            replayed = replayed.map(_materialized)
+            releases.append(replayed.release)
 
-    with stage("assignor-audit"):
-        assignor_audit = _assignor_audit(spark, config, replayed)
-        if assignor_audit is not None:
-            assignor_audit = _materialized(assignor_audit)
+        with stage("assignor-audit"):
+            assignor_audit = _assignor_audit(spark, config, replayed)
+            if assignor_audit is not None:
+                assignor_audit = _materialized(assignor_audit)
+                releases.append(assignor_audit.unpersist)
 
-    with stage("audit"):
-        audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined).map(_materialized)
+        with stage("audit"):
+            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined).map(_materialized)
+            releases.append(audited.release)
 
-    with stage("write"):
-        # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
-        tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
-                  "quarantine": quarantined, **({"decoded": codec_spark.without_decoded_record(decoded)} if out.get("write_decoded") else {})}
-        paths = sinks.write_run(spark, out["path"], run_id, out["format"], tables, timings=timings)
+        with stage("write"):
+            # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
+            tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
+                      "quarantine": quarantined, **({"decoded": codec_spark.without_decoded_record(decoded)} if out.get("write_decoded") else {})}
+            paths = sinks.write_run(spark, out["path"], run_id, out["format"], tables, timings=timings)
 
-    summary = _summary(config, counts, tables, timings, paths)
-    summary["input"] = input_report
-    if out.get("html_report"):
-        from offsets_audit.sinks.report import write_report
-        summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
-    for df in (decoded_all, assignor_audit):
-        if df is not None:
-            df.unpersist()
-    replayed.release()
-    audited.release()
-    _write_summary(spark, out["path"], run_id, summary)
-    return summary
+        summary = _summary(config, counts, tables, timings, paths)
+        summary["input"] = input_report
+        if out.get("html_report"):
+            from offsets_audit.sinks.report import write_report
+            summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+        _write_summary(spark, out["path"], run_id, summary)
+        return summary
+    finally:
+        release_run(releases)
 
 
 def _materialized(df):

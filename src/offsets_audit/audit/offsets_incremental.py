@@ -56,7 +56,7 @@ def _only(settings: dict, *rules: str) -> dict:
 
 
 def incremental_offset_findings(run_log, group_times, timeline, state: dict, settings: dict, config: dict,
-                                end_time_ms: int | None):
+                                end_time_ms: int | None, *, cached: list | None = None):
     """``(findings, provisional, next_state)``: finding rows (``model.FINDING_ROW_DDL``) of the offset rules
     completed by this run, those that hold only because the log ends at ``end_time_ms``, and the state for the
     next run.
@@ -64,7 +64,9 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
     ``run_log``: this run's commit-log rows (``COMMIT_LOG_DDL`` plus ``batch``; None when it has none);
     ``group_times``: (group_id, partition, offset, timestamp) of this run's group events; ``timeline``: this run's
     timeline rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL``); ``state``: the previous run's
-    (``OFFSET_STATE_DDLS``; ``empty_state`` for the first run)."""
+    (``OFFSET_STATE_DDLS``; ``empty_state`` for the first run). What it persists (read by the findings and by
+    ``next_state``) is appended to ``cached``, for the caller to unpersist once both are written; without it
+    nothing is persisted."""
     from pyspark.sql import functions as F
 
     spark = timeline.sparkSession
@@ -97,7 +99,10 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
         clock = group_times.unionByName(commit_events(news).filter(F.col("group_id").isNotNull()))
         starts = timeline.filter((F.col("kind") == "context") & (F.col("seq") == -1)).unionByName(
             seeds.filter(F.col("kind") == "start").withColumn("kind", F.lit("context")))
-        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER).persist()
+        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER)
+        if cached is not None:
+            early = early.persist()
+            cached.append(early)
         at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms)
         provisional = at_end.join(early.select("id"), "id", "left_anti")
         findings.append(early)
