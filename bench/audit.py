@@ -83,6 +83,10 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
           f"(stages {staged:.1f} s; summary and manifest {wall - staged:.1f} s)")
     for name, seconds in stages.items():
         print(f"  {name:<16} {seconds:7.1f} s  {100 * seconds / wall:5.1f} %")
+        # Each table of the stage as it was materialised (the first reader of a shared intermediate pays for it).
+        parts = {k.split(":", 1)[1]: v for k, v in summary["timings_s"].items() if k.startswith(f"{name}:")}
+        if parts and name != "write":
+            print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
     start = time.perf_counter()
     codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")})) \
@@ -96,7 +100,8 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()))
     # The machine may be shared: figures taken at different loads do not compare, ratios in one run do.
     print(f"load average at the end: {_load()}", flush=True)
-    return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "decode_only_s": round(decode_only, 2),
+    return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "timings_s": summary["timings_s"],
+            "decode_only_s": round(decode_only, 2),
             "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb),
             "load_average": os.getloadavg()[0]}
 

@@ -82,6 +82,9 @@ def main() -> None:
             stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
             print(f"{label}: {records:,} records in {seconds:.1f} s (load average {load_before:.1f} -> "
                   f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores), per stage {stages}", flush=True)
+            parts = {k: v for k, v in summary["timings_s"].items() if k.startswith("audit:")}
+            if parts:
+                print("  audit stage by table: " + ", ".join(f"{k[6:]} {v:.1f}" for k, v in parts.items()), flush=True)
             if summary.get("mode") == "incremental":
                 kept = {k: v for k, v in summary["stages"].items() if k in ("replay", "history", "provisional")}
                 print(f"  {kept}", flush=True)

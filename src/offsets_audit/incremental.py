@@ -344,6 +344,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     cached: list = []
     try:
         def tables_of_run():
+            planning = time.perf_counter()
             replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
             frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
             new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
@@ -390,9 +391,14 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                           assignor_audit=audited, provisional_assignor_audit=provisional_audited)
             frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
             cached.extend(df for df in frames.values() if df is not None)
-            for df in frames.values():
+            # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
+            timings["audit:plan"] = round(time.perf_counter() - planning, 3)
+            for name, df in frames.items():
                 if df is not None:
+                    began = time.perf_counter()
                     df.count()  # a stage boundary: the audit stage's time is the work it did
+                    # What each table added (the first to read a shared intermediate pays for it).
+                    timings[f"audit:{name}"] = round(time.perf_counter() - began, 3)
             if rerun_state is not None:
                 rerun_state = rerun_state.persist()
                 cached.append(rerun_state)

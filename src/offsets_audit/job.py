@@ -15,7 +15,7 @@ import time
 
 from offsets_audit.config import load_config, redacted, source_config
 from offsets_audit.errors import UserError
-from offsets_audit.spark_session import frees_its_plans, release_run
+from offsets_audit.spark_session import cached_leaf, frees_its_plans, release_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,9 +101,12 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
             decoded_all = codec_spark.decode(raw, with_decoded_record=True).persist()
             releases.append(decoded_all.unpersist)
+            counts = _counts(decoded_all)  # computes the cache
+            # Later stages plan over the cache, not over the read and decode (``cached_leaf``): every DataFrame
+            # operation re-analyses the whole plan on the driver, and they are a few hundred.
+            decoded_all = cached_leaf(decoded_all)
             decoded, quarantined = codec_spark.split(decoded_all)
             quarantined = codec_spark.without_decoded_record(quarantined)
-            counts = _counts(decoded_all)
 
         # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
         # work it really did, and the write stage only writes.
@@ -113,18 +116,21 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # offsets table (whose plan holds it) is computed, so that table reads it from the cache.
             if replayed.offset_commits is not None:
                 replayed = dataclasses.replace(replayed, offset_commits=_materialized(replayed.offset_commits))
-            replayed = replayed.map(_materialized)
+            replayed = _materialized_tables(replayed, "replay", timings)
             releases.append(replayed.release)
+            replayed = replayed.map(cached_leaf)
 
         with stage("assignor-audit"):
             assignor_audit = _assignor_audit(spark, config, replayed)
             if assignor_audit is not None:
                 assignor_audit = _materialized(assignor_audit)
                 releases.append(assignor_audit.unpersist)
+                assignor_audit = cached_leaf(assignor_audit)
 
         with stage("audit"):
-            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined).map(_materialized)
-            releases.append(audited.release)
+            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined)
+            releases.append(audited.release)  # before materialising: a failure half-way still frees its caches
+            audited = _materialized_tables(audited, "audit", timings).map(cached_leaf)
 
         with stage("write"):
             # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
@@ -150,6 +156,18 @@ def _materialized(df):
     df = df.persist()
     df.count()
     return df
+
+
+def _materialized_tables(tables, stage: str, timings: dict):
+    """``tables`` (a ``StageTables``) with each table materialised, its time in ``timings["<stage>:<table>"]``
+    (the first table to read a shared intermediate pays for it)."""
+    done = {}
+    for name, df in tables.as_dict().items():
+        if df is not None:
+            began = time.perf_counter()
+            done[name] = _materialized(df)
+            timings[f"{stage}:{name}"] = round(time.perf_counter() - began, 3)
+    return dataclasses.replace(tables, **done)
 
 
 def _assignor_audit(spark, config: dict, replayed):
