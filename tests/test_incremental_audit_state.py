@@ -94,3 +94,32 @@ def test_provisional_tail_is_not_kept_in_the_state(faulted_events):
 def test_state_of_another_format_is_refused():
     with pytest.raises(ValueError, match="another version"):
         GroupAudit.from_bytes(b"\x09junk", load_config())
+
+
+def test_provisional_tail_holds_until_its_horizon(faulted_events):
+    """``provisional_until(c)`` says how long the tail computed for end time ``c`` holds: at every later end time
+    where the tail differs, the horizon has been reached (so carrying a group's tail to a later run whose clock
+    is below it is exact), and with a timer running or fired the horizon is finite."""
+    events, config = faulted_events
+    end = max(ev["timestamp"] for ev in events if ev.get("timestamp") is not None)
+    finite = changed = 0
+    for group_id, group_events in _by_group(events).items():
+        for cut in (len(group_events) // 3, len(group_events) * 2 // 3, len(group_events)):
+            audit = GroupAudit(group_id, config, timeline=True)
+            audit.feed(group_events[:cut])
+            audit.take()
+            clock = max((ev["timestamp"] for ev in group_events[:cut] if ev.get("timestamp") is not None),
+                        default=end)
+            findings, rebalances, horizon = audit.provisional_until(clock)
+            here = _rows(findings, rebalances, [], [])
+            finite += horizon is not None
+            assert horizon is None or horizon > clock
+            probes = {clock + 1, clock + 60_000, clock + 3_600_000, clock + 86_400_000 * 30}
+            if horizon is not None:
+                probes |= {horizon - 1, horizon, horizon + 1}
+            for later in sorted(p for p in probes if p >= clock):
+                there = _rows(*audit.provisional(later), [], [])
+                if there != here:
+                    changed += 1
+                    assert horizon is not None and later >= horizon, (group_id, cut, clock, later, horizon)
+    assert finite > 0 and changed > 0

@@ -5,6 +5,7 @@ before it) and a run with nothing new give the same tables as before."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ def _tables(spark, output: Path, run_id: str) -> dict:
     from offsets_audit import sinks
 
     return {name: _rows(sinks.read_table(spark, str(output), name, run_id, "parquet")) for name in TABLES}
+
+
+def _stored_rebalances(spark, checkpoint: Path) -> list[str]:
+    return sorted(r["payload"] for r in spark.read.parquet(str(checkpoint / "rebalances")).collect())
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +68,17 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
     assert rerun["stages"]["history"].startswith("compact snapshot of run night-1")
     assert _tables(spark, output, "night-2") == first
 
+    # A snapshot written before the rebalance store held every completed rebalance as rows/kind=rebalance: make
+    # night-2's so (its store folder moved into its snapshot); the next run moves them into the store, none lost.
+    stored = _stored_rebalances(spark, checkpoint)
+    assert stored
+    legacy = checkpoint / "compact" / "run=night-2" / "rows" / "kind=rebalance"
+    spark.read.parquet(str(checkpoint / "rebalances" / "run=night-2")).select("group_id", "payload", "batch") \
+        .write.parquet(str(legacy))
+    shutil.rmtree(checkpoint / "rebalances" / "run=night-2")
     idle = run_incremental(spark, _config(live, output, "night-3", overrides), str(checkpoint), progress=False)
+    assert _stored_rebalances(spark, checkpoint) == stored
+    assert not (checkpoint / "compact" / "run=night-3" / "rows" / "kind=rebalance").exists()
     assert idle["stages"]["replay"].startswith("skipped")
     assert idle["stages"]["provisional"].startswith("carried")
     again = _tables(spark, output, "night-3")

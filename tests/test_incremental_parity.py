@@ -39,10 +39,11 @@ def _batch_cuts(segments: Path) -> dict[Path, list[tuple[Path, int]]]:
     return cuts
 
 
-def _grow_to_slice(cuts, live: Path, i: int, k: int) -> None:
-    """Make ``live`` hold slices 1..i of k of every partition's log (files only ever grow or appear)."""
+def _grow_to_slice(cuts, live: Path, i: int, k: int, only=None) -> None:
+    """Make ``live`` hold slices 1..i of k of every partition's log (files only ever grow or appear); with
+    ``only``, of those partition folders only (the others are left as they are)."""
     for folder, ends in cuts.items():
-        if not ends:
+        if not ends or (only is not None and folder not in only):
             continue
         last_file, last_end = ends[max(math.ceil(len(ends) * i / k) - 1, 0)]
         target = live / folder.name
@@ -94,17 +95,22 @@ def _batch(spark, segments: Path, root: Path, overrides: dict):
             sinks.read_table(spark, str(root / "batch"), "assignor_audit", "batch", "parquet"))
 
 
-def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict):
+def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict, *, grow=None, summaries=None,
+                 name: str = ""):
+    """One incremental run per slice (``grow(cuts, live, i)`` makes the live log hold what run i reads; by
+    default slices 1..i of k of every partition); the union of their tables."""
     from offsets_audit import sinks
     from offsets_audit.incremental import run_incremental
 
     cuts = _batch_cuts(segments)
-    live, output, checkpoint = root / f"live-{k}", root / f"out-{k}", root / f"checkpoint-{k}"
+    live, output, checkpoint = root / f"live-{k}{name}", root / f"out-{k}{name}", root / f"checkpoint-{k}{name}"
     findings, rebalances, reruns = None, None, None
     for i in range(1, k + 1):
-        _grow_to_slice(cuts, live, i, k)
+        (grow or (lambda cuts, live, i: _grow_to_slice(cuts, live, i, k)))(cuts, live, i)
         run_id = f"slice-{i}"
-        run_incremental(spark, _config(live, output, run_id, overrides), str(checkpoint), progress=False)
+        summary = run_incremental(spark, _config(live, output, run_id, overrides), str(checkpoint), progress=False)
+        if summaries is not None:
+            summaries.append(summary)
         _assert_nothing_cached(spark)
         f, r, a = (sinks.read_table(spark, str(output), name, run_id, "parquet")
                    for name in ("findings", "rebalances", "assignor_audit"))
@@ -127,6 +133,8 @@ def _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint: Path) -> No
     assert kept and min(kept) >= runs[-1]["records"][0]
     for folder in ("offset_rules", "assignor_state", "compact"):
         assert {p.name for p in (checkpoint / folder).iterdir()} == {f"run={r['run_id']}" for r in runs[-2:]}
+    # every published run's completed rebalances stay (latency_daily reads them by day), no other run's
+    assert {p.name for p in (checkpoint / "rebalances").iterdir()} == {f"run={r['run_id']}" for r in runs}
     # compacted: the fold rows, quarantine rows and counts of micro-batches before the last run's are gone
     for folder, first in (("fold_rows", runs[-1]["fold"][0]), ("quarantine", runs[-1]["records"][0]),
                           ("counts", runs[-1]["records"][0])):
@@ -197,6 +205,56 @@ def test_sliced_incremental_runs_equal_one_batch_run_on_a_faulted_history(spark,
     assert expected_findings.count() > 0 and expected_rebalances.count() > 0 and expected_reruns.count() > 0
     assert {r["rule"] for r in expected_findings.select("rule").distinct().collect()} >= {
         "offset_committed_backwards", "offset_commit_by_non_owner", "transactional_offset_pending_too_long"}
+    assert _rows(findings) == _rows(expected_findings)
+    assert _rows(rebalances) == _rows(expected_rebalances)
+    assert _rows(reruns) == _rows(expected_reruns)
+    _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root, root / f"out-{k}", f"slice-{k}")
+
+
+def _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root: Path, output: Path, run_id: str) -> None:
+    """The last run's ``latency_daily`` (every rebalance of the days it touches, earlier runs' read from the
+    checkpoint's rebalance store) is, per group and day and per group type and day, the batch run's
+    ``latency_summary`` of those days."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit import sinks
+
+    daily = sinks.read_table(spark, str(output), "latency_daily", run_id, "parquet").filter("level != 'group_type'")
+    days = [r["day"] for r in daily.select("day").distinct().collect()]
+    batch = sinks.read_table(spark, str(root / "batch"), "latency_summary", "batch", "parquet")
+    assert days and daily.count() > 0
+    assert _rows(daily) == _rows(batch.filter((F.col("level") != "group_type") & F.col("day").isin(*days)))
+
+
+@pytest.mark.spark
+def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_moves(spark, faulted,
+                                                                                     faulted_batch):
+    """Run 2 grows only the partition holding the newest record: the clock moves for every group, but the groups
+    of the other partitions get no new record, so their provisional rows are carried from run 1's snapshot
+    (unless a stuck-state or pending-transaction timer ran out by the new clock) and only the touched groups are
+    finished again. Run 3 grows the rest. The union still equals one batch run."""
+    from offsets_audit.sources.segments import list_segments, read_segment
+
+    root, segments, overrides = faulted
+    newest = {}
+    for path, partition in list_segments(segments):
+        for r in read_segment(path, partition):
+            folder = Path(path).parent.name
+            newest[folder] = max(newest.get(folder, 0), r["timestamp"] or 0)
+    latest = max(newest, key=newest.get)
+
+    def grow(cuts, live, i):
+        if i == 2:
+            _grow_to_slice(cuts, live, 2, 2, only={f for f in cuts if f.name == latest})
+        else:
+            _grow_to_slice(cuts, live, 1 if i == 1 else 2, 2)
+
+    summaries: list = []
+    findings, rebalances, reruns = _incremental(spark, segments, root, 3, overrides, grow=grow, summaries=summaries,
+                                                name="-staggered")
+    assert summaries[1]["clock"] > summaries[0]["clock"]
+    assert summaries[1]["stages"]["provisional"].startswith("recomputed for the touched groups")
+    expected_findings, expected_rebalances, expected_reruns = faulted_batch
     assert _rows(findings) == _rows(expected_findings)
     assert _rows(rebalances) == _rows(expected_rebalances)
     assert _rows(reruns) == _rows(expected_reruns)

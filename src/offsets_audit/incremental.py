@@ -78,7 +78,9 @@ class GroupAuditStep:
 
 def provisional_rows(rows, config: dict, end_time_ms: int | None):
     """``finding`` / ``rebalance`` rows that the end of the log at ``end_time_ms`` would add, per group, from
-    each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records))."""
+    each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records)), and a
+    ``horizon`` row (payload: the clock in ms) for each group whose rows a later clock could change
+    (``GroupAudit.provisional_until``)."""
     latest = replay_incremental.latest_per_group(rows, "audit_state").select("group_id", "payload")
     settings = rule_settings(config)
 
@@ -87,41 +89,48 @@ def provisional_rows(rows, config: dict, end_time_ms: int | None):
             out = []
             for group_id, payload in zip(pdf["group_id"], pdf["payload"]):
                 audit = GroupAudit.from_bytes(base64.b64decode(payload), config, settings=settings)
-                findings, rebalances = audit.provisional(end_time_ms)
+                findings, rebalances, horizon = audit.provisional_until(end_time_ms)
                 out += [("finding", group_id, json.dumps(f.to_dict())) for f in findings]
                 out += [("rebalance", group_id, json.dumps(r)) for r in rebalances]
+                if horizon is not None:
+                    out.append(("horizon", group_id, str(horizon)))
             yield pd.DataFrame(out, columns=["kind", "group_id", "payload"])
 
     return latest.mapInPandas(run, _ROWS_DDL)
 
 
-def _tail_key(config: dict, clock: int | None) -> str:
-    """What a group's provisional results depend on besides its audit state: the clock (the newest record time
-    of any group so far: one clock for the whole log, so it moves with any new group record) and the audit's
-    settings. Equal keys and an unchanged state give the same provisional rows."""
+def _tail_settings(config: dict) -> str:
+    """What a group's provisional results depend on besides its audit state and the clock: the audit's
+    settings. A run can carry the last run's tail of a group only when these are the same."""
     audited = {k: v for k, v in config.items() if k not in ("run_id", "output", "source", "spark")}
-    return hashlib.sha256(json.dumps([clock, audited], sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(audited, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: bool):
-    """``(tail, how)``: the provisional ``finding`` / ``rebalance`` rows for ``clock``. With ``carry`` (the last
-    run's snapshot holds its tail for the same clock and settings), an untouched group's rows are carried from the
-    snapshot and only the groups with new audit state are recomputed (none when nothing is new); otherwise every
-    group's newest audit state is deserialised and finished on a copy (O(groups))."""
+    """``(tail, how)``: the provisional ``finding`` / ``rebalance`` / ``horizon`` rows for ``clock``.
+
+    With ``carry`` (the last run's snapshot holds its tail, with horizons, for the same settings), only the
+    groups whose tail can differ are recomputed: those with new audit state (``new_rows``; None when nothing is
+    new) and those whose horizon the clock reached (a stuck-state or pending-transaction timer ran out, or one
+    already out is measured to the new clock). Every other group's rows are carried from the snapshot: O(touched
+    groups). Otherwise every group's newest audit state is deserialised and finished on a copy (O(groups))."""
     from pyspark.sql import functions as F
 
-    if not carry:
+    if not carry or clock is None:
         return provisional_rows(history, config, clock), "recomputed for every group"
-    back = F.when(F.col("kind") == replay_incremental.TAIL_KINDS["finding"], F.lit("finding")).otherwise(
-        F.lit("rebalance"))
-    carried = history.filter(F.col("kind").isin(*replay_incremental.TAIL_KINDS.values())).select(
-        back.alias("kind"), "group_id", "payload")
-    if new_rows is None:
-        return carried, "carried from the last run (nothing new, same clock)"
-    touched = new_rows.filter(F.col("kind") == "audit_state").select("group_id").distinct()
-    recomputed = provisional_rows(history.join(touched, "group_id", "left_semi"), config, clock)
-    return (carried.join(touched, "group_id", "left_anti").unionByName(recomputed),
-            "recomputed for the touched groups, carried for the others (same clock)")
+    back = {new: old for old, new in replay_incremental.TAIL_KINDS.items()}
+    carried = history.filter(F.col("kind").isin(*back)).select(
+        replay_incremental.renamed_kinds(back).alias("kind"), "group_id", "payload")
+    due = carried.filter((F.col("kind") == "horizon") & (F.col("payload").cast("long") <= F.lit(clock))).select(
+        "group_id")
+    if new_rows is not None:
+        due = due.unionByName(new_rows.filter(F.col("kind") == "audit_state").select("group_id"))
+    due = due.distinct()
+    recomputed = provisional_rows(history.join(due, "group_id", "left_semi"), config, clock)
+    how = ("carried from the last run (nothing new), recomputed for any group whose timers the clock reached"
+           if new_rows is None else
+           "recomputed for the touched groups and those whose timers the clock reached, carried for the others")
+    return carried.join(due, "group_id", "left_anti").unionByName(recomputed), how
 
 
 def _findings(rows):
@@ -335,8 +344,8 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     # (a checkpoint whose last run wrote none: every micro-batch so far).
     compact_run = runs[-1]["run_id"] if runs and runs[-1].get("compact") else None
     history = replay_incremental.history_rows(spark, checkpoint, compact_run, fold_range, all_fold)
-    tail_key = _tail_key(config, clock)
-    carry_tail = compact_run is not None and runs[-1].get("tail_key") == tail_key
+    tail_settings = _tail_settings(config)
+    carry_tail = compact_run is not None and runs[-1].get("tail_settings") == tail_settings
     nothing_new = not fold_range and not record_range
     how: dict = {}
     # Everything the run persists, freed when it ends, failed or not: a long-lived session (a nightly driver
@@ -383,8 +392,11 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             rebalances = _rebalances(new_rows)
             open_rebalances = _rebalances(tail)
             of_run = rebalances.unionByName(open_rebalances)
-            days = of_run.select("day").distinct()
-            cumulative = _rebalances(history).unionByName(open_rebalances).join(days, "day", "left_semi")
+            # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
+            days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
+            earlier = replay_incremental.stored_rebalances(spark, checkpoint, [r["run_id"] for r in runs], days)
+            cumulative = (_rebalances(earlier.unionByName(history)).unionByName(open_rebalances)
+                          .filter(F.col("day").isin(*days)))
             frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
                           provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
                           rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
@@ -445,15 +457,19 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         if rerun_state is not None:
             stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
                 f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
-        # The compact snapshot the next run reads instead of this run's and earlier micro-batches (written before
-        # publishing: a run killed before that leaves a folder the next published run removes).
-        stage("compact", lambda: replay_incremental.write_compact(
-            spark, checkpoint, run_id, replay_incremental.compact_rows(history, tail, keep_targets=rerun_state is None),
-            gaps))
+        # The compact snapshot the next run reads instead of this run's and earlier micro-batches, and the
+        # rebalances this run completed (written before publishing: a run killed before that leaves folders the
+        # next published run removes).
+        def compact():
+            replay_incremental.write_compact(spark, checkpoint, run_id, replay_incremental.compact_rows(
+                history, tail, keep_targets=rerun_state is None), gaps)
+            replay_incremental.write_rebalances(checkpoint, run_id, history)
+
+        stage("compact", compact)
         runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
                      "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
                      "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
-                     "compact": True, "tail_key": tail_key})
+                     "compact": True, "tail_settings": tail_settings})
         replay_incremental.write_json(root / RUNS_FILE, runs)
         _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
         return summary
@@ -467,16 +483,18 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
     again from the state of the run before it; a new run covers newer batches from this run's state. So the
     commit log's micro-batches before this run's first, and the offset-rule / assignor states and compact
     snapshots of runs before the previous one, go; once the run has a compact snapshot, so do the fold rows,
-    quarantine rows and counts of the micro-batches before its first (a crash half-way leaves folders the next
-    run removes)."""
+    quarantine rows and counts of the micro-batches before its first; and the stored rebalances of runs never
+    published (a crash half-way leaves folders the next run removes)."""
     import re
     import shutil
 
     replay_incremental.drop_commit_log_before(checkpoint, first_records_batch)
     if first_fold_batch is not None and runs and runs[-1].get("compact"):
         replay_incremental.drop_batches_before(checkpoint, first_fold_batch, first_records_batch)
-    keep = {f"run={r['run_id']}" for r in runs[-2:]}
-    for folder in (OFFSET_STATE_FOLDER, ASSIGNOR_STATE_FOLDER, replay_incremental.COMPACT_FOLDER):
+    last_two = {f"run={r['run_id']}" for r in runs[-2:]}
+    published = {f"run={r['run_id']}" for r in runs}
+    for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two),
+                         (replay_incremental.COMPACT_FOLDER, last_two), (replay_incremental.REBALANCE_STORE, published)):
         root = replay_incremental.local_folder(checkpoint) / folder
         if root.is_dir():
             for child in root.iterdir():

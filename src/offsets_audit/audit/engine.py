@@ -199,11 +199,14 @@ class GroupAudit:
 
     def finish(self) -> None:
         """The log ends here: close the last batch, then every family's end-of-log checks."""
+        self._close_last_batch()
+        for family in self.families:
+            family.finish(self.view)
+
+    def _close_last_batch(self) -> None:
         if self.view is None:
             self._start(None)
         self._decide_batch_end(None, log_ends=True)
-        for family in self.families:
-            family.finish(self.view)
 
     # -- what the walk produced ----------------------------------------------------------------------
 
@@ -228,13 +231,25 @@ class GroupAudit:
     def provisional(self, end_time_ms: int | None) -> tuple[list[Finding], list[dict]]:
         """What ``finish`` would add if the log ended at ``end_time_ms``, computed on a copy (this state is
         left as it was). Call after ``take``: the result holds only the end-of-log tail."""
+        findings, rebalances, _ = self.provisional_until(end_time_ms)
+        return findings, rebalances
+
+    def provisional_until(self, end_time_ms: int | None) -> tuple[list[Finding], list[dict], int | None]:
+        """``provisional(end_time_ms)`` and how long it holds: the first end time after ``end_time_ms`` at
+        which it could differ (a stuck-state or pending-transaction timer runs out, or one already out is
+        measured to a later end); None when no later end time changes it. With no new events for the group, a
+        later run whose clock is below that time has the same tail and can carry it instead of recomputing."""
         copy = GroupAudit.from_bytes(self.to_bytes(), self.ctx.config, settings=self.ctx.settings)
         copy.ctx.findings, copy.tracker.rows = [], []
         if end_time_ms is not None:
             copy.ctx.config["_end_time_ms"] = end_time_ms
-        copy.finish()
+        copy._close_last_batch()
+        end = end_time_ms or copy.view.last_time
+        horizons = [h for h in (f.clock_horizon(copy.view, end) for f in copy.families) if h is not None]
+        for family in copy.families:
+            family.finish(copy.view)
         findings, rebalances, _, _ = copy.take()
-        return findings, rebalances
+        return findings, rebalances, min(horizons, default=None)
 
 
 def audit_group(events: Iterable[dict], config: dict | None = None, *, settings: dict | None = None,

@@ -444,18 +444,32 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], history, record
 # -- compaction: what later runs read of the micro-batches so far, one snapshot per run -------------------------
 
 #: ``PATH/compact/run=<run_id>/``: ``rows`` (fold rows, partitioned by ``kind``: each group's newest ``state``,
-#: ``member`` and ``audit_state`` rows, every ``rebalance`` row so far, every ``target`` row when the run kept no
-#: assignor re-run state, and the run's provisional tail as ``tail_finding`` / ``tail_rebalance``) and ``gaps``
+#: ``member`` and ``audit_state`` rows, every ``target`` row when the run kept no
+#: assignor re-run state, and the run's provisional tail as ``tail_finding`` / ``tail_rebalance`` /
+#: ``tail_horizon``) and ``gaps``
 #: (where every quarantined row so far lies: what ``audit.gaps.mark_data_gaps`` reads).
 COMPACT_FOLDER = "compact"
 GAPS_DDL = "partition int, offset long, batch_base_offset long, group_id string"
-TAIL_KINDS = {"finding": "tail_finding", "rebalance": "tail_rebalance"}
+#: The provisional tail's row kinds (``incremental.provisional_rows``) and their kinds in a compact snapshot;
+#: ``horizon``: the clock at which a group's tail could change (``GroupAudit.provisional_until``).
+TAIL_KINDS = {"finding": "tail_finding", "rebalance": "tail_rebalance", "horizon": "tail_horizon"}
+
+
+def renamed_kinds(mapping: dict[str, str]):
+    """A ``kind`` column with each kind in ``mapping`` renamed (any other kind kept)."""
+    from pyspark.sql import functions as F
+
+    column = F.col("kind")
+    for old, new in mapping.items():
+        column = F.when(F.col("kind") == old, F.lit(new)).otherwise(column)
+    return column
 
 
 def history_rows(spark, checkpoint: str, compact_run: str | None, fold_range: list[int], all_fold: list[int]):
     """Every fold row a run reads of the past: the last published run's compact snapshot plus this run's
-    micro-batches (O(groups + rebalances + new)), or, for a checkpoint whose last run wrote no snapshot, every
-    fold micro-batch so far."""
+    micro-batches (O(groups + new)), or, for a checkpoint whose last run wrote no snapshot, every fold
+    micro-batch so far. The completed rebalances of earlier runs are not in it (``stored_rebalances``), but for
+    those of a snapshot written before the store: the next run stores them."""
     if compact_run is None:
         return fold_rows(spark, checkpoint, all_fold)
     compact = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(
@@ -488,16 +502,45 @@ def compact_rows(history, tail, keep_targets: bool):
     from pyspark.sql import functions as F
 
     state, members = newest_state_and_members(history)
-    kept = ["rebalance"] + (["target"] if keep_targets else [])
-    tail_kind = F.when(F.col("kind") == "finding", F.lit(TAIL_KINDS["finding"])).otherwise(
-        F.lit(TAIL_KINDS["rebalance"]))
+    kept = ["target"] if keep_targets else ["-"]
     columns = ["group_id", "payload", "batch", "kind"]
     return (state.select(*columns)
             .unionByName(members.select(*columns))
             .unionByName(latest_per_group(history, "audit_state").select(*columns))
             .unionByName(history.filter(F.col("kind").isin(*kept)).select(*columns))
             .unionByName(tail.select("group_id", "payload", F.lit(-1).cast("long").alias("batch"),
-                                     tail_kind.alias("kind"))))
+                                     renamed_kinds(TAIL_KINDS).alias("kind"))))
+
+
+# -- the completed rebalances, append-only -----------------------------------------------------------------------
+
+#: ``PATH/rebalances/run=<run_id>/day=<day>/``: the completed rebalances (fold rows of kind ``rebalance``) each run
+#: added, by day. No run rewrites an earlier run's, and ``latency_daily`` reads only the days its run touches.
+REBALANCE_STORE = "rebalances"
+_STORED_REBALANCE_DDL = "group_id string, payload string, batch long"
+
+
+def stored_rebalances(spark, checkpoint: str, run_ids: list[str], days: list[str]):
+    """The fold rows (kind ``rebalance``) that the runs ``run_ids`` stored for ``days``: the folders are
+    picked by name (O(runs × days) stats), so nothing else is listed or read."""
+    from pyspark.sql import functions as F
+
+    root = local_folder(checkpoint) / REBALANCE_STORE
+    paths = [f"{checkpoint}/{REBALANCE_STORE}/run={r}/day={d}" for r in run_ids for d in days
+             if (root / f"run={r}" / f"day={d}").is_dir()]
+    if not paths:
+        return spark.createDataFrame([], _FOLD_ROWS_SCHEMA_DDL)
+    return spark.read.schema(_STORED_REBALANCE_DDL).parquet(*paths).withColumn("kind", F.lit("rebalance"))
+
+
+def write_rebalances(checkpoint: str, run_id: str, rows) -> None:
+    """Store the completed rebalances of a run (``rows``: fold rows; a rerun of the run id replaces them)."""
+    from pyspark.sql import functions as F
+
+    _remove_tree(local_folder(checkpoint) / REBALANCE_STORE / f"run={run_id}")
+    (rows.filter(F.col("kind") == "rebalance")
+     .select("group_id", "payload", "batch", F.get_json_object("payload", "$.day").alias("day"))
+     .write.mode("overwrite").partitionBy("day").parquet(f"{checkpoint}/{REBALANCE_STORE}/run={run_id}"))
 
 
 def write_compact(spark, checkpoint: str, run_id: str, rows, gaps) -> None:

@@ -224,6 +224,22 @@ class RuleFamily:
     def finish(self, view: GroupView) -> None:
         """Called once after the group's last event."""
 
+    def clock_horizon(self, view: GroupView, end: int | None) -> int | None:
+        """For a family whose ``finish`` measures something up to the end of the log (``_end_time_ms``): the
+        first end time after ``end`` at which ``finish`` could emit something else, asked after the last
+        batch closed and before ``finish``. None (the default): ``finish`` does not read the end time."""
+        return None
+
+
+def timer_horizon(started: int | None, limit: int, end: int | None) -> int | None:
+    """``RuleFamily.clock_horizon`` of one timer that fires once ``end - started > limit``: the first end time
+    that fires it, or, once it fired, the next end time (the finding is measured to the end)."""
+    if started is None:
+        return None
+    if end is None:
+        return started + limit + 1
+    return max(started + limit + 1, end + 1)
+
 
 class CauseTrackingFamily(RuleFamily):
     """A rule family that attributes what it sees to causes: ``self.causes`` sees every event, before the

@@ -14,7 +14,7 @@ from offsets_audit.replay.state import GroupState
 
 from ..causes import Attribution, dominant
 from ..model import Event, EventKind
-from .base import CauseTrackingFamily, GroupView
+from .base import CauseTrackingFamily, GroupView, timer_horizon
 
 HOUR_MS = 3_600_000
 STUCK_STATES = {GroupState.ASSIGNING: "max_assigning_ms", GroupState.RECONCILING: "max_reconciling_ms",
@@ -94,6 +94,13 @@ class ChurnRules(CauseTrackingFamily):
         end = self.ctx.config.get("_end_time_ms") or view.last_time
         if end is not None:
             self._check_stuck(view, end, None)
+
+    def clock_horizon(self, view: GroupView, end: int | None) -> int | None:
+        setting = STUCK_STATES.get(self.state) if self.state is not None else None
+        since = self.state_since
+        if setting is None or since is None or since.timestamp is None:
+            return None
+        return timer_horizon(since.timestamp, self.ctx.threshold("group_stuck_in_state", setting), end)
 
 
 def explain(attributions: list[Attribution], lead: str = "caused by") -> tuple[str, dict]:

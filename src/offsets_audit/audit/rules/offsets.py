@@ -9,7 +9,7 @@ through the commits' own ``topicId`` (OffsetCommitValue v4) or the topic-metadat
 from __future__ import annotations
 
 from ..model import Event, EventKind
-from .base import ZERO_UUID, GroupView, RuleFamily
+from .base import ZERO_UUID, GroupView, RuleFamily, timer_horizon
 
 
 class OffsetRules(RuleFamily):
@@ -97,6 +97,11 @@ class OffsetRules(RuleFamily):
     def finish(self, view: GroupView) -> None:
         end = self.ctx.config.get("_end_time_ms") or view.last_time
         self._pending_check_all(view, end)
+
+    def clock_horizon(self, view: GroupView, end: int | None) -> int | None:
+        limit = self.ctx.threshold("transactional_offset_pending_too_long", "max_pending_ms")
+        return min((h for h in (timer_horizon(ev.timestamp, limit, end) for ev in self.pending.values())
+                    if h is not None), default=None)
 
 
 # -- the findings' wording, shared with the Spark SQL form of these rules (audit.offsets_spark) -------------------
