@@ -131,8 +131,11 @@ def _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint: Path) -> No
     runs = json.loads((checkpoint / "runs.json").read_text())
     kept = sorted(int(p.name.split("=")[1]) for p in (checkpoint / "commit_log").iterdir() if p.name.startswith("batch="))
     assert kept and min(kept) >= runs[-1]["records"][0]
-    for folder in ("offset_rules", "assignor_state", "compact"):
+    for folder in ("offset_rules", "assignor_state"):
         assert {p.name for p in (checkpoint / folder).iterdir()} == {f"run={r['run_id']}" for r in runs[-2:]}
+    # the compact snapshots of the last two runs' chains (a full snapshot and the deltas on it)
+    chains = {name for r in runs[-2:] for name in r["chain"]}
+    assert {p.name for p in (checkpoint / "compact").iterdir()} == {f"run={name}" for name in chains}
     # every published run's completed rebalances stay (latency_daily reads them by day), no other run's
     assert {p.name for p in (checkpoint / "rebalances").iterdir()} == {f"run={r['run_id']}" for r in runs}
     # compacted: the fold rows, quarantine rows and counts of micro-batches before the last run's are gone
@@ -228,12 +231,16 @@ def _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root: Path, outp
 
 @pytest.mark.spark
 def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_moves(spark, faulted,
-                                                                                     faulted_batch):
+                                                                                     faulted_batch, monkeypatch):
     """Run 2 grows only the partition holding the newest record: the clock moves for every group, but the groups
     of the other partitions get no new record, so their provisional rows are carried from run 1's snapshot
     (unless a stuck-state or pending-transaction timer ran out by the new clock) and only the touched groups are
-    finished again. Run 3 grows the rest. The union still equals one batch run."""
+    finished again; its snapshot is a delta on run 1's. Run 3 grows the rest and, one delta being the most
+    allowed here, writes a full snapshot from the chain. The union still equals one batch run."""
+    from offsets_audit.replay import incremental as replay_incremental
     from offsets_audit.sources.segments import list_segments, read_segment
+
+    monkeypatch.setattr(replay_incremental, "DELTAS_BEFORE_FULL", 1)
 
     root, segments, overrides = faulted
     newest = {}
@@ -254,6 +261,9 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
                                                 name="-staggered")
     assert summaries[1]["clock"] > summaries[0]["clock"]
     assert summaries[1]["stages"]["provisional"].startswith("recomputed for the touched groups")
+    assert [s["stages"]["snapshot"].split(":")[0] for s in summaries] == ["full", "delta on run slice-1", "full"]
+    runs = json.loads((root / "checkpoint-3-staggered" / "runs.json").read_text())
+    assert [r["chain"] for r in runs] == [["slice-1"], ["slice-1", "slice-2"], ["slice-3"]]
     expected_findings, expected_rebalances, expected_reruns = faulted_batch
     assert _rows(findings) == _rows(expected_findings)
     assert _rows(rebalances) == _rows(expected_rebalances)

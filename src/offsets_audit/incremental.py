@@ -107,7 +107,8 @@ def _tail_settings(config: dict) -> str:
 
 
 def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: bool):
-    """``(tail, how)``: the provisional ``finding`` / ``rebalance`` / ``horizon`` rows for ``clock``.
+    """``(tail, how, due)``: the provisional ``finding`` / ``rebalance`` / ``horizon`` rows for ``clock``, what
+    was done, and the groups recomputed (``group_id``; None when every group was).
 
     With ``carry`` (the last run's snapshot holds its tail, with horizons, for the same settings), only the
     groups whose tail can differ are recomputed: those with new audit state (``new_rows``; None when nothing is
@@ -117,9 +118,9 @@ def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: 
     from pyspark.sql import functions as F
 
     if not carry or clock is None:
-        return provisional_rows(history, config, clock), "recomputed for every group"
+        return provisional_rows(history, config, clock), "recomputed for every group", None
     back = {new: old for old, new in replay_incremental.TAIL_KINDS.items()}
-    carried = history.filter(F.col("kind").isin(*back)).select(
+    carried = replay_incremental.latest_tails(history).select(
         replay_incremental.renamed_kinds(back).alias("kind"), "group_id", "payload")
     due = carried.filter((F.col("kind") == "horizon") & (F.col("payload").cast("long") <= F.lit(clock))).select(
         "group_id")
@@ -130,7 +131,7 @@ def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: 
     how = ("carried from the last run (nothing new), recomputed for any group whose timers the clock reached"
            if new_rows is None else
            "recomputed for the touched groups and those whose timers the clock reached, carried for the others")
-    return carried.join(due, "group_id", "left_anti").unionByName(recomputed), how
+    return carried.join(due, "group_id", "left_anti").unionByName(recomputed), how, due
 
 
 def _findings(rows):
@@ -340,12 +341,12 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     if start["clock"] is not None:
         clock = start["clock"] if clock is None else max(clock, start["clock"])
 
-    # What later runs read of the past: the last published run's compact snapshot plus this run's micro-batches
-    # (a checkpoint whose last run wrote none: every micro-batch so far).
-    compact_run = runs[-1]["run_id"] if runs and runs[-1].get("compact") else None
-    history = replay_incremental.history_rows(spark, checkpoint, compact_run, fold_range, all_fold)
+    # What later runs read of the past: the last published run's chain of compact snapshots plus this run's
+    # micro-batches (a checkpoint whose last run wrote none: every micro-batch so far).
+    chain = replay_incremental.snapshot_chain(runs)
+    history = replay_incremental.history_rows(spark, checkpoint, chain, fold_range, all_fold)
     tail_settings = _tail_settings(config)
-    carry_tail = compact_run is not None and runs[-1].get("tail_settings") == tail_settings
+    carry_tail = bool(chain) and runs[-1].get("tail_settings") == tail_settings
     nothing_new = not fold_range and not record_range
     how: dict = {}
     # Everything the run persists, freed when it ends, failed or not: a long-lived session (a nightly driver
@@ -357,11 +358,15 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
             frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
             new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
-            tail, how["provisional"] = provisional_tail(history, new_rows if fold_range else None, config, clock,
-                                                        carry_tail)
+            tail, how["provisional"], due = provisional_tail(
+                history, new_rows if fold_range else None, config, clock, carry_tail)
             tail = tail.persist()
-            gaps = replay_incremental.gaps_so_far(spark, checkpoint, compact_run, record_range, all_records).persist()
-            cached.extend([tail, gaps])
+            cached.append(tail)
+            began = time.perf_counter()
+            tail.count()  # the provisional pass (Python per recomputed group), timed on its own
+            timings["audit:provisional_pass"] = round(time.perf_counter() - began, 3)
+            gaps = replay_incremental.gaps_so_far(spark, checkpoint, chain, record_range, all_records).persist()
+            cached.append(gaps)
             reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, history, frames["offsets"])
             audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
             if resumed is not None:
@@ -404,7 +409,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
             cached.extend(df for df in frames.values() if df is not None)
             # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
-            timings["audit:plan"] = round(time.perf_counter() - planning, 3)
+            timings["audit:plan"] = round(time.perf_counter() - planning - timings["audit:provisional_pass"], 3)
             for name, df in frames.items():
                 if df is not None:
                     began = time.perf_counter()
@@ -416,9 +421,15 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                 cached.append(rerun_state)
                 rerun_state.count()
                 resumed.unpersist()
-            return frames, tail, gaps, offset_state, rerun_state
+            return frames, tail, gaps, offset_state, rerun_state, due
 
-        frames, tail, gaps, offset_state, rerun_state = stage("audit", tables_of_run)
+        frames, tail, gaps, offset_state, rerun_state, due = stage("audit", tables_of_run)
+        # A delta snapshot when the tails of untouched groups were carried and the chain is short, else a full one;
+        # always a full one after a snapshot written before chains (it may hold completed rebalances, which this
+        # run stores and the next must not read again).
+        delta = (due is not None and 0 < len(chain) <= replay_incremental.DELTAS_BEFORE_FULL
+                 and "chain" in runs[-1])
+        next_chain = chain + [run_id] if delta else [run_id]
         paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
                                                        timings=timings))
         summary: dict = {
@@ -433,9 +444,13 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
                         "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
                        "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off",
                        "provisional": how["provisional"],
-                       "history": (f"compact snapshot of run {compact_run} + {len(fold_range)} new fold micro-batch(es)"
-                                   if compact_run is not None else
-                                   f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)")},
+                       "history": (f"compact snapshot of run {chain[-1]}"
+                                   + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})"
+                                      if len(chain) > 1 else "")
+                                   + f" + {len(fold_range)} new fold micro-batch(es)" if chain else
+                                   f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)"),
+                       "snapshot": (f"delta on run {chain[-1]}: the touched groups and the tails recomputed"
+                                    if delta else "full: every group")},
         }
         if nothing_new:
             summary["stages"]["replay"] = "skipped: nothing new since the last run"
@@ -461,15 +476,22 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         # rebalances this run completed (written before publishing: a run killed before that leaves folders the
         # next published run removes).
         def compact():
-            replay_incremental.write_compact(spark, checkpoint, run_id, replay_incremental.compact_rows(
-                history, tail, keep_targets=rerun_state is None), gaps)
+            keep_targets = rerun_state is None
+            if delta:
+                rows = replay_incremental.compact_rows(replay_incremental.fold_rows(spark, checkpoint, fold_range),
+                                                       tail.join(due, "group_id", "left_semi"), keep_targets,
+                                                       len(runs), due)
+                new_gaps = replay_incremental.new_gaps(spark, checkpoint, record_range)
+            else:
+                rows, new_gaps = replay_incremental.compact_rows(history, tail, keep_targets, len(runs)), gaps
+            replay_incremental.write_compact(spark, checkpoint, run_id, rows, new_gaps)
             replay_incremental.write_rebalances(checkpoint, run_id, history)
 
         stage("compact", compact)
         runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
                      "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
                      "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
-                     "compact": True, "tail_settings": tail_settings})
+                     "compact": True, "chain": next_chain, "tail_settings": tail_settings})
         replay_incremental.write_json(root / RUNS_FILE, runs)
         _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
         return summary
@@ -481,10 +503,10 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
                    first_fold_batch: int | None = None) -> None:
     """After publishing: remove what no later run reads. A rerun of the run just published covers its batches
     again from the state of the run before it; a new run covers newer batches from this run's state. So the
-    commit log's micro-batches before this run's first, and the offset-rule / assignor states and compact
-    snapshots of runs before the previous one, go; once the run has a compact snapshot, so do the fold rows,
-    quarantine rows and counts of the micro-batches before its first; and the stored rebalances of runs never
-    published (a crash half-way leaves folders the next run removes)."""
+    commit log's micro-batches before this run's first, the offset-rule / assignor states of runs before the
+    previous one, and the compact snapshots in neither chain of the last two runs, go; once the run has a
+    compact snapshot, so do the fold rows, quarantine rows and counts of the micro-batches before its first; and
+    the stored rebalances of runs never published (a crash half-way leaves folders the next run removes)."""
     import re
     import shutil
 
@@ -493,8 +515,9 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
         replay_incremental.drop_batches_before(checkpoint, first_fold_batch, first_records_batch)
     last_two = {f"run={r['run_id']}" for r in runs[-2:]}
     published = {f"run={r['run_id']}" for r in runs}
+    chains = {f"run={r}" for n in (len(runs), len(runs) - 1) for r in replay_incremental.snapshot_chain(runs[:n])}
     for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two),
-                         (replay_incremental.COMPACT_FOLDER, last_two), (replay_incremental.REBALANCE_STORE, published)):
+                         (replay_incremental.COMPACT_FOLDER, chains), (replay_incremental.REBALANCE_STORE, published)):
         root = replay_incremental.local_folder(checkpoint) / folder
         if root.is_dir():
             for child in root.iterdir():

@@ -96,11 +96,16 @@ def cached_leaf(df):
         return df
     from pyspark.sql import DataFrame
 
+    from py4j.protocol import Py4JError
+
     spark = df.sparkSession
-    plan = jdf.queryExecution().withCachedData()
-    if plan.getClass().getSimpleName() != "InMemoryRelation":
-        return df  # not served whole from the cache (never seen): keep the lineage
-    leaf = DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+    try:
+        plan = jdf.queryExecution().withCachedData()
+        if plan.getClass().getSimpleName() != "InMemoryRelation":
+            return df  # not served whole from the cache (never seen): keep the lineage
+        leaf = DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+    except (Py4JError, TypeError):  # py4j: a missing class is a JavaPackage, which is not callable
+        return df  # a Spark without the classic Dataset class (before 4.0): plan over the lineage, as before
     leaf.is_cached = True  # its data is df's cache: persisting it again would cache a second copy
     return leaf
 

@@ -444,10 +444,10 @@ def replay_tables(spark, checkpoint: str, fold_range: list[int], history, record
 # -- compaction: what later runs read of the micro-batches so far, one snapshot per run -------------------------
 
 #: ``PATH/compact/run=<run_id>/``: ``rows`` (fold rows, partitioned by ``kind``: each group's newest ``state``,
-#: ``member`` and ``audit_state`` rows, every ``target`` row when the run kept no
-#: assignor re-run state, and the run's provisional tail as ``tail_finding`` / ``tail_rebalance`` /
-#: ``tail_horizon``) and ``gaps``
-#: (where every quarantined row so far lies: what ``audit.gaps.mark_data_gaps`` reads).
+#: ``member`` and ``audit_state`` rows, every ``target`` row when the run kept no assignor re-run state, and the
+#: run's provisional tail as ``tail_finding`` / ``tail_rebalance`` / ``tail_horizon``) and ``gaps`` (where every
+#: quarantined row lies: what ``audit.gaps.mark_data_gaps`` reads); a delta snapshot holds only what its run
+#: changed (``DELTAS_BEFORE_FULL``).
 COMPACT_FOLDER = "compact"
 GAPS_DDL = "partition int, offset long, batch_base_offset long, group_id string"
 #: The provisional tail's row kinds (``incremental.provisional_rows``) and their kinds in a compact snapshot;
@@ -465,15 +465,35 @@ def renamed_kinds(mapping: dict[str, str]):
     return column
 
 
-def history_rows(spark, checkpoint: str, compact_run: str | None, fold_range: list[int], all_fold: list[int]):
-    """Every fold row a run reads of the past: the last published run's compact snapshot plus this run's
-    micro-batches (O(groups + new)), or, for a checkpoint whose last run wrote no snapshot, every fold
-    micro-batch so far. The completed rebalances of earlier runs are not in it (``stored_rebalances``), but for
-    those of a snapshot written before the store: the next run stores them."""
-    if compact_run is None:
+#: A run writes a *delta* snapshot (what it changed: the touched groups' newest rows, the tails it recomputed, its
+#: new gaps and targets) on top of the last run's chain of snapshots, and a *full* one (every group) when the
+#: chain already holds this many deltas, when it has none to build on, or when it recomputed every group's tail.
+DELTAS_BEFORE_FULL = 7
+#: Tail rows of a delta are written with their run's sequence number as ``batch`` (newer snapshots win per group);
+#: ``tail_group`` marks a group whose tail the run recomputed, so an empty tail replaces an older one.
+TAIL_MARKER = "tail_group"
+
+
+def snapshot_chain(runs: list[dict]) -> list[str]:
+    """The compact snapshots (run ids, oldest first: a full snapshot, then the deltas on it) that hold the past
+    after the published ``runs``; empty when the last run wrote none."""
+    if not runs or not runs[-1].get("compact"):
+        return []
+    return list(runs[-1].get("chain") or [runs[-1]["run_id"]])
+
+
+def _chain_paths(checkpoint: str, chain: list[str], part: str) -> list[str]:
+    return [f"{checkpoint}/{COMPACT_FOLDER}/run={r}/{part}" for r in chain]
+
+
+def history_rows(spark, checkpoint: str, chain: list[str], fold_range: list[int], all_fold: list[int]):
+    """Every fold row a run reads of the past: the last published run's chain of compact snapshots
+    (``snapshot_chain``) plus this run's micro-batches (O(groups + new)), or, for a checkpoint whose last run
+    wrote no snapshot, every fold micro-batch so far. The completed rebalances of earlier runs are not in it
+    (``stored_rebalances``), but for those of a snapshot written before the store: the next run stores them."""
+    if not chain:
         return fold_rows(spark, checkpoint, all_fold)
-    compact = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(
-        f"{checkpoint}/{COMPACT_FOLDER}/run={compact_run}/rows")
+    compact = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(*_chain_paths(checkpoint, chain, "rows"))
     return compact.unionByName(fold_rows(spark, checkpoint, fold_range))
 
 
@@ -484,32 +504,57 @@ def gap_rows(quarantined):
     return quarantined.select(*[F.col(c.split()[0]).cast(c.split()[1]) for c in GAPS_DDL.split(", ")])
 
 
-def gaps_so_far(spark, checkpoint: str, compact_run: str | None, record_range: list[int], all_records: list[int]):
-    """``GAPS_DDL`` rows of every quarantined row up to this run's micro-batches: the last snapshot's plus this
+def new_gaps(spark, checkpoint: str, record_range: list[int]):
+    """``GAPS_DDL`` rows of the quarantined rows of this run's micro-batches."""
+    new = quarantine_rows(spark, checkpoint, record_range)
+    return gap_rows(new) if new is not None else spark.createDataFrame([], GAPS_DDL)
+
+
+def gaps_so_far(spark, checkpoint: str, chain: list[str], record_range: list[int], all_records: list[int]):
+    """``GAPS_DDL`` rows of every quarantined row up to this run's micro-batches: the snapshots' plus this
     run's (or, without a snapshot, every quarantine micro-batch so far)."""
     last = max(record_range, default=-1)
-    if compact_run is None:
+    if not chain:
         quarantined = quarantine_rows(spark, checkpoint, [b for b in all_records if b <= last])
         return gap_rows(quarantined) if quarantined is not None else spark.createDataFrame([], GAPS_DDL)
-    gaps = spark.read.schema(GAPS_DDL).parquet(f"{checkpoint}/{COMPACT_FOLDER}/run={compact_run}/gaps")
+    gaps = spark.read.schema(GAPS_DDL).parquet(*_chain_paths(checkpoint, chain, "gaps"))
     new = quarantine_rows(spark, checkpoint, record_range)
     return gaps if new is None else gaps.unionByName(gap_rows(new))
 
 
-def compact_rows(history, tail, keep_targets: bool):
-    """The ``rows`` of a compact snapshot (``COMPACT_FOLDER``) from a run's ``history_rows`` and its provisional
-    ``tail`` (``kind``, ``group_id``, ``payload``)."""
+def latest_tails(history):
+    """Each group's provisional tail rows (``kind`` still ``tail_*``) from the newest snapshot that recomputed the
+    group (a full snapshot's rows, or a later delta's)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    state, members = newest_state_and_members(history)
+    tails = history.filter(F.col("kind").isin(TAIL_MARKER, *TAIL_KINDS.values()))
+    return (tails.withColumn("_last", F.max("batch").over(Window.partitionBy("group_id")))
+            .filter((F.col("batch") == F.col("_last")) & (F.col("kind") != TAIL_MARKER)).drop("_last"))
+
+
+def compact_rows(rows, tail, keep_targets: bool, sequence: int, recomputed=None):
+    """The ``rows`` of a compact snapshot (``COMPACT_FOLDER``), ``tail`` being the run's provisional rows
+    (``kind``, ``group_id``, ``payload``). A full snapshot: ``rows`` is the run's ``history_rows`` and ``tail``
+    every group's. A delta: ``rows`` is the run's new fold rows, ``tail`` the rows of the groups it recomputed
+    and ``recomputed`` those groups (marked, so that an empty tail replaces an older one). Tail rows carry the
+    run's ``sequence`` as ``batch``."""
+    from pyspark.sql import functions as F
+
+    state, members = newest_state_and_members(rows)
     kept = ["target"] if keep_targets else ["-"]
     columns = ["group_id", "payload", "batch", "kind"]
-    return (state.select(*columns)
-            .unionByName(members.select(*columns))
-            .unionByName(latest_per_group(history, "audit_state").select(*columns))
-            .unionByName(history.filter(F.col("kind").isin(*kept)).select(*columns))
-            .unionByName(tail.select("group_id", "payload", F.lit(-1).cast("long").alias("batch"),
-                                     renamed_kinds(TAIL_KINDS).alias("kind"))))
+    out = (state.select(*columns)
+           .unionByName(members.select(*columns))
+           .unionByName(latest_per_group(rows, "audit_state").select(*columns))
+           .unionByName(rows.filter(F.col("kind").isin(*kept)).select(*columns))
+           .unionByName(tail.select("group_id", "payload", F.lit(sequence).cast("long").alias("batch"),
+                                    renamed_kinds(TAIL_KINDS).alias("kind"))))
+    if recomputed is not None:
+        out = out.unionByName(recomputed.select("group_id", F.lit("").alias("payload"),
+                                                F.lit(sequence).cast("long").alias("batch"),
+                                                F.lit(TAIL_MARKER).alias("kind")))
+    return out
 
 
 # -- the completed rebalances, append-only -----------------------------------------------------------------------
