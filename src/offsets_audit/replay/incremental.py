@@ -493,8 +493,12 @@ def history_rows(spark, checkpoint: str, chain: list[str], fold_range: list[int]
     (``stored_rebalances``), but for those of a snapshot written before the store: the next run stores them."""
     if not chain:
         return fold_rows(spark, checkpoint, all_fold)
-    compact = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(*_chain_paths(checkpoint, chain, "rows"))
-    return compact.unionByName(fold_rows(spark, checkpoint, fold_range))
+    rows = fold_rows(spark, checkpoint, fold_range)
+    # One read per snapshot: Spark infers the ``kind`` partitions of several roots in one read only when they
+    # look alike (a delta may hold only some kinds, or none).
+    for path in reversed(_chain_paths(checkpoint, chain, "rows")):
+        rows = spark.read.schema(_FOLD_ROWS_SCHEMA_DDL).parquet(path).unionByName(rows)
+    return rows
 
 
 def gap_rows(quarantined):
