@@ -378,12 +378,12 @@ def parsed(rows, kind: str, ddl: str):
         .select("r.*", "batch")
 
 
-def latest_per_group(rows, kind: str):
-    """Each group's rows of ``kind`` from the newest batch that has any (the group's current state)."""
+def latest_per_group(rows, *kinds: str):
+    """Each group's rows of ``kinds`` from the newest batch that has any (the group's current state)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    of_kind = rows.filter(F.col("kind") == kind)
+    of_kind = rows.filter(F.col("kind").isin(*kinds))
     return (of_kind.withColumn("_last", F.max("batch").over(Window.partitionBy("group_id")))
             .filter(F.col("batch") == F.col("_last")).drop("_last"))
 
@@ -529,12 +529,9 @@ def gaps_so_far(spark, checkpoint: str, chain: list[str], record_range: list[int
 def latest_tails(history):
     """Each group's provisional tail rows (``kind`` still ``tail_*``) from the newest snapshot that recomputed the
     group (a full snapshot's rows, or a later delta's)."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    tails = history.filter(F.col("kind").isin(TAIL_MARKER, *TAIL_KINDS.values()))
-    return (tails.withColumn("_last", F.max("batch").over(Window.partitionBy("group_id")))
-            .filter((F.col("batch") == F.col("_last")) & (F.col("kind") != TAIL_MARKER)).drop("_last"))
+    return latest_per_group(history, TAIL_MARKER, *TAIL_KINDS.values()).filter(F.col("kind") != TAIL_MARKER)
 
 
 def compact_rows(rows, tail, keep_targets: bool, sequence: int, recomputed=None):
