@@ -1,9 +1,9 @@
-"""``spark_session.cached_leaf``: a persisted frame planned as its cache alone, same rows, same cache."""
+"""``plans.cached_leaf``: a persisted frame planned as its cache alone, same rows, same cache."""
 from __future__ import annotations
 
 from chispa import assert_df_equality
 
-from offsets_audit.spark_session import cached_leaf
+from offsets_audit.plans import cached_leaf
 
 
 def _frame(spark):

@@ -178,3 +178,20 @@ def test_simulated_history_with_every_fault_kind(spark, tmp_path):
     pure, findings, got = _both(spark, records, config)
     assert {f.rule for f in findings} >= {"partition_owned_twice", "assignment_interval_violated"}
     _assert_same(pure, findings, got)
+
+
+@pytest.mark.parametrize("bits, span", [(0, 1), (20, 64)])
+def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, monkeypatch, bits, span):
+    """The pending rule bounds each transaction by its blocks' latest times and searches only the suspects:
+    with a block per offset and every resolved transaction past the span (all bounded by the range join), or
+    one block for the whole log (every transaction a suspect), the findings are the pure core's."""
+    from offsets_audit.audit import offsets_spark
+
+    monkeypatch.setattr(offsets_spark, "BLOCK_BITS", bits)
+    monkeypatch.setattr(offsets_spark, "_MAX_SPAN", span)
+    config = load_config()
+    config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+    records = [r for r in golden_records() if r["partition"] == GOLDEN_NAMES.index("history-consumer-group")]
+    pure, findings, got = _both(spark, records, config)
+    assert len([f for f in findings if f.rule == "transactional_offset_pending_too_long"]) == 3
+    _assert_same(pure, findings, got)

@@ -15,7 +15,8 @@ import time
 
 from offsets_audit.config import load_config, redacted, source_config
 from offsets_audit.errors import UserError
-from offsets_audit.spark_session import cached_leaf, frees_its_plans, release_run
+from offsets_audit.plans import cached_leaf
+from offsets_audit.spark_session import frees_its_plans, release_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

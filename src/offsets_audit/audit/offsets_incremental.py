@@ -86,7 +86,7 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
         F.lit(False).alias("applied"), F.lit("committed").alias("outcome"))
     commit_timeline = timeline.unionByName(seeds.filter(F.col("kind").isin("context", "ownership")))
     found = offset_findings(news.unionByName(seeded_ids, allowMissingColumns=True), group_times, commit_timeline,
-                            commit_rules, config, end_time_ms)
+                            commit_rules, config, end_time_ms, cached=cached)
     if found is not None:
         findings.append(found)
 
@@ -99,11 +99,11 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
         clock = group_times.unionByName(commit_events(news).filter(F.col("group_id").isNotNull()))
         starts = timeline.filter((F.col("kind") == "context") & (F.col("seq") == -1)).unionByName(
             seeds.filter(F.col("kind") == "start").withColumn("kind", F.lit("context")))
-        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER)
+        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER, cached=cached)
         if cached is not None:
             early = early.persist()
             cached.append(early)
-        at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms)
+        at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms, cached=cached)
         provisional = at_end.join(early.select("id"), "id", "left_anti")
         findings.append(early)
     result = None

@@ -23,6 +23,8 @@ import json
 
 import pandas as pd
 
+from offsets_audit.plans import cached_leaf
+
 from .model import FINDING_ROW_DDL, Finding
 from .rules.base import ZERO_UUID
 from .rules.offsets import commit_by_non_owner, committed_backwards, pending_too_long
@@ -96,9 +98,54 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
         .filter(F.col("rule").isNotNull())
 
 
-def _commit_rules(commit_log, timeline, settings: dict, config: dict):
-    """Backwards commits and commits by a non-owner: applied commits in the context in force."""
+def _at_or_after(partition, offset, from_partition, from_offset):
+    """Position (``partition``, ``offset``) is at or after (``from_partition``, ``from_offset``); a null bound
+    sorts first (the group's start)."""
+    return (from_partition.isNull() | (partition > from_partition) | (
+        (partition == from_partition) & (from_offset.isNull() | (offset >= from_offset))))
+
+
+def _in_force(rows, timeline):
+    """``rows`` (positioned at ``partition``, ``offset``) with the group's context in force there (its
+    ``TIMELINE_DDL`` context columns): one sorted pass per group over the context rows and ``rows``, which are
+    few (the rules' candidates), not the commit log."""
     from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    context = timeline.filter(F.col("kind") == "context").select(
+        "group_id", "partition", "offset", "seq", F.struct(
+            "group_type", "has_members", "has_modern_members", "group_epoch", "assignment_epoch", "member_evidence",
+            "members_json").alias("_ctx"))
+    stream = rows.withColumn("seq", F.lit(None).cast("int")).withColumn("_rank", F.lit(1)).unionByName(
+        context.withColumn("_rank", F.lit(0)), allowMissingColumns=True)
+    by_group = Window.partitionBy("group_id").orderBy(
+        F.col("partition").asc_nulls_first(), F.col("offset").asc_nulls_first(), "_rank", "seq") \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    return (stream.withColumn("_in_force", F.last("_ctx", ignorenulls=True).over(by_group))
+            .filter(F.col("_rank") == 1).select(*rows.columns, "_in_force.*"))
+
+
+def _owned_intervals(timeline):
+    """Per (group, topic id, partition) the intervals [from, to) of the log in which a member owned it: each
+    ownership row holds until the next row of its key (``GroupTimeline``); few rows, one per assignment change."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_key = Window.partitionBy("group_id", "topic_id", "topic_partition").orderBy("partition", "offset", "seq")
+    return (timeline.filter(F.col("kind") == "ownership")
+            .select("group_id", "topic_id", "topic_partition", "owned", F.col("partition").alias("_from_p"),
+                    F.col("offset").alias("_from_o"), F.lead("partition").over(by_key).alias("_to_p"),
+                    F.lead("offset").over(by_key).alias("_to_o"))
+            .filter(F.col("owned")).drop("owned"))
+
+
+def _commit_rules(commit_log, timeline, settings: dict, config: dict):
+    """Backwards commits and commits by a non-owner: applied commits in the context in force.
+
+    The commit log is only scanned: backwards commits are a filter (the log carries each key's previous
+    applied commit), and a commit is owned when its position falls in one of its key's owned intervals (a
+    broadcast range join against the ownership rows). Only the few commits left, the rules' candidates, are
+    sorted with the context rows for the context in force."""
     from pyspark.sql import functions as F
 
     applied = commit_log.filter(~F.col("carried") & F.col("applied")).select(
@@ -110,38 +157,22 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
     with_members = bool(settings["offset_committed_backwards"]["only_with_members"])
     backwards = F.col("previous_committed_offset").isNotNull() & F.col("committed_offset").isNotNull() & (
         F.col("committed_offset") < F.col("previous_committed_offset"))
-    non_owner_rule = settings["offset_commit_by_non_owner"]["enabled"]
-    keep = backwards if not non_owner_rule else F.lit(True)
-    applied = applied.filter(keep)
-
-    # The context in force at each commit: one sorted pass per group over context rows and commits.
-    context = timeline.filter(F.col("kind") == "context").select(
-        "group_id", "partition", "offset", "seq", F.struct(
-            "group_type", "has_members", "has_modern_members", "group_epoch", "assignment_epoch", "member_evidence",
-            "members_json").alias("_ctx"))
-    stream = applied.withColumn("seq", F.lit(None).cast("int")).withColumn("_rank", F.lit(1)).unionByName(
-        context.withColumn("_rank", F.lit(0)), allowMissingColumns=True)
-    by_group = Window.partitionBy("group_id").orderBy(
-        F.col("partition").asc_nulls_first(), F.col("offset").asc_nulls_first(), "_rank", "seq") \
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    commits = (stream.withColumn("_in_force", F.last("_ctx", ignorenulls=True).over(by_group))
-               .filter(F.col("_rank") == 1).select(*applied.columns, "_in_force.*"))
     where = _where(F.col("partition"), F.col("offset"))
     common = [F.col("group_id"), F.col("group_type"), F.col("time"), F.col("topic"), F.col("topic_partition")]
-    out = []
+    rows = []
     if settings["offset_committed_backwards"]["enabled"]:
-        had_members = F.coalesce(F.col("has_members"), F.lit(False)) if with_members else F.lit(True)
-        out.append(commits.filter(backwards & had_members).select(
-            F.lit("offset_committed_backwards").alias("rule"), *common,
-            F.col("previous_committed_offset").alias("old_offset"), F.col("committed_offset").alias("new_offset"),
-            "previous_where", where.alias("where")))
-    if non_owner_rule:
-        candidates = commits.filter((F.col("group_type") == "consumer") & F.col("has_modern_members"))
+        rows.append(applied.filter(backwards).withColumn("rule", F.lit("offset_committed_backwards")))
+    if settings["offset_commit_by_non_owner"]["enabled"]:
+        # Only groups that ever had modern (KIP-848) members can fail the rule; the context in force decides.
+        modern = timeline.filter((F.col("kind") == "context") & (F.col("group_type") == "consumer")
+                                 & F.col("has_modern_members")).select("group_id").distinct()
+        candidates = applied.join(F.broadcast(modern), "group_id", "left_semi")
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
         known = dict(config.get("_topic_ids") or {})
         first_id = (commit_log.filter(~F.col("carried") & F.col("topic_id").isNotNull()
                                       & (F.col("topic_id") != ZERO_UUID) & (F.col("topic_id") != "")
                                       & ~F.col("outcome").isin("deleted"))
+                    .join(F.broadcast(modern), "group_id", "left_semi")
                     .groupBy("group_id", "topic")
                     .agg(F.min_by(F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
                                            F.col("topic_id").alias("id")),
@@ -152,31 +183,53 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
             (F.col("_first.p") == F.col("partition")) & (F.col("_first.o") <= F.col("offset"))), F.col("_first.id"))
         topic_id = F.coalesce(configured[F.col("topic")], seen) if configured is not None else seen
         candidates = candidates.withColumn("topic_id", topic_id).filter(F.col("topic_id").isNotNull()).drop("_first")
-        # Ownership in force: one sorted pass per (group, topic id, partition).
-        ownership = timeline.filter(F.col("kind") == "ownership").select(
-            "group_id", "topic_id", "topic_partition", "partition", "offset", "seq", "owned")
-        stream = candidates.withColumn("seq", F.lit(None).cast("int")).withColumn("_rank", F.lit(1)) \
-            .withColumn("owned", F.lit(None).cast("boolean")).unionByName(
-                ownership.withColumn("_rank", F.lit(0)), allowMissingColumns=True)
-        by_key = Window.partitionBy("group_id", "topic_id", "topic_partition").orderBy(
-            F.col("partition").asc_nulls_first(), F.col("offset").asc_nulls_first(), "_rank", "seq") \
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        not_owned = (stream.withColumn("_owned", F.last("owned", ignorenulls=True).over(by_key))
-                     .filter((F.col("_rank") == 1) & ~F.coalesce(F.col("_owned"), F.lit(False))))
-        out.append(not_owned.select(
-            F.lit("offset_commit_by_non_owner").alias("rule"), *common, "committed_offset", "topic_id",
-            "group_epoch", "assignment_epoch", "members_json", "member_evidence", where.alias("where")))
-    result = out[0]
-    for df in out[1:]:
-        result = result.unionByName(df, allowMissingColumns=True)
-    return _complete(result)
+        owned = _owned_intervals(timeline)
+        inside = (F.col("c.group_id") == F.col("i.group_id")) & (F.col("c.topic_id") == F.col("i.topic_id")) & (
+            F.col("c.topic_partition") == F.col("i.topic_partition")) & _at_or_after(
+            F.col("c.partition"), F.col("c.offset"), F.col("i._from_p"), F.col("i._from_o")) & ~(
+            F.col("i._to_p").isNotNull() & _at_or_after(F.col("c.partition"), F.col("c.offset"), F.col("i._to_p"),
+                                                         F.col("i._to_o")))
+        not_owned = candidates.alias("c").join(F.broadcast(owned.alias("i")), inside, "left_anti")
+        rows.append(not_owned.withColumn("rule", F.lit("offset_commit_by_non_owner")))
+    if not rows:
+        return None
+    stream = rows[0]
+    for df in rows[1:]:
+        stream = stream.unionByName(df, allowMissingColumns=True)
+    stream = _in_force(stream, timeline)
+    had_members = F.coalesce(F.col("has_members"), F.lit(False)) if with_members else F.lit(True)
+    modern_member = (F.col("group_type") == "consumer") & F.coalesce(F.col("has_modern_members"), F.lit(False))
+    found = stream.filter(F.when(F.col("rule") == "offset_committed_backwards", had_members).otherwise(modern_member))
+    is_backwards = F.col("rule") == "offset_committed_backwards"
+
+    def only(column, rule_is):
+        return F.when(rule_is, F.col(column))
+
+    return _complete(found.select(
+        "rule", *common, only("previous_committed_offset", is_backwards).alias("old_offset"),
+        only("committed_offset", is_backwards).alias("new_offset"), only("previous_where", is_backwards)
+        .alias("previous_where"), only("committed_offset", ~is_backwards).alias("committed_offset"),
+        *[only(c, ~is_backwards).alias(c) for c in ("topic_id", "group_epoch", "assignment_epoch", "members_json",
+                                                      "member_evidence")],
+        where.alias("where")))
+
+
+#: The pending rule's coarse clock: the group's latest time per block of ``2 ** BLOCK_BITS`` offsets of a partition.
+BLOCK_BITS = 8
+#: A resolved transaction spanning more blocks than this is bounded by a range join instead of one row per block.
+_MAX_SPAN = 64
 
 
 def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms: int | None, *,
                   cached: list | None = None):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
-    later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end."""
-    from pyspark.sql import Window
+    later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end.
+
+    Most transactions resolve long before the limit, and a block's latest time bounds every event in it: a
+    transaction none of whose blocks (from its first commit to its resolution, or to the log's end while open)
+    holds a time past its threshold cannot fire early. Only the others (suspects, none on a healthy cluster) are
+    searched for among their groups' events (one scan against the broadcast suspects); the clock is aggregated,
+    never sorted."""
     from pyspark.sql import functions as F
 
     limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
@@ -185,62 +238,48 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
     tracked = (txn.groupBy("group_id", "topic", "topic_partition", "producer_id", "resolved_offset")
                .agg(F.min_by(F.struct("record_partition", "record_offset", "timestamp"), F.col("record_offset"))
                     .alias("p"))
-               .select("group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "p.*"))
-    if cached is not None:
-        # Read four times below (the groups, the positions, the probes, the skewed ones): one aggregate.
-        tracked = tracked.persist()
-        cached.append(tracked)
+               .select("group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "p.*")
+               .withColumn("_threshold", F.col("timestamp") + F.lit(limit)))
+
+    def keep(df):
+        # Each of these is read several times below: computed once, and planned over as a leaf (its cache),
+        # not as its lineage once per reader (a plan that grows with every reader of every reader).
+        if cached is None:
+            return df
+        df = df.persist()
+        cached.append(df)
+        return cached_leaf(df)
+
+    tracked = keep(tracked)
     groups = tracked.select("group_id").distinct()
     clock = commit_events(commit_log).unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
         .join(F.broadcast(groups), "group_id", "left_semi")
-    # Running maximum of the clock per group in log order: the first event later than a threshold is where the
-    # running maximum first exceeds it, unless an event before the commit already did (handled apart below).
-    in_order = Window.partitionBy("group_id").orderBy("partition", "offset").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    clock = clock.withColumn("_max", F.max("timestamp").over(in_order))
-    if cached is not None:
-        # The clock (every event of the groups with transactional commits, the bulk of the log when producers
-        # commit offsets transactionally) is read by the running maximum at each commit, the descending pass,
-        # the skewed search and the log's end: unpersisted, each read was a scan, shuffle and sort of it again.
-        clock = clock.persist()
-        cached.append(clock)
-    ticks = clock.select("group_id", "partition", "offset", "_max")
-    # The running maximum at the commit itself (the commit is one of the clock's events).
-    positions = tracked.select("group_id", F.col("record_partition").alias("partition"),
-                               F.col("record_offset").alias("offset")).distinct()
-    at_commit = ticks.join(F.broadcast(positions), ["group_id", "partition", "offset"]) \
-        .groupBy("group_id", F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset")) \
-        .agg(F.max("_max").alias("_max_at"))
-    probes = tracked.join(at_commit, ["group_id", "record_partition", "record_offset"], "left") \
-        .withColumn("_threshold", F.col("timestamp") + F.lit(limit))
-    simple = probes.filter(F.coalesce(F.col("_max_at"), F.lit(-(2 ** 62))) <= F.col("_threshold"))
-    # First tick whose running maximum exceeds the threshold: descending order, the last tick seen before the probe.
-    stream = ticks.select("group_id", F.col("_max").alias("_key"), F.lit(0).alias("_probe"),
-                          F.struct("partition", "offset", F.col("_max").alias("time")).alias("_tick")) \
-        .unionByName(simple.select("group_id", F.col("_threshold").alias("_key"), F.lit(1).alias("_probe"),
-                                   F.struct(*[F.col(c) for c in simple.columns]).alias("_p")),
-                     allowMissingColumns=True)
-    down = Window.partitionBy("group_id").orderBy(F.col("_key").desc(), F.col("_probe").desc(),
-                                                  F.col("_tick.partition").desc(), F.col("_tick.offset").desc()) \
-        .rowsBetween(Window.unboundedPreceding, -1)
-    found = (stream.withColumn("_first", F.last("_tick", ignorenulls=True).over(down))
-             .filter(F.col("_probe") == 1).select("_p.*", "_first"))
-    # Rare: an event before the commit is already later than its threshold (clock skew); search directly.
-    skewed = probes.filter(F.col("_max_at") > F.col("_threshold"))
-    events = clock.select(F.col("group_id").alias("_g"), F.struct("partition", "offset", F.col("timestamp").alias("time"))
-                          .alias("_tick"))
-    matched = (events.join(F.broadcast(skewed), (skewed.group_id == events._g) & (F.col("_tick.time") > F.col("_threshold")) & (
-        (F.col("_tick.partition") > F.col("record_partition")) | (
-            (F.col("_tick.partition") == F.col("record_partition")) & (F.col("_tick.offset") > F.col("record_offset")))))
-        .groupBy("group_id", "record_partition", "record_offset", "producer_id", "topic", "topic_partition")
-        .agg(F.min("_tick").alias("_first")))
-    direct = skewed.join(matched, ["group_id", "record_partition", "record_offset", "producer_id", "topic",
-                                   "topic_partition"], "left")
-    found = found.unionByName(direct.select(*found.columns))
+    blocks = clock.groupBy("group_id", F.col("partition").alias("record_partition"),
+                           F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
+    blocks = keep(blocks)
+    # Suspects: a block from the commit's to its resolution's (or any later one while open) is past the threshold.
+    first_block, last_block = F.shiftright("record_offset", BLOCK_BITS), F.shiftright("resolved_offset", BLOCK_BITS)
+    short = F.col("resolved_offset").isNotNull() & (last_block - first_block < _MAX_SPAN)
+    position = ["group_id", "record_partition", "record_offset"]  # one commit record: one tracked row at most
+    in_span = (tracked.filter(short).withColumn("_block", F.explode(F.sequence(first_block, last_block)))
+               .join(blocks, ["group_id", "record_partition", "_block"])
+               .filter(F.col("_top") > F.col("_threshold")).select(*position))
+    rest = tracked.filter(~short).alias("t")
+    late = blocks.alias("b").join(F.broadcast(rest), (F.col("b.group_id") == F.col("t.group_id")) & (
+        F.col("b._top") > F.col("t._threshold")) & ((F.col("b.record_partition") > F.col("t.record_partition")) | (
+            (F.col("b.record_partition") == F.col("t.record_partition"))
+            & (F.col("b._block") >= F.shiftright("t.record_offset", BLOCK_BITS)) & (
+                F.col("t.resolved_offset").isNull()
+                | (F.col("b._block") <= F.shiftright("t.resolved_offset", BLOCK_BITS))))))
+    suspects = keep(in_span.unionByName(late.select(*[F.col(f"t.{c}") for c in position])).distinct())
+    cleared = tracked.join(suspects, position, "left_anti")
+    searched = _first_late_events(tracked.join(suspects, position, "left_semi"), clock)
+    found = searched.unionByName(cleared.withColumn(
+        "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
     before_resolution = F.col("resolved_offset").isNull() | (F.col("_first.partition") < F.col("record_partition")) | (
         (F.col("_first.partition") == F.col("record_partition")) & (F.col("_first.offset") < F.col("resolved_offset")))
     if end_time_ms is None:
-        last = clock.groupBy("group_id").agg(F.max("timestamp").alias("_end"))
+        last = blocks.groupBy("group_id").agg(F.max("_top").alias("_end"))
         found = found.join(last, "group_id", "left")
         end = F.col("_end")
     else:
@@ -255,6 +294,24 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
         "group_type", time.alias("time"), "topic", "topic_partition",
         "producer_id", (time - F.col("timestamp")).alias("pending_ms"),
         _where(F.col("record_partition"), F.col("record_offset")).alias("where")))
+
+
+def _first_late_events(tracked, clock):
+    """``tracked`` (few rows: the suspects) with ``_first``: the first event of its group after the commit (in log
+    order) whose time is past ``_threshold`` (``partition``, ``offset``, ``time``), or null. ``clock``: the
+    groups' events, scanned once against the broadcast suspects."""
+    from pyspark.sql import functions as F
+
+    probes = tracked.alias("t")
+    events = clock.select(F.col("group_id").alias("_g"),
+                          F.struct("partition", "offset", F.col("timestamp").alias("time")).alias("_tick"))
+    later = (F.col("_g") == F.col("t.group_id")) & (F.col("_tick.time") > F.col("t._threshold")) & (
+        (F.col("_tick.partition") > F.col("t.record_partition")) | (
+            (F.col("_tick.partition") == F.col("t.record_partition")) & (F.col("_tick.offset") > F.col("t.record_offset"))))
+    position = ["group_id", "record_partition", "record_offset"]
+    matched = (events.join(F.broadcast(probes), later)
+               .groupBy(*[F.col(f"t.{c}").alias(c) for c in position]).agg(F.min("_tick").alias("_first")))
+    return tracked.join(matched, position, "left").select(*tracked.columns, "_first")
 
 
 def _complete(df):
