@@ -17,8 +17,9 @@ import pytest
 
 from test_offsets_parity import _source_df, transactional_tail
 
-#: Many small Spark jobs (about 2 minutes on 2 cores; 9 before its runs planned over cached leaves): with the other long parity runs, behind
-#: OFFSETS_AUDIT_FULL_PARITY=1. The default suite covers the offset rules across runs in test_incremental_parity.
+#: Many small Spark jobs (about 2 minutes on 2 cores; 9 before its runs planned over cached leaves): with the
+#: other long parity runs, behind OFFSETS_AUDIT_FULL_PARITY=1. The default suite covers the offset rules across
+#: runs in test_incremental_parity.
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(not os.environ.get("OFFSETS_AUDIT_FULL_PARITY"),
                                  reason="set OFFSETS_AUDIT_FULL_PARITY=1 for the micro-batch offset-rule parity")]

@@ -71,8 +71,9 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
 
     ``group_times``: (group_id, partition, offset, timestamp) of every group event; ``timeline``: the walk's
     rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns). With ``cached`` (a list), the
-    intermediates the rules' plan reads several times (the pending rule's clock) are persisted and appended to
-    it, for the caller to unpersist once the findings are computed; without it nothing is persisted."""
+    intermediates the rules' plan reads several times (the pending rule's tracked transactions, clock blocks and
+    suspects) are persisted, appended to it for the caller to unpersist once the findings are computed, and planned
+    over as leaves; without it nothing is persisted and each reader plans and computes them again."""
     from pyspark.sql import functions as F
 
     parts = []
@@ -179,8 +180,8 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
                                   F.struct("record_partition", "record_offset")).alias("_first")))
         candidates = candidates.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"], "left")
         configured = F.create_map(*[x for k, v in known.items() for x in (F.lit(k), F.lit(v))]) if known else None
-        seen = F.when((F.col("_first.p") < F.col("partition")) | (
-            (F.col("_first.p") == F.col("partition")) & (F.col("_first.o") <= F.col("offset"))), F.col("_first.id"))
+        seen = F.when(_at_or_after(F.col("partition"), F.col("offset"), F.col("_first.p"), F.col("_first.o")),
+                      F.col("_first.id"))
         topic_id = F.coalesce(configured[F.col("topic")], seen) if configured is not None else seen
         candidates = candidates.withColumn("topic_id", topic_id).filter(F.col("topic_id").isNotNull()).drop("_first")
         owned = _owned_intervals(timeline)
@@ -305,9 +306,9 @@ def _first_late_events(tracked, clock):
     probes = tracked.alias("t")
     events = clock.select(F.col("group_id").alias("_g"),
                           F.struct("partition", "offset", F.col("timestamp").alias("time")).alias("_tick"))
-    later = (F.col("_g") == F.col("t.group_id")) & (F.col("_tick.time") > F.col("t._threshold")) & (
-        (F.col("_tick.partition") > F.col("t.record_partition")) | (
-            (F.col("_tick.partition") == F.col("t.record_partition")) & (F.col("_tick.offset") > F.col("t.record_offset"))))
+    # strictly after the commit: the commit is not at or after the tick
+    later = (F.col("_g") == F.col("t.group_id")) & (F.col("_tick.time") > F.col("t._threshold")) & ~_at_or_after(
+        F.col("t.record_partition"), F.col("t.record_offset"), F.col("_tick.partition"), F.col("_tick.offset"))
     position = ["group_id", "record_partition", "record_offset"]
     matched = (events.join(F.broadcast(probes), later)
                .groupBy(*[F.col(f"t.{c}").alias(c) for c in position]).agg(F.min("_tick").alias("_first")))
