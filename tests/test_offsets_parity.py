@@ -195,3 +195,34 @@ def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, mon
     pure, findings, got = _both(spark, records, config)
     assert len([f for f in findings if f.rule == "transactional_offset_pending_too_long"]) == 3
     _assert_same(pure, findings, got)
+
+
+def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
+    """``previous_*`` is the last *applied* commit of the key's segment: a transactional commit whose marker
+    comes after a later plain commit is effective but not applied, and is not what the next commit follows. A
+    group in two ``__consumer_offsets`` partitions (same record offsets) applies the earlier partition's first."""
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay.commit_log import resolve_commits
+
+    t = 1_700_000_000_000
+    records = [
+        _commit(0, 10, t, "orders", 0, 100, producer_id=7),
+        _commit(0, 11, t + 1, "orders", 0, 50),
+        _marker(0, 12, t + 2, 7, "COMMIT"),                  # effective at 12, record offset 10 < 11: not applied
+        _commit(0, 13, t + 3, "orders", 0, 40),              # follows 50 (at 0/11), not 100
+        _commit(0, 11, t, "payments", 0, 50, group="split"),
+        _commit(1, 11, t, "payments", 0, 60, group="split"),  # same record offset, later partition
+        _commit(1, 12, t + 1, "payments", 0, 70, group="split"),
+    ]
+    decoded, _ = split(decode(_source_df(spark, records)))
+    got = {(r["group_id"], r["record_partition"], r["record_offset"]):
+           (r["outcome"], r["applied"], r["previous_committed_offset"], r["previous_partition"], r["previous_offset"])
+           for r in resolve_commits(decoded).collect()}
+    assert got == {
+        ("orders-app", 0, 10): ("txn_committed", False, 50, 0, 11),
+        ("orders-app", 0, 11): ("committed", True, None, None, None),
+        ("orders-app", 0, 13): ("committed", True, 50, 0, 11),
+        ("split", 0, 11): ("committed", True, None, None, None),
+        ("split", 1, 11): ("committed", False, 50, 0, 11),
+        ("split", 1, 12): ("committed", True, 50, 0, 11),
+    }

@@ -144,14 +144,14 @@ def resolve_commits(decoded, previous=None):
     key = Window.partitionBy(*_KEY).orderBy(*order)
     upto = key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     before = key.rowsBetween(Window.unboundedPreceding, -1)
-    rows = (rows
-            .withColumn("segment", F.sum(F.col("is_tombstone").cast("long")).over(upto))
-            .withColumn("_last_tombstone", F.last(F.when(F.col("is_tombstone"), F.col("record_offset")),
-                                                  ignorenulls=True).over(upto))
-            .withColumn("_next_pos", F.lead("_pos").over(key))
-            .withColumn("_next_producer", F.lead("producer_id").over(key))
-            .withColumn("_next_txn", F.lead("_txn").over(key))
-            .withColumn("_next_record", F.lead("record_offset").over(key)))
+    # Two Window operators over the one sort: each window column of a ``select`` shares one operator (a chain of
+    # ``withColumn``s puts a projection between them and gets one operator, one buffering of the rows, each).
+    rows = rows.select(
+        "*", F.sum(F.col("is_tombstone").cast("long")).over(upto).alias("segment"),
+        F.last(F.when(F.col("is_tombstone"), F.col("record_offset")), ignorenulls=True).over(upto)
+        .alias("_last_tombstone"),
+        F.lead("_pos").over(key).alias("_next_pos"), F.lead("producer_id").over(key).alias("_next_producer"),
+        F.lead("_txn").over(key).alias("_next_txn"))
     cleared = F.col("_txn") & F.col("_last_tombstone").isNotNull() & (F.col("_last_tombstone") > F.col("record_offset"))
     same_marker = F.col("_next_txn") & (F.col("_next_producer") == F.col("producer_id")) & (
         (F.col("_next_pos") == F.col("_pos")) | (F.col("_pos").isNull() & F.col("_next_pos").isNull()))
@@ -164,16 +164,16 @@ def resolve_commits(decoded, previous=None):
                .otherwise(F.lit("txn_aborted")))
     rows = rows.withColumn("outcome", outcome)
     effective = F.col("outcome").isin("committed", "txn_committed")
-    stored_before = F.max(F.when(effective, F.struct("segment", "record_offset"))).over(before)
-    rows = rows.withColumn("_stored", stored_before).withColumn(
-        "applied", F.when(effective, F.col("_stored").isNull() | (F.col("_stored.segment") != F.col("segment"))
-                          | (F.col("record_offset") > F.col("_stored.record_offset"))))
-    where_partition = F.col("record_partition")
-    where_offset = F.col("_pos")
-    previous_applied = F.last(F.when(F.col("applied"), F.struct(
-        F.col("segment").alias("segment"), F.col("committed_offset").alias("committed_offset"),
-        where_partition.alias("partition"), where_offset.alias("offset"))), ignorenulls=True).over(before)
-    rows = rows.withColumn("_previous", previous_applied)
+    # The stored commit before a row is the effective one with the highest (segment, record offset) before it: a
+    # commit is applied when its record offset beats the stored one of its segment, so the applied commits of a
+    # segment rise in record offset and the highest effective one before a row is also the last applied one (the
+    # ``previous_*`` columns). On a tie (a group's records in two partitions) the earlier partition stored first.
+    stored = F.struct(F.col("segment").alias("segment"), F.col("record_offset").alias("record_offset"),
+                      (-F.col("record_partition")).alias("_tie"), F.col("committed_offset").alias("committed_offset"),
+                      F.col("record_partition").alias("partition"), F.col("_pos").alias("offset"))
+    rows = rows.select("*", F.max(F.when(effective, stored)).over(before).alias("_previous")).withColumn(
+        "applied", F.when(effective, F.col("_previous").isNull() | (F.col("_previous.segment") != F.col("segment"))
+                          | (F.col("record_offset") > F.col("_previous.record_offset"))))
     same_segment = F.col("_previous.segment") == F.col("segment")
     resolved = F.when(F.col("outcome") == "txn_cleared", F.col("_last_tombstone")).otherwise(F.col("marker_offset"))
     return rows.select(
