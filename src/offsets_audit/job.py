@@ -100,7 +100,10 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             input_report: dict = {}  # files read and skipped, notes: summary["input"]
             raw = read(spark, source_config(config), report=input_report)
             # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
-            decoded_all = codec_spark.decode(raw, with_decoded_record=True).persist()
+            decoded_all = codec_spark.decode(raw, with_decoded_record=True)
+            if not out.get("write_decoded"):
+                decoded_all = codec_spark.without_display_columns(decoded_all)
+            decoded_all = decoded_all.persist()
             releases.append(decoded_all.unpersist)
             counts = _counts(decoded_all)  # computes the cache
             # Later stages plan over the cache, not over the read and decode (``cached_leaf``): every DataFrame
