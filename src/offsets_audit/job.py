@@ -102,7 +102,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
             decoded_all = codec_spark.decode(raw, with_decoded_record=True)
             if not out.get("write_decoded"):
-                decoded_all = codec_spark.without_display_columns(decoded_all)
+                decoded_all = codec_spark.compact(decoded_all)
             decoded_all = decoded_all.persist()
             releases.append(decoded_all.unpersist)
             counts = _counts(decoded_all)  # computes the cache
