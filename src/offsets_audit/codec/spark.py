@@ -285,7 +285,8 @@ def compact(decoded_df):
 
 
 def split(decoded_df):
-    """``(decoded, quarantined)``: rows with an ``error_code`` go to quarantine with raw bytes and position."""
+    """``(decoded, quarantined)``: rows with an ``error_code`` go to quarantine with raw bytes and position. Of a
+    ``compact`` log, ``decoded`` keeps ``WORKING_COLUMNS`` and ``quarantined`` gets every column back, in order."""
     from pyspark.sql import functions as F
 
     decoded, quarantined = decoded_df.filter(F.col("error_code").isNull()), decoded_df.filter(F.col("error_code").isNotNull())
