@@ -147,7 +147,7 @@ def test_corruption_alone_does_not_fail_the_gate_and_the_verdict_counts_it(spark
 
     findings = read_table(spark, str(tmp_path / "out"), "findings", "damaged", "parquet").collect()
     assert not [f for f in findings if f["severity"] == "error"]
-    # The job keeps the columns only the tables show on quarantine rows alone (codec.spark.without_display_columns):
+    # The job caches the log compacted, the display-only columns on quarantine rows alone (codec.spark.compact):
     # the damaged stretch still says where it was and why.
     quarantine = read_table(spark, str(tmp_path / "out"), "quarantine", "damaged", "parquet").collect()
     assert quarantine and all(q["source_file"] and (q["read_error_message"] or q["error_message"]) for q in quarantine)
