@@ -279,6 +279,8 @@ def compact(decoded_df):
     if "read_error_code" in decoded_df.columns:
         kept = kept | F.col("read_error_code").isNotNull()
     rest = [c for c in decoded_df.columns if c not in WORKING_COLUMNS]
+    if not rest:
+        return decoded_df
     return decoded_df.select(
         *[c for c in decoded_df.columns if c in WORKING_COLUMNS],
         F.when(kept, F.struct(*rest)).alias(QUARANTINE_ONLY_COLUMN, metadata={"columns": decoded_df.columns}))
