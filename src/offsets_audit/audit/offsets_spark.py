@@ -277,8 +277,9 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
     searched = _first_late_events(tracked.join(suspects, position, "left_semi"), clock)
     found = searched.unionByName(cleared.withColumn(
         "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
-    before_resolution = F.col("resolved_offset").isNull() | (F.col("_first.partition") < F.col("record_partition")) | (
-        (F.col("_first.partition") == F.col("record_partition")) & (F.col("_first.offset") < F.col("resolved_offset")))
+    # the marker (or clearing tombstone) sits in the commit's partition, at ``resolved_offset``
+    before_resolution = F.col("resolved_offset").isNull() | ~_at_or_after(
+        F.col("_first.partition"), F.col("_first.offset"), F.col("record_partition"), F.col("resolved_offset"))
     if end_time_ms is None:
         last = blocks.groupBy("group_id").agg(F.max("_top").alias("_end"))
         found = found.join(last, "group_id", "left")
