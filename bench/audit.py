@@ -7,7 +7,8 @@ per group-hour). Then, on one local[2] SparkSession:
 * ``run_job`` reads the segments, decodes, replays, re-runs the assignors, audits and writes every table as
   Parquet; its own stage timings materialise each stage's outputs at the stage's end (persist + count), so
   every stage is the work it really did;
-* decode only: the same input read and decoded, nothing else (a noop write);
+* decode only: the same input read and decoded the way the job reads it (``codec.source.read_decoded``), nothing
+  else (a noop write);
 * the ratio end to end / decode-only (``decode-only s / end-to-end s``), the driver's peak RSS (Python and
   JVM, ``VmHWM``), and between consecutive sizes the time ratio against the records ratio (linear cost:
   10x the records within 11x the time).
@@ -53,11 +54,10 @@ def _size(text: str) -> int:
 
 
 def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: int) -> dict:
-    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.codec import source as codec_source
     from offsets_audit.config import load_config
     from offsets_audit.job import run_job
     from offsets_audit.simulate import FAULT_KINDS, simulate
-    from offsets_audit.sources import read
 
     hours = max(0.05, target / (RECORDS_PER_GROUP_HOUR * groups))
     start = time.perf_counter()
@@ -89,7 +89,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
             print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
     start = time.perf_counter()
-    codec_spark.decode(read(spark, {"kind": "segments", "path": str(root / "segments")})) \
+    codec_source.read_decoded(spark, {"kind": "segments", "path": str(root / "segments")}) \
         .write.format("noop").mode("overwrite").save()
     decode_only = time.perf_counter() - start
     print(f"decode only: {decode_only:.1f} s = {records / decode_only:,.0f} records/s; "

@@ -199,3 +199,47 @@ def test_bad_min_partitions_is_a_user_error(log_dir):
 
     with pytest.raises(UserError, match="minpartitions"):
         SegmentsReader({"path": str(log_dir), "minPartitions": "-1"})
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("with_decoded_record", [False, True])
+def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, log_dir, golden, with_decoded_record):
+    """``read_decoded`` reads segments through ``kafka-segments+decoded`` (one Python pass): its rows equal
+    ``decode(read(...))``'s, schema and column order included, on the golden log dir plus a damaged segment."""
+    from chispa import assert_df_equality
+
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import decode
+    from offsets_audit.sources import read
+
+    root = tmp_path / "logs"
+    shutil.copytree(log_dir, root)
+    folder = root / "__consumer_offsets-49"
+    folder.mkdir()
+    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
+    data[100] ^= 0xFF
+    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    source = {"kind": "segments", "path": str(root)}
+
+    fused = read_decoded(spark, source, with_decoded_record=with_decoded_record)
+    assert "MapInArrow" not in fused._jdf.queryExecution().executedPlan().toString()
+    expected = decode(read(spark, source), with_decoded_record=with_decoded_record)
+    assert fused.schema == expected.schema
+    assert_df_equality(fused, expected, ignore_row_order=True)
+    assert fused.filter("read_error_code is not null").count() == 2
+
+
+@pytest.mark.spark
+def test_other_sources_are_decoded_after_the_read(spark, tmp_path, log_dir):
+    """A Parquet dump has no Python reader to decode in: ``read_decoded`` decodes it with ``mapInArrow``."""
+    from chispa import assert_df_equality
+
+    from offsets_audit.codec.source import read_decoded
+
+    source = {"kind": "segments", "path": str(log_dir)}
+    read_decoded(spark, source).drop("decoded_record").select(*SOURCE_SCHEMA.fieldNames()) \
+        .write.parquet(str(tmp_path / "dump"))
+    from_dump = read_decoded(spark, {"kind": "parquet", "path": str(tmp_path / "dump")})
+    assert "MapInArrow" in from_dump._jdf.queryExecution().executedPlan().toString()
+    assert_df_equality(from_dump.drop("source_file"), read_decoded(spark, source).drop("source_file"),
+                       ignore_row_order=True, ignore_nullable=True)

@@ -69,8 +69,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     from offsets_audit import sinks
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.codec import source as codec_source
     from offsets_audit.replay import spark as replay_spark
-    from offsets_audit.sources import read
 
     # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
     # before any Spark work, so a wrong path fails at once and the rules get plain data (offsets_audit.group_configs).
@@ -98,9 +98,9 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     try:
         with stage("read+decode"):
             input_report: dict = {}  # files read and skipped, notes: summary["input"]
-            raw = read(spark, source_config(config), report=input_report)
             # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
-            decoded_all = codec_spark.decode(raw, with_decoded_record=True)
+            decoded_all = codec_source.read_decoded(spark, source_config(config), report=input_report,
+                                                   with_decoded_record=True)
             if not out.get("write_decoded"):
                 decoded_all = codec_spark.compact(decoded_all)
             decoded_all = decoded_all.persist()

@@ -115,6 +115,8 @@ def launched_by_spark() -> bool:
 
 def register_data_sources(spark) -> None:
     """Register the package's Python Data Sources once per session."""
+    from offsets_audit.codec.source import register as register_codec_sources
     from offsets_audit.sources import register
 
     register(spark)
+    register_codec_sources(spark)

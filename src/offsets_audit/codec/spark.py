@@ -216,7 +216,9 @@ def _coalesce(batches, max_rows: int = COALESCE_ROWS, max_bytes: int = COALESCE_
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
-def _decode_iterator(batches, with_decoded_record: bool = False):
+def decode_batches(batches, with_decoded_record: bool = False):
+    """Decoded Arrow batches of an iterator of Kafka-source Arrow batches (``decode_batch``, after joining small
+    ones): ``decode``'s ``mapInArrow`` body, and the ``kafka-segments+decoded`` reader's (``codec.source``)."""
     for batch in _coalesce(batches):
         try:
             yield decode_batch(batch, with_decoded_record)
@@ -250,7 +252,7 @@ def decode(df, *, with_decoded_record: bool = False):
     existing = [c for c in (*DECODED_COLUMNS, DECODED_RECORD_COLUMN) if c in df.columns]
     if existing:
         df = df.drop(*existing)
-    body = functools.partial(_decode_iterator, with_decoded_record=with_decoded_record)
+    body = functools.partial(decode_batches, with_decoded_record=with_decoded_record)
     return df.mapInArrow(body, output_schema(df.schema, with_decoded_record))
 
 

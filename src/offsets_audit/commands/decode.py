@@ -23,19 +23,11 @@ def _is_local(path: str) -> bool:
     return urlparse(path).scheme in ("", "file")
 
 
-def _read_input(spark, path: str, input_format: str):
-    try:
-        from offsets_audit.sources import read as read_source
-    except ImportError:
-        read_source = None
-    if read_source is not None:
-        return read_source(spark, {"kind": input_format, "path": path})
-    if input_format != "parquet":
-        raise UserError(f"input format {input_format} needs offsets_audit.sources.read, which this build lacks",
-                        fix="use --input-format parquet")
-    from offsets_audit.sources.schema import with_batch_columns
+def _read_decoded(spark, path: str, input_format: str):
+    """The input read and decoded (``codec.source.read_decoded``: segments in one Python pass)."""
+    from offsets_audit.codec.source import read_decoded
 
-    return with_batch_columns(spark.read.parquet(path))
+    return read_decoded(spark, {"kind": input_format, "path": path})
 
 
 def summarize(decoded_df) -> dict:
@@ -128,7 +120,7 @@ def _write_tables(spark, output: str, frames: dict, outputs: dict, *, overwrite:
 
 
 def run(args) -> int:
-    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.codec.spark import split
 
     if _is_local(args.input) and not os.path.exists(args.input.removeprefix("file://")):
         raise UserError(f"input path {args.input} does not exist", fix="pass --input an existing Parquet dump or segment directory")
@@ -146,7 +138,7 @@ def run(args) -> int:
 
     spark = get_spark("offsets-audit-decode", master=args.master)
     try:
-        source = _read_input(spark, args.input, args.input_format)
+        source = _read_decoded(spark, args.input, args.input_format)
     except UserError:
         raise
     except Exception as exc:  # a path Spark cannot read is a person's mistake, not a crash
@@ -154,7 +146,7 @@ def run(args) -> int:
             raise UserError(f"cannot read {args.input} as {args.input_format}: {str(exc).splitlines()[0]}",
                             fix="check --input and --input-format") from None
         raise
-    decoded_df = decode(source).persist()
+    decoded_df = source.persist()
     try:
         decoded, quarantined = split(decoded_df)
         _write_tables(spark, args.output, {"decoded": decoded, "quarantine": quarantined}, outputs,

@@ -31,7 +31,7 @@ _PYTHON_ONLY_OPTIONS = ("fetchretries", "retrybackoffms", "polltimeoutms", "rows
 _SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
-def read(spark, source_config, *, report: dict | None = None):
+def read(spark, source_config, *, report: dict | None = None, formats: dict | None = None):
     """The one entry point the jobs use: a DataFrame with SOURCE_SCHEMA's columns from a source config.
 
     ``source_config`` is a mapping with ``kind`` and the source's options:
@@ -45,6 +45,10 @@ def read(spark, source_config, *, report: dict | None = None):
     Options are checked (``check_options``) and files planned on the driver before any Spark work, so a
     mistake is one line. ``report``, when given, receives ``skipped_files`` (path, why) and ``notes`` (what a
     person should know about how the input was read); both are also printed to stderr.
+
+    ``formats`` maps the name of one of the sources' Python Data Sources (``kafka-segments``) to ``(format,
+    options)``: a registered Data Source that takes the same options, plus these, and returns the same rows with
+    columns added (the codec's ``kafka-segments+decoded``). The planning and checks above are the same.
     """
     from offsets_audit.errors import UserError
 
@@ -69,7 +73,8 @@ def read(spark, source_config, *, report: dict | None = None):
         # four per core, so a core slowed by other work does not hold the stage up (bench: 4x beat 1x and 0).
         text.setdefault("minPartitions", str(4 * spark.sparkContext.defaultParallelism))
         register(spark)
-        df = spark.read.format("kafka-segments").options(**text).load(path)
+        name, extra = (formats or {}).get("kafka-segments", ("kafka-segments", {}))
+        df = spark.read.format(name).options(**text, **extra).load(path)
         return _as_source_schema(df)
     raise UserError(f"source kind {source_config.get('kind')!r} is unknown",
                     fix="set source kind to kafka, parquet or segments")

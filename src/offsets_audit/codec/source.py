@@ -1,0 +1,96 @@
+"""Read and decode in one Python pass: the ``kafka-segments`` source wrapped with the codec.
+
+``decode(sources.read(...))`` moves every record across the Python/JVM boundary three times: the source's
+Python worker hands its Arrow batches to the JVM as rows, ``mapInArrow`` turns the rows back into Arrow for a
+second Python worker, and the decoded batches come back as rows again. On 5.3 M simulated records the two extra
+crossings cost ~15 s of wall time on 2 cores, four times what the decoding itself costs (bench/audit.py).
+
+``kafka-segments+decoded`` is a Python Data Source whose reader is ``kafka-segments``' own, and which decodes
+each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
+column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord``
+(``true``: also ``DECODED_RECORD_COLUMN``). ``read_decoded`` picks it where the source is segments;
+Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from offsets_audit.codec.spark import DECODED_COLUMNS, DECODED_RECORD_COLUMN, decode, decode_batches
+from offsets_audit.sources.schema import SOURCE_SCHEMA
+from offsets_audit.sources.segments_spark import SegmentsReader
+
+DECODED_SEGMENTS_FORMAT = "kafka-segments+decoded"
+#: The option this wrapper reads itself (lower-case, as Spark hands options over); the rest go to the source.
+DECODED_RECORD_OPTION = "decodedrecord"
+
+
+def _split_options(options) -> tuple[dict, bool]:
+    options = {str(k).lower(): v for k, v in dict(options).items()}
+    with_record = str(options.pop(DECODED_RECORD_OPTION, "false")).strip().lower() == "true"
+    return options, with_record
+
+
+class DecodedSegmentsDataSource(DataSource):
+    """``kafka-segments`` rows with the codec's columns added (``codec.spark.output_schema``), decoded in the
+    reading task."""
+
+    @classmethod
+    def name(cls) -> str:
+        return DECODED_SEGMENTS_FORMAT
+
+    def schema(self) -> str:
+        # DDL text: this runs in a Python worker, where no session can parse DDL into types.
+        fields = [(f.name, f.dataType.simpleString()) for f in SOURCE_SCHEMA.fields]
+        fields += [(name, ddl) for name, (_, ddl) in DECODED_COLUMNS.items()]
+        if _split_options(self.options)[1]:
+            fields.append((DECODED_RECORD_COLUMN, "binary"))
+        return ", ".join(f"`{name}` {ddl}" for name, ddl in fields)
+
+    def reader(self, schema) -> DecodingReader:
+        options, with_record = _split_options(self.options)
+        return DecodingReader(SegmentsReader(options), with_record)
+
+
+class DecodingReader(DataSourceReader):
+    """A source's reader whose Arrow batches are decoded before Spark sees them."""
+
+    def __init__(self, inner: DataSourceReader, with_decoded_record: bool):
+        self.inner, self.with_decoded_record = inner, with_decoded_record
+
+    def partitions(self):
+        return self.inner.partitions()
+
+    def read(self, partition: InputPartition) -> Iterator:
+        yield from decode_batches(self.inner.read(partition), self.with_decoded_record)
+
+
+def register(spark) -> None:
+    """Register ``DecodedSegmentsDataSource`` on ``spark`` (once per session)."""
+    key = id(spark)
+    if key in _REGISTERED:
+        return
+    spark.dataSource.register(DecodedSegmentsDataSource)
+    _REGISTERED.add(key)
+
+
+_REGISTERED: set[int] = set()
+
+
+def read_decoded(spark, source_config, *, report: dict | None = None, with_decoded_record: bool = False):
+    """``decode(sources.read(spark, source_config))``, in one Python pass where the source allows it.
+
+    Log segments are read through ``kafka-segments+decoded`` (below), which decodes each batch in the
+    task that reads it; other sources (Parquet, Spark's ``kafka`` source, ``kafka-python``) are read as they are
+    and decoded with ``mapInArrow``. The rows and columns are the same either way."""
+    from offsets_audit.sources import read
+
+    kind = str(source_config.get("kind") or "").strip().lower() if hasattr(source_config, "get") else ""
+    if kind == "segments":
+        register(spark)
+        formats = {"kafka-segments": (DECODED_SEGMENTS_FORMAT,
+                                      {DECODED_RECORD_OPTION: str(bool(with_decoded_record)).lower()})}
+        return read(spark, source_config, report=report, formats=formats)
+    return decode(read(spark, source_config, report=report), with_decoded_record=with_decoded_record)
