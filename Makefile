@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install browser demo check test bench dist clean
 
-$(STAMP): pyproject.toml
+# setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
+$(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,delta,streaming,notebooks]'

@@ -226,3 +226,31 @@ def test_magic1_wrapper_inner_offsets_are_relative_and_log_append_time_wins(tmp_
     assert [(r[0], r[1]) for r in batches[0].records] == [(39, 10), (40, 11), (41, 12)]
     assert [(r[0], r[1]) for r in batches[1].records] == [(42, 99), (43, 99), (44, 99)]
     assert (batches[1].timestamp_type, batches[0].timestamp_type) == ("LogAppendTime", "CreateTime")
+
+
+def _zigzag_varint(value: int) -> bytes:
+    raw, out = (value << 1) ^ (value >> 127), bytearray()
+    while raw >= 0x80:
+        out.append(raw & 0x7F | 0x80)
+        raw >>= 7
+    return bytes(out + bytes([raw]))
+
+
+@pytest.mark.parametrize("base_offset, offset_delta, last_offset_delta", [
+    ((1 << 62), (1 << 62), 0),  # the record's offset is 2^63
+    ((1 << 63) - 1, 0, 1),  # the header's last offset is 2^63
+])
+def test_offsets_beyond_a_long_are_a_bad_record_not_a_crash(tmp_path, base_offset, offset_delta, last_offset_delta):
+    """A batch whose CRC is right but whose offsets cannot be a Java long: quarantined as bad_record (before, the
+    read accepted it and the Arrow conversion of the offset column raised)."""
+    from offsets_audit.sources.segments_spark import read_arrow
+
+    body = b"\x00" + _zigzag_varint(0) + _zigzag_varint(offset_delta) + _zigzag_varint(1) + b"k" \
+        + _zigzag_varint(1) + b"v" + _zigzag_varint(0)
+    after_crc = struct.pack(">hiqqqhii", 0, last_offset_delta, 1, 1, -1, -1, 0, 1) + _zigzag_varint(len(body)) + body
+    batch = struct.pack(">qiib", base_offset, 9 + len(after_crc), 0, 2) + struct.pack(">I", crc32c(after_crc)) + after_crc
+    batches, quarantine = read_bytes(tmp_path, batch + encode_batch([(b"k", b"v")], 0, 1754000000000))
+    assert [q["error_code"] for q in quarantine] == ["bad_record"] and "beyond a long" in quarantine[0]["message"]
+    assert [b.base_offset for b in batches] == [0]
+    rows = [row for b in read_arrow(str(tmp_path / "00000000000000000000.log"), 0) for row in b.to_pylist()]
+    assert sorted(str(r["read_error_code"]) for r in rows) == ["None", "bad_record"]

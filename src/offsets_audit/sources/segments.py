@@ -45,12 +45,20 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, cast
 
 from crc32c import crc32c
 
 from offsets_audit.errors import UserError
 from offsets_audit.sources.compression import COMPRESSION_NAMES, DecompressionError, decompress
+
+if TYPE_CHECKING:
+    import numpy as np
+
+try:  # the compiled walk of plain batches (setup.py); absent without a C compiler or from a --py-files zip
+    import offsets_audit.sources._segments_kernel as _KERNEL  # type: ignore[import-not-found, unused-ignore]  # setup.py builds it
+except ImportError:  # pragma: no cover - depends on the install
+    _KERNEL = None
 
 #: Bytes before a batch's magic byte: base offset, length, partition leader epoch (v2) / crc (legacy).
 LOG_OVERHEAD = 12
@@ -65,6 +73,8 @@ _CONTROL_VALUE = struct.Struct(">hi")
 
 #: Smallest legal value of the length field per magic (bytes after the length field).
 _MIN_LENGTH = {0: 14, 1: 22, 2: V2_HEADER_SIZE - LOG_OVERHEAD}
+#: The range of a Java long: a record's offset and timestamp outside it cannot be a Kafka record's.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Refuse batch lengths above this when resyncing; Kafka's message.max.bytes is far below.
 MAX_BATCH_LENGTH = 1 << 30
 
@@ -135,6 +145,49 @@ class RecordBatch:
     is_control: bool
     records: list
     controls: list | None = None
+
+
+class BatchRun:
+    """Consecutive magic-2 batches the compiled kernel read (``_segments_kernel.walk_v2``): uncompressed, no
+    record headers, each one exactly what ``_decode_v2`` would make of it. Columns are numpy arrays: per batch
+    ``positions``, ``base_offsets``, ``last_offsets``, ``producer_ids``, ``producer_epochs``, ``attributes``,
+    ``counts``; per record ``offsets``, ``timestamps``, ``key_lengths``/``value_lengths`` (-1: null),
+    ``control_types`` (an index into ``CONTROL_TYPE_NAMES``, ``CONTROL_UNKNOWN`` for UNKNOWN, ``NOT_CONTROL``
+    outside control batches), ``coordinator_epochs`` (``NO_EPOCH``: none) and the keys' and values' bytes end to
+    end (``key_data``, ``value_data``). Only ``iter_batch_runs`` yields these."""
+
+    positions: np.ndarray
+    base_offsets: np.ndarray
+    last_offsets: np.ndarray
+    producer_ids: np.ndarray
+    producer_epochs: np.ndarray
+    attributes: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    key_lengths: np.ndarray
+    value_lengths: np.ndarray
+    control_types: np.ndarray
+    coordinator_epochs: np.ndarray
+    key_data: bytes
+    value_data: bytes
+    __slots__ = ("positions", "base_offsets", "last_offsets", "producer_ids", "producer_epochs", "attributes",
+                 "counts", "offsets", "timestamps", "key_lengths", "value_lengths", "control_types",
+                 "coordinator_epochs", "key_data", "value_data")
+    NOT_CONTROL, CONTROL_UNKNOWN, NO_EPOCH = -2, -1, -(1 << 63)
+
+    def __init__(self, columns: tuple):
+        import numpy as np
+
+        types = (np.int64, np.int64, np.int64, np.int64, np.int32, np.int32, np.int32, np.int64, np.int64, np.int32,
+                 np.int32, np.int16, np.int64)
+        for name, data, dtype in zip(self.__slots__, columns, types):
+            setattr(self, name, np.frombuffer(data, dtype=dtype))
+        self.key_data, self.value_data = columns[-2], columns[-1]
+
+    @property
+    def records(self) -> int:
+        return len(self.offsets)
 
 
 def partition_of(path: str | os.PathLike) -> int | None:
@@ -375,6 +428,18 @@ def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: 
     offset starts the count; when it is not, the range before this one already counted the offsets up to this
     range's first good batch, so this range's leading stretches count none.
     """
+    return cast(Iterator[RecordBatch], iter_batch_runs(path, quarantine, start, end, partition, 0,
+                                                       first_offset=first_offset, next_base_offset=next_base_offset,
+                                                       previous_batch=previous_batch))
+
+
+def iter_batch_runs(path: str | os.PathLike, quarantine: Quarantine = None, start: int = 0,
+                    end: int | None = None, partition: int | None = None, run_records: int = 0, *,
+                    first_offset: int | None = None, next_base_offset: int | None = None,
+                    previous_batch: int | None = None) -> Iterator[RecordBatch | BatchRun]:
+    """``iter_batches``, with the plain batches as ``BatchRun`` s of about ``run_records`` records read by the
+    compiled kernel (when it is built and ``run_records`` > 0); every other batch, and every unreadable
+    stretch, as ``iter_batches`` has them."""
     path = str(path)
     report = _reporter(quarantine)
     if not os.path.isfile(path):
@@ -396,7 +461,8 @@ def iter_batches(path: str | os.PathLike, quarantine: Quarantine = None, start: 
                     counted_before = True
                 else:
                     first_offset = before.last_offset + 1
-            yield from _walk(buf, path, partition, start, end, report, first_offset, next_base_offset, counted_before)
+            yield from _walk(buf, path, partition, start, end, report, first_offset, next_base_offset, counted_before,
+                             run_records if _KERNEL is not None else 0)
 
 
 def batch_boundaries(path: str | os.PathLike, max_bytes: int) -> list[tuple[int, int]]:
@@ -466,7 +532,8 @@ def _reporter(quarantine: Quarantine) -> Callable[[dict], None]:
 
 
 def _walk(buf, path: str, partition, start: int, end: int, report, first_offset: int | None = None,
-          next_base_offset: int | None = None, counted_before: bool = False) -> Iterator[RecordBatch]:
+          next_base_offset: int | None = None, counted_before: bool = False,
+          run_records: int = 0) -> Iterator[RecordBatch | BatchRun]:
     pos = start
     floor = segment_base_offset(path)  # a segment holds no offset below the base offset its name states
     expected = first_offset  # the first offset no read batch or quarantine entry has accounted for yet
@@ -478,7 +545,7 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
     counted: list[tuple[int, int]] = []  # the offsets quarantine rows already counted lost
     try:
         yield from _walk_batches(buf, path, partition, pos, end, report, expected, next_base_offset, counted_before,
-                                 floor, stretches, spans, unsettled, counted)
+                                 floor, stretches, spans, unsettled, counted, run_records)
         _fill_holes(buf, path, partition, unsettled, spans, counted, floor, next_base_offset)
     finally:
         for _, entry in unsettled:
@@ -487,7 +554,7 @@ def _walk(buf, path: str, partition, start: int, end: int, report, first_offset:
 
 def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expected: int | None,
                   next_base_offset: int | None, counted_before: bool, floor: int | None, stretches: list,
-                  spans: list, unsettled: list, counted: list) -> Iterator[RecordBatch]:
+                  spans: list, unsettled: list, counted: list, run_records: int = 0) -> Iterator[RecordBatch | BatchRun]:
     def settle(following, where):
         for stretch, entry in _settle(buf, path, partition, stretches, expected, following, where, counted_before):
             base, last = stretch["claimed"][:2]
@@ -499,6 +566,16 @@ def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expecte
                 report(entry)
 
     while pos < end:
+        if run_records and not stretches:
+            # The kernel reads the plain batches from here on; it stops before any batch this loop must judge.
+            found = _KERNEL.walk_v2(buf, pos, end, expected, floor, next_base_offset, run_records)
+            if found is not None:
+                pos, run = found[0], BatchRun(found[2:])
+                spans.extend(zip(run.base_offsets.tolist(), run.last_offsets.tolist()))
+                expected = int(run.last_offsets[-1]) + 1
+                counted_before = False
+                yield run
+                continue
         remaining = end - pos
         claimed: tuple[int | None, ...] = (None, None, None, None)  # base offset, last offset, record count, magic as the header says
         size = None
@@ -559,8 +636,9 @@ def _walk_batches(buf, path: str, partition, pos: int, end: int, report, expecte
     if stretches:
         following, where = None, None
         if end < len(buf):  # a range of a split file: the next good batch may lie in a later range
-            for batch in _walk(buf, path, partition, end, len(buf), lambda entry: None):
-                following, where = batch.base_offset, "the next readable batch"
+            for later in _walk(buf, path, partition, end, len(buf), lambda entry: None):
+                assert isinstance(later, RecordBatch)  # no runs asked for
+                following, where = later.base_offset, "the next readable batch"
                 break
         if following is None and next_base_offset is not None:
             following, where = next_base_offset, "the next segment's base offset"
@@ -765,6 +843,8 @@ def _decode_v2(data: bytes, position: int) -> RecordBatch:
     is_control = bool(attributes & 0x20)
     if count < 0:
         raise BadBatch("bad_record", f"negative record count {count}")
+    if base_offset + last_offset_delta > _INT64_MAX:
+        raise BadBatch("bad_record", f"last offset {base_offset} + {last_offset_delta} is beyond a long")
     if codec == 0:
         payload, pos = data, V2_HEADER_SIZE
     else:
@@ -850,6 +930,10 @@ def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base
             headers = []
         if pos != record_end:
             raise ValueError(f"record ends at byte {pos}, its length says {record_end}")
+        if log_append_time is None and not _INT64_MIN <= timestamp <= _INT64_MAX:
+            raise ValueError(f"record timestamp {timestamp} is beyond a long")
+        if not _INT64_MIN <= offset <= _INT64_MAX:
+            raise ValueError(f"record offset {offset} is beyond a long")
         append((offset, log_append_time if log_append_time is not None else timestamp, key, value, headers))
     if pos != end:
         raise ValueError(f"{end - pos} bytes left after the {count} records the header declares")

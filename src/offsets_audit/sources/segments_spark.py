@@ -181,17 +181,25 @@ def source_arrow_schema():
 
 def read_arrow(path: str, partition: int | None, topic: str = DEFAULT_TOPIC, start: int = 0, end: int | None = None,
                rows_per_batch: int = DEFAULT_ROWS_PER_BATCH, *, previous_batch: int | None = None,
-               next_base_offset: int | None = None) -> Iterator:
-    """Decode ``[start, end)`` of a segment into ``pyarrow.RecordBatch`` es of ``SOURCE_SCHEMA`` rows."""
-    from offsets_audit.sources.segments import iter_batches
+               next_base_offset: int | None = None, kernel: bool = True) -> Iterator:
+    """Decode ``[start, end)`` of a segment into ``pyarrow.RecordBatch`` es of ``SOURCE_SCHEMA`` rows.
+
+    ``kernel``: read plain batches with the compiled kernel where it is built (``segments.BatchRun``); the rows
+    are the same without it."""
+    from offsets_audit.sources.segments import BatchRun, iter_batch_runs
 
     columns = _Columns(path, partition, topic)
     pending: list[dict] = []
-    for batch in iter_batches(path, pending.append, start, end, partition=partition, previous_batch=previous_batch,
-                              next_base_offset=next_base_offset):
+    for batch in iter_batch_runs(path, pending.append, start, end, partition, rows_per_batch if kernel else 0,
+                                 previous_batch=previous_batch, next_base_offset=next_base_offset):
         if pending:
             columns.add_quarantine(pending)
             pending.clear()
+        if isinstance(batch, BatchRun):
+            if columns.rows:  # rows before the run first, in log order
+                yield columns.flush()
+            yield columns.run_batch(batch)
+            continue
         columns.add_batch(batch)
         if columns.rows >= rows_per_batch:
             yield columns.flush()
@@ -265,6 +273,62 @@ class _Columns:
             self.batches[name].append(value)
         self.counts.append(count)
         self.rows += count
+
+    def run_batch(self, run):
+        """The Arrow batch of a ``segments.BatchRun`` (plain magic-2 batches): the rows ``add_batch`` would make of
+        the same batches, built from the kernel's arrays without a Python object per record."""
+        import numpy as np
+        import pyarrow as pa
+
+        from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
+
+        rows = run.records
+        take = pa.array(np.repeat(np.arange(len(run.counts), dtype=np.int64), run.counts))
+        timestamp_types = np.where(run.attributes & 0x08, TIMESTAMP_TYPE_IDS["LogAppendTime"],
+                                   TIMESTAMP_TYPE_IDS["CreateTime"]).astype(np.int32)
+        per_batch = {
+            "timestampType": timestamp_types, "producer_id": run.producer_ids,
+            "producer_epoch": run.producer_epochs.astype(np.int16), "is_transactional": (run.attributes & 0x10) != 0,
+            "batch_base_offset": run.base_offsets, "batch_last_offset": run.last_offsets,
+            "file_position": run.positions,
+        }
+        columns = {}
+        for field in self.schema:
+            name = field.name
+            if name in ("key", "value"):
+                lengths = run.key_lengths if name == "key" else run.value_lengths
+                data = run.key_data if name == "key" else run.value_data
+                valid = lengths >= 0
+                offsets = np.zeros(rows + 1, dtype=np.int32)
+                np.cumsum(np.where(valid, lengths, 0), out=offsets[1:])
+                columns[name] = pa.Array.from_buffers(
+                    field.type, rows, [pa.py_buffer(np.packbits(valid, bitorder="little")), pa.py_buffer(offsets),
+                                       pa.py_buffer(data)], null_count=int(rows - valid.sum()))
+            elif name in per_batch:
+                columns[name] = pa.array(per_batch[name], type=field.type).take(take)
+            elif name == "offset":
+                columns[name] = pa.array(run.offsets, type=field.type)
+            elif name == "timestamp":
+                columns[name] = pa.array(run.timestamps * 1000, type=field.type, mask=run.timestamps == -1)
+            elif name == "is_control":
+                columns[name] = pa.array((run.attributes & 0x20) != 0, type=field.type).take(take)
+            elif name == "control_type":
+                # ids 0-6 index the names; NOT_CONTROL (-2) and CONTROL_UNKNOWN (-1) index from the end
+                names = np.array([*CONTROL_TYPE_NAMES.values(), None, "UNKNOWN"], dtype=object)
+                columns[name] = pa.array(names[run.control_types], type=field.type)
+            elif name == "coordinator_epoch":
+                epochs = run.coordinator_epochs
+                columns[name] = pa.array(epochs.astype(np.int32), type=field.type, mask=epochs == run.NO_EPOCH)
+            elif name == "batch_magic":
+                columns[name] = pa.array(np.full(rows, 2, dtype=np.int16), type=field.type)
+            elif name == "compression":
+                columns[name] = pa.array(["none"] * rows, type=field.type)
+            elif name in ("topic", "partition", "source_file"):
+                value = {"topic": self.topic, "partition": self.partition, "source_file": self.path}[name]
+                columns[name] = pa.array([value] * rows, type=field.type)
+            else:  # the read-error columns: null on a readable record
+                columns[name] = pa.nulls(rows, type=field.type)
+        return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
 
     def flush(self):
         import numpy as np
