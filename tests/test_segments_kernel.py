@@ -175,6 +175,14 @@ def test_records_with_headers_are_left_to_the_python_walk(tmp_path, headers):
     assert_same_rows(path)
 
 
+def test_bounds_beyond_a_long_leave_the_walk_to_python():
+    """The offset after a batch that ends at the largest long is 2^63: the kernel reads nothing then."""
+    data = encode_batch([(b"k", b"v")], 0, 1754000000000)
+    assert segments._KERNEL.walk_v2(data, 0, len(data), None, None, None, 100) is not None
+    for bounds in ([1 << 63, None, None], [None, -(1 << 63) - 1, None], [None, None, 1 << 64]):
+        assert segments._KERNEL.walk_v2(data, 0, len(data), *bounds, 100) is None
+
+
 def test_the_kernels_crc32c_is_castagnolis():
     for data in (b"", b"a", b"123456789", bytes(range(256)) * 3):
         assert segments._KERNEL.crc32c(data) == crc32c(data)

@@ -203,21 +203,17 @@ undo:
     return 0;
 }
 
+/* An int or None; 0 with no exception set when the int is beyond int64 (then the Python walk judges). */
 static int optional_int64(PyObject *obj, int *has, int64_t *value) {
-    if (obj == Py_None) {
-        *has = 0;
+    *has = 0;
+    if (obj == Py_None)
         return 1;
-    }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (v == -1 && PyErr_Occurred())
+    if ((v == -1 && PyErr_Occurred()) || overflow)
         return 0;
-    *has = !overflow;
+    *has = 1;
     *value = (int64_t) v;
-    if (overflow) { /* a bound beyond int64: no batch can cross it from this side, but keep it exact */
-        *has = 1;
-        *value = overflow > 0 ? INT64_MAX : INT64_MIN;
-    }
     return 1;
 }
 
@@ -232,7 +228,9 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     if (!optional_int64(expected_obj, &has_expected, &expected) || !optional_int64(floor_obj, &has_floor, &floor) ||
         !optional_int64(next_obj, &has_next, &next_base)) {
         PyBuffer_Release(&view);
-        return NULL;
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE; /* a bound beyond int64 (the offset after a batch ending at the largest long) */
     }
     if (end > view.len)
         end = view.len;
