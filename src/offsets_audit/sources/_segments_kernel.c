@@ -142,6 +142,21 @@ static void control_of(const uint8_t *key, int32_t klen, const uint8_t *value, i
         *epoch = be32(value + 2);
 }
 
+/* A record's key or value: its zig-zag length (negative: null) and where its bytes start; 0 when it runs past
+ * the record's end. */
+static int nullable_bytes(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t record_end, int64_t *len,
+                          const uint8_t **bytes) {
+    if (!zigzag(data, pos, record_end, len))
+        return 0;
+    *bytes = data + *pos;
+    if (*len >= 0) {
+        if (*len > record_end - *pos)
+            return 0;
+        *pos += (Py_ssize_t) *len;
+    }
+    return 1;
+}
+
 /* The records of the batch at data[0:size] appended to bufs; 0 (nothing appended) when the Python walk must
  * judge the batch. */
 static int read_records(const uint8_t *data, Py_ssize_t size, int64_t base_offset, int64_t base_timestamp,
@@ -165,22 +180,10 @@ static int read_records(const uint8_t *data, Py_ssize_t size, int64_t base_offse
             goto undo;
         if (!log_append && __builtin_add_overflow(base_timestamp, ts_delta, &timestamp))
             goto undo;
-        if (!zigzag(data, &pos, record_end, &key_len))
+        const uint8_t *key, *value;
+        if (!nullable_bytes(data, &pos, record_end, &key_len, &key) ||
+            !nullable_bytes(data, &pos, record_end, &value_len, &value))
             goto undo;
-        const uint8_t *key = data + pos;
-        if (key_len >= 0) {
-            if (key_len > record_end - pos)
-                goto undo;
-            pos += (Py_ssize_t) key_len;
-        }
-        if (!zigzag(data, &pos, record_end, &value_len))
-            goto undo;
-        const uint8_t *value = data + pos;
-        if (value_len >= 0) {
-            if (value_len > record_end - pos)
-                goto undo;
-            pos += (Py_ssize_t) value_len;
-        }
         if (!zigzag(data, &pos, record_end, &headers) || headers != 0 || pos != record_end)
             goto undo;
         int32_t klen = key_len < 0 ? -1 : (int32_t) key_len, vlen = value_len < 0 ? -1 : (int32_t) value_len;
