@@ -428,10 +428,10 @@ def test_coalesced_batches_keep_row_order_and_limits(golden_pairs):
     assert len(by_bytes) == len(batches)
 
 
-def test_decode_iterator_equals_generic_per_batch(golden_pairs):
-    from offsets_audit.codec.spark import _decode_iterator
+def test_decode_batches_equals_generic_per_batch(golden_pairs):
+    from offsets_audit.codec.spark import decode_batches
 
     pairs = _generated_mix(golden_pairs, seed=8, n=900)
     batches = [_batch(pairs[i:i + 100], first_offset=i) for i in range(0, len(pairs), 100)]
-    got = pa.Table.from_batches(list(_decode_iterator(iter(batches))))
+    got = pa.Table.from_batches(list(decode_batches(iter(batches))))
     assert got.equals(pa.Table.from_batches([decode_batch_generic(b) for b in batches]))
