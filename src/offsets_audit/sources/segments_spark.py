@@ -274,6 +274,10 @@ class _Columns:
         self.counts.append(count)
         self.rows += count
 
+    def _file_values(self) -> dict:
+        """The columns every row of this file range holds alike."""
+        return {"topic": self.topic, "partition": self.partition, "source_file": self.path}
+
     def run_batch(self, run):
         """The Arrow batch of a ``segments.BatchRun`` (plain magic-2 batches): the rows ``add_batch`` would make of
         the same batches, built from the kernel's arrays without a Python object per record."""
@@ -283,7 +287,7 @@ class _Columns:
         from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
 
         rows = run.records
-        take = pa.array(np.repeat(np.arange(len(run.counts), dtype=np.int64), run.counts))
+        take = _batch_rows(run.counts)
         timestamp_types = np.where(run.attributes & 0x08, TIMESTAMP_TYPE_IDS["LogAppendTime"],
                                    TIMESTAMP_TYPE_IDS["CreateTime"]).astype(np.int32)
         per_batch = {
@@ -323,9 +327,8 @@ class _Columns:
                 columns[name] = pa.array(np.full(rows, 2, dtype=np.int16), type=field.type)
             elif name == "compression":
                 columns[name] = pa.array(["none"] * rows, type=field.type)
-            elif name in ("topic", "partition", "source_file"):
-                value = {"topic": self.topic, "partition": self.partition, "source_file": self.path}[name]
-                columns[name] = pa.array([value] * rows, type=field.type)
+            elif name in self._file_values():
+                columns[name] = pa.array([self._file_values()[name]] * rows, type=field.type)
             else:  # the read-error columns: null on a readable record
                 columns[name] = pa.nulls(rows, type=field.type)
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
@@ -334,7 +337,7 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
 
-        take = pa.array(np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts))
+        take = _batch_rows(self.counts)
         timestamps = np.array(self.timestamps, dtype=np.int64)
         rows = self.rows
         columns = {}
@@ -346,11 +349,16 @@ class _Columns:
                 columns[name] = pa.array(self.batches[name], type=field.type).take(take)
             elif name == "timestamp":
                 columns[name] = pa.array(timestamps * 1000, type=field.type, mask=timestamps == -1)
-            elif name == "topic":
-                columns[name] = pa.array([self.topic] * rows, type=field.type)
-            elif name == "partition":
-                columns[name] = pa.array([self.partition] * rows, type=field.type)
-            elif name == "source_file":
-                columns[name] = pa.array([self.path] * rows, type=field.type)
+            elif name in self._file_values():
+                columns[name] = pa.array([self._file_values()[name]] * rows, type=field.type)
         self._reset()
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
+
+
+def _batch_rows(counts):
+    """For ``take``: each Kafka batch's index repeated once per row it holds (batch attributes are kept once per
+    batch and expanded to rows at the end)."""
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.array(np.repeat(np.arange(len(counts), dtype=np.int64), counts))
