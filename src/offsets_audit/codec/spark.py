@@ -269,28 +269,46 @@ WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "producer
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 
 
+#: ``compact``'s column for "the record's value is null" (a tombstone), kept where it drops an offset commit's bytes.
+TOMBSTONE_COLUMN = "tombstone"
+
+
+def tombstone(decoded_df):
+    """The column "this record is a tombstone" (null value) of a decoded log, ``compact`` or not."""
+    from pyspark.sql import functions as F
+
+    return F.col(TOMBSTONE_COLUMN) if TOMBSTONE_COLUMN in decoded_df.columns else F.col("value").isNull()
+
+
 def compact(decoded_df):
     """``decoded_df`` as a run that does not write the ``decoded`` table keeps it in memory: ``WORKING_COLUMNS``
     on every row, every other column (JSON texts, source file and position, batch header fields, warnings) in
     one struct on quarantine rows alone, null on the others. ``split`` gives the quarantine back with every
     column in its order. Caching the JSON texts and file names of ~90 % offset commits, which nothing but the
-    ``decoded`` table reads, cost the run more than half its caching time (bench/audit.py)."""
+    ``decoded`` table reads, cost the run more than half its caching time (bench/audit.py).
+
+    A decoded offset commit keeps no key and value bytes either (its fields are columns, ``offset_commit_value``);
+    ``TOMBSTONE_COLUMN`` says whether its value was null (``tombstone``). They were half of the cache."""
     from pyspark.sql import functions as F
 
     kept = F.col("error_code").isNotNull()
     if "read_error_code" in decoded_df.columns:
         kept = kept | F.col("read_error_code").isNotNull()
     rest = [c for c in decoded_df.columns if c not in WORKING_COLUMNS]
-    if not rest:
+    if not rest or TOMBSTONE_COLUMN in decoded_df.columns:
         return decoded_df
+    decoded_commit = ~kept & F.col("record_type").isin(*[int(t) for t in OFFSET_COMMIT_RECORD_TYPES])
+    working = [F.when(~decoded_commit, F.col(c)).alias(c) if c in ("key", "value") else c
+               for c in decoded_df.columns if c in WORKING_COLUMNS]
     return decoded_df.select(
-        *[c for c in decoded_df.columns if c in WORKING_COLUMNS],
+        *working, F.col("value").isNull().alias(TOMBSTONE_COLUMN),
         F.when(kept, F.struct(*rest)).alias(QUARANTINE_ONLY_COLUMN, metadata={"columns": decoded_df.columns}))
 
 
 def split(decoded_df):
     """``(decoded, quarantined)``: rows with an ``error_code`` go to quarantine with raw bytes and position. Of a
-    ``compact`` log, ``decoded`` keeps ``WORKING_COLUMNS`` and ``quarantined`` gets every column back, in order."""
+    ``compact`` log, ``decoded`` keeps ``WORKING_COLUMNS`` and ``TOMBSTONE_COLUMN``, and ``quarantined`` gets every column
+    back, in order."""
     from pyspark.sql import functions as F
 
     decoded, quarantined = decoded_df.filter(F.col("error_code").isNull()), decoded_df.filter(F.col("error_code").isNotNull())

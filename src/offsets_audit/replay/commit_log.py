@@ -53,34 +53,42 @@ def commit_records(decoded):
     """
     from pyspark.sql import functions as F
 
-    commits = decoded.filter(F.col("error_code").isNull() & F.col("record_type").isin(0, 1)
-                             & ~F.coalesce(F.col("is_control"), F.lit(False)))
-    timestamp = ((F.unix_micros(F.col("timestamp")) / 1000).cast("long") if "timestamp" in decoded.columns
-                 else F.lit(None).cast("long"))
+    return decoded.filter(F.col("error_code").isNull() & _is_commit()).select(*_commit_columns(decoded))
+
+
+def _is_commit():
+    from pyspark.sql import functions as F
+
+    return F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))
+
+
+def _commit_columns(decoded) -> list:
+    """``commit_records``' columns, as expressions over rows of the codec's output."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.spark import tombstone
+
     value = F.col("offset_commit_value")
-    return commits.select(
+    return [
         "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition").cast("int").alias("topic_partition"),
         F.col("partition").cast("int").alias("record_partition"), F.col("offset").cast("long").alias("record_offset"),
-        timestamp.alias("timestamp"),
+        _millis(decoded).alias("timestamp"),
         F.coalesce(F.col("producer_id"), F.lit(NO_PRODUCER_ID)).cast("long").alias("producer_id"),
-        F.col("value").isNull().alias("is_tombstone"),
+        tombstone(decoded).alias("is_tombstone"),
         value["offset"].alias("committed_offset"),
         F.coalesce(value["leader_epoch"], F.lit(-1)).alias("committed_leader_epoch"),
         F.coalesce(value["metadata"], F.lit("")).alias("metadata"),
         value["commit_timestamp"].alias("commit_timestamp"),
         value["topic_id"].alias("topic_id"),
-    )
+    ]
 
 
-def transaction_markers(decoded):
-    """COMMIT/ABORT control records: (record_partition, producer_id, marker_offset, control_type, marker_timestamp)."""
+def _millis(decoded):
     from pyspark.sql import functions as F
 
-    timestamp = ((F.unix_micros(F.col("timestamp")) / 1000).cast("long") if "timestamp" in decoded.columns
-                 else F.lit(None).cast("long"))
-    return decoded.filter(F.col("error_code").isNull() & F.coalesce(F.col("is_control"), F.lit(False))).select(
-        F.col("partition").cast("int").alias("record_partition"), F.col("producer_id").cast("long").alias("producer_id"),
-        F.col("offset").cast("long").alias("marker_offset"), "control_type", timestamp.alias("marker_timestamp"))
+    if "timestamp" not in decoded.columns:
+        return F.lit(None).cast("long")
+    return (F.unix_micros(F.col("timestamp")) / 1000).cast("long")
 
 
 def resolve_commits(decoded, previous=None):
@@ -90,19 +98,31 @@ def resolve_commits(decoded, previous=None):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from offsets_audit.codec.spark import tombstone
+
     commits = commit_records(decoded)
     commits = commits.withColumn("carried", F.lit(False))
-    txn = commits.filter(~F.col("is_tombstone") & (F.col("producer_id") != NO_PRODUCER_ID))
     settled = commits.filter(F.col("is_tombstone") | (F.col("producer_id") == NO_PRODUCER_ID)).withColumn(
         "marker_offset", F.lit(None).cast("long")).withColumn("control_type", F.lit(None).cast("string")) \
         .withColumn("marker_timestamp", F.lit(None).cast("long"))
+    # Pass 1's input, transactional commits and COMMIT/ABORT markers, in one scan of the log: a marker row has the
+    # commit columns of a control record (null or defaults: none is read) and its marker in ``_m``.
+    is_marker = F.coalesce(F.col("is_control"), F.lit(False))
+    is_txn = _is_commit() & ~tombstone(decoded) & (
+        F.coalesce(F.col("producer_id"), F.lit(NO_PRODUCER_ID)) != NO_PRODUCER_ID)
+    marker = F.when(is_marker, F.struct(F.col("offset").cast("long").alias("marker_offset"), "control_type",
+                                        _millis(decoded).alias("marker_timestamp")))
+    stream = decoded.filter(F.col("error_code").isNull() & (is_marker | is_txn)).select(
+        *_commit_columns(decoded), F.lit(False).alias("carried"), marker.alias("_m"))
+    txn_columns = commits.columns
     if previous is not None:
         old = previous.select(*_KEY, "record_partition", "record_offset", F.lit(None).cast("long").alias("timestamp"),
                               "producer_id", F.lit(False).alias("is_tombstone"), "committed_offset",
                               "committed_leader_epoch", "metadata", "commit_timestamp",
                               F.lit(None).cast("string").alias("topic_id"), F.lit(True).alias("carried"),
                               "status", "effective_at")
-        txn = old.filter(F.col("status") == "pending").drop("status", "effective_at").unionByName(txn)
+        stream = old.filter(F.col("status") == "pending").drop("status", "effective_at").withColumn(
+            "_m", F.lit(None).cast(stream.schema["_m"].dataType)).unionByName(stream)
         # A committed winner of an earlier batch: applied at the position it became effective.
         settled = settled.withColumn("_carried_at", F.lit(None).cast("long")).unionByName(
             old.filter(F.col("status") == "committed").drop("status")
@@ -113,17 +133,11 @@ def resolve_commits(decoded, previous=None):
         settled = settled.withColumn("_carried_at", F.lit(None).cast("long"))
 
     # Pass 1: each transactional commit finds the first marker of its producer after it.
-    markers = transaction_markers(decoded)
-    marker = F.struct("marker_offset", "control_type", "marker_timestamp")
-    stream = txn.withColumn("_m", F.lit(None).cast(
-        "struct<marker_offset:long,control_type:string,marker_timestamp:long>")).unionByName(
-        markers.select("record_partition", "producer_id", F.col("marker_offset").alias("record_offset"),
-                       marker.alias("_m")), allowMissingColumns=True)
     behind = Window.partitionBy("record_partition", "producer_id").orderBy(F.col("record_offset").desc()) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     txn = (stream.withColumn("_next", F.last("_m", ignorenulls=True).over(behind))
            .filter(F.col("_m").isNull())
-           .select(*txn.columns, F.col("_next.marker_offset").alias("marker_offset"),
+           .select(*txn_columns, F.col("_next.marker_offset").alias("marker_offset"),
                    F.col("_next.control_type").alias("control_type"),
                    F.col("_next.marker_timestamp").alias("marker_timestamp"))
            .withColumn("_carried_at", F.lit(None).cast("long")))
