@@ -53,16 +53,33 @@ def _where(partition, offset):
 
 def commit_events(commit_log):
     """The offset events of the log (the pure replay's ``offset_committed`` ... ``txn_offset_aborted``) as
-    positions and times only: the group's clock for the pending rule."""
+    positions and times only: the group's clock for the pending rule. One scan of the log: each commit's event at
+    its record, and a resolved transactional commit's at its marker too."""
     from pyspark.sql import functions as F
 
-    log = commit_log.filter(~F.col("carried"))
-    at_record = log.select("group_id", F.col("record_partition").alias("partition"),
-                           F.col("record_offset").alias("offset"), "timestamp")
-    at_marker = log.filter(F.col("outcome").isin("txn_committed", "txn_aborted")).select(
-        "group_id", F.col("record_partition").alias("partition"), F.col("resolved_offset").alias("offset"),
-        F.col("resolved_timestamp").alias("timestamp"))
-    return at_record.unionByName(at_marker)
+    at_record = F.struct(F.col("record_partition").alias("partition"), F.col("record_offset").alias("offset"),
+                         F.col("timestamp").alias("timestamp"))
+    at_marker = F.when(F.col("outcome").isin(*_RESOLVED), F.struct(
+        F.col("record_partition").alias("partition"), F.col("resolved_offset").alias("offset"),
+        F.col("resolved_timestamp").alias("timestamp")))
+    return (commit_log.filter(~F.col("carried"))
+            .select("group_id", F.explode(F.filter(F.array(at_record, at_marker), lambda e: e.isNotNull())).alias("_e"))
+            .select("group_id", "_e.*"))
+
+
+#: Outcomes of a transactional commit whose marker the group's clock includes.
+_RESOLVED = ("txn_committed", "txn_aborted")
+
+
+def latest_commit_time(commit_log):
+    """The latest time in the commit log's events (``commit_events``): one aggregate over the log, no union."""
+    from pyspark.sql import functions as F
+
+    row = commit_log.filter(~F.col("carried") & F.col("group_id").isNotNull()).agg(
+        F.max("timestamp").alias("record"),
+        F.max(F.when(F.col("outcome").isin(*_RESOLVED), F.col("resolved_timestamp"))).alias("marker")).first()
+    times = [t for t in (row["record"], row["marker"]) if t is not None]
+    return max(times) if times else None
 
 
 def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,

@@ -20,7 +20,7 @@ from offsets_audit.replay.spark import ReplayTables, StageTables, cached_interme
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
 from .model import FINDING_ROW_DDL
-from .offsets_spark import TIMELINE_DDL, commit_events, offset_findings
+from .offsets_spark import TIMELINE_DDL, latest_commit_time, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
 from .rules.registry import rule_settings
@@ -195,10 +195,12 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
 
         commit_log = resolve_commits(decoded)
     group_times = events.select("group_id", "partition", "offset", "timestamp")
-    clock = group_times
+    # The log's end: the latest time of any group event or offset event (two aggregates, not a union's scans).
+    times = [group_times.agg(F.max("timestamp")).first()[0]]
     if commit_log is not None:
-        clock = clock.unionByName(commit_events(commit_log).filter(F.col("group_id").isNotNull()))
-    end_time_ms = clock.agg(F.max("timestamp")).first()[0]
+        times.append(latest_commit_time(commit_log))
+    times = [t for t in times if t is not None]
+    end_time_ms = max(times) if times else None
     out = events.groupBy("group_id").applyInPandas(_audit_groups(config, end_time_ms), _OUTPUT_DDL).persist()
 
     cached = [out]
