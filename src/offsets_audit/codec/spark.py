@@ -297,7 +297,8 @@ def compact(decoded_df):
     rest = [c for c in decoded_df.columns if c not in WORKING_COLUMNS]
     if not rest or TOMBSTONE_COLUMN in decoded_df.columns:
         return decoded_df
-    decoded_commit = ~kept & F.col("record_type").isin(*[int(t) for t in OFFSET_COMMIT_RECORD_TYPES])
+    decoded_commit = ~kept & F.coalesce(F.col("record_type").isin(*[int(t) for t in OFFSET_COMMIT_RECORD_TYPES]),
+                                        F.lit(False))
     working = [F.when(~decoded_commit, F.col(c)).alias(c) if c in ("key", "value") else c
                for c in decoded_df.columns if c in WORKING_COLUMNS]
     return decoded_df.select(
