@@ -83,8 +83,9 @@ class GroupView:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
         out: dict[tuple, list[str]] = {}
         for m in self.members.values():
-            for tp in set(m.assigned) | set(m.pending):
-                out.setdefault(tp, []).append(m.member_id)
+            member_id = m.member_id
+            for tp in (m.assigned.keys() | m.pending.keys()) if m.pending else m.assigned:
+                out.setdefault(tp, []).append(member_id)
         return out
 
     # -- applying events ---------------------------------------------------------------------------

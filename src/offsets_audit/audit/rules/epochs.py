@@ -98,6 +98,9 @@ class EpochRules(RuleFamily):
         for m in view.members.values():
             if m.member_epoch in LEAVE_EPOCHS:
                 continue
+            if not (m.pending or m.tasks or m.tasks_pending) and (
+                    not m.assigned or max(m.assigned.values()) <= m.member_epoch):
+                continue  # the common case (a consumer member, nothing ahead), told without copying what it holds
             held = dict(m.assigned)
             held.update(m.pending)
             for role, tasks in list(m.tasks.items()) + list(m.tasks_pending.items()):

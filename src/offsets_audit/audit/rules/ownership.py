@@ -39,8 +39,8 @@ class OwnershipRules(RuleFamily):
 
     def _partition_owned_twice(self, view: GroupView, last: Event) -> None:
         for (topic, partition), members in view.owners().items():
-            key = (topic, partition, tuple(sorted(members)))
             if len(members) > 1:
+                key = (topic, partition, tuple(sorted(members)))
                 ms = [view.members[m] for m in members]
                 self.ctx.emit("partition_owned_twice", view, last.timestamp,
                               f"partition {topic}-{partition} is held by {len(members)} members at once: "
