@@ -62,9 +62,11 @@ def commit_events(commit_log):
     at_marker = F.when(F.col("outcome").isin(*_RESOLVED), F.struct(
         F.col("record_partition").alias("partition"), F.col("resolved_offset").alias("offset"),
         F.col("resolved_timestamp").alias("timestamp")))
+    # Explode, then drop the null marker events: ``F.filter`` (a higher-order function) has no generated code and
+    # made this 5x slower at 5.3 M records than the union of two scans it replaces.
     return (commit_log.filter(~F.col("carried"))
-            .select("group_id", F.explode(F.filter(F.array(at_record, at_marker), lambda e: e.isNotNull())).alias("_e"))
-            .select("group_id", "_e.*"))
+            .select("group_id", F.explode(F.array(at_record, at_marker)).alias("_e"))
+            .filter(F.col("_e").isNotNull()).select("group_id", "_e.*"))
 
 
 #: Outcomes of a transactional commit whose marker the group's clock includes.
