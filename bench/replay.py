@@ -68,6 +68,7 @@ def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, lis
     from pathlib import Path
 
     from offsets_audit.codec.spark import DECODED_RECORD_COLUMN, decode_columns
+    from offsets_audit.replay.spark import _COMMIT_STAND_INS
     from offsets_audit.simulate import simulate
     from offsets_audit.simulate.scenarios import FAULT_KINDS
     from offsets_audit.sources.segments import read_segment
@@ -83,14 +84,22 @@ def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, lis
             for r, group_id, record_type, blob in zip(records, decoded["group_id"], decoded["record_type"],
                                                       decoded[DECODED_RECORD_COLUMN]):
                 is_commit = record_type in (0, 1)
-                # _group_inputs: commits only as the first one after a group record, and not tombstones
-                if group_id is None or (is_commit and (r["value"] is None or previous.get(group_id) in (0, 1))):
-                    previous[group_id] = record_type if group_id is not None else None
+                # _group_inputs: no commit tombstones; a commit only as the first one after a group record, as a
+                # stand-in decoded record
+                if group_id is None or (is_commit and r["value"] is None):
                     continue
+                after_commit = previous.get(group_id) in (0, 1)
                 previous[group_id] = record_type
+                if is_commit and after_commit:
+                    continue
+                # The commit's bytes stay (the A/B's "bytes decoded again" side decodes them); _group_inputs sends
+                # only the stand-in, which the other side folds.
+                key_bytes, value_bytes = r["key"], r["value"]
+                if is_commit:
+                    blob = _COMMIT_STAND_INS[record_type]
                 columns = by_group.setdefault(group_id, {name: [] for name in (
                     "key", "value", "partition", "offset", "timestamp_ms", DECODED_RECORD_COLUMN)})
-                for name, value in (("key", r["key"]), ("value", r["value"]), ("partition", r["partition"]),
+                for name, value in (("key", key_bytes), ("value", value_bytes), ("partition", r["partition"]),
                                     ("offset", r["offset"]), ("timestamp_ms", r["timestamp"]),
                                     (DECODED_RECORD_COLUMN, blob)):
                     columns[name].append(value)
