@@ -288,7 +288,8 @@ def compact(decoded_df):
     ``decoded`` table reads, cost the run more than half its caching time (bench/audit.py).
 
     A decoded offset commit keeps no key and value bytes either (its fields are columns, ``offset_commit_value``);
-    ``TOMBSTONE_COLUMN`` says whether its value was null (``tombstone``). They were half of the cache."""
+    ``TOMBSTONE_COLUMN`` says whether its value was null (``tombstone``). They were a third of the cache (824 -> 559 MiB
+    at 5.3 M records)."""
     from pyspark.sql import functions as F
 
     kept = F.col("error_code").isNotNull()
