@@ -287,7 +287,7 @@ class _Columns:
         from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
 
         rows = run.records
-        take = _batch_rows(run.counts)
+        take, file_values = _batch_rows(run.counts), self._file_values()
         timestamp_types = np.where(run.attributes & 0x08, TIMESTAMP_TYPE_IDS["LogAppendTime"],
                                    TIMESTAMP_TYPE_IDS["CreateTime"]).astype(np.int32)
         per_batch = {
@@ -327,8 +327,8 @@ class _Columns:
                 columns[name] = pa.array(np.full(rows, 2, dtype=np.int16), type=field.type)
             elif name == "compression":
                 columns[name] = pa.array(["none"] * rows, type=field.type)
-            elif name in self._file_values():
-                columns[name] = pa.array([self._file_values()[name]] * rows, type=field.type)
+            elif name in file_values:
+                columns[name] = pa.array([file_values[name]] * rows, type=field.type)
             else:  # the read-error columns: null on a readable record
                 columns[name] = pa.nulls(rows, type=field.type)
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
@@ -337,7 +337,7 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
 
-        take = _batch_rows(self.counts)
+        take, file_values = _batch_rows(self.counts), self._file_values()
         timestamps = np.array(self.timestamps, dtype=np.int64)
         rows = self.rows
         columns = {}
@@ -349,8 +349,8 @@ class _Columns:
                 columns[name] = pa.array(self.batches[name], type=field.type).take(take)
             elif name == "timestamp":
                 columns[name] = pa.array(timestamps * 1000, type=field.type, mask=timestamps == -1)
-            elif name in self._file_values():
-                columns[name] = pa.array([self._file_values()[name]] * rows, type=field.type)
+            elif name in file_values:
+                columns[name] = pa.array([file_values[name]] * rows, type=field.type)
         self._reset()
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
 
