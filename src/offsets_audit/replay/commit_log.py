@@ -83,12 +83,17 @@ def _commit_columns(decoded) -> list:
     ]
 
 
+def record_time_ms():
+    """A decoded record's Kafka timestamp as epoch milliseconds (long): the unit of every replay and audit time."""
+    from pyspark.sql import functions as F
+
+    return (F.unix_micros(F.col("timestamp")) / 1000).cast("long")
+
+
 def _millis(decoded):
     from pyspark.sql import functions as F
 
-    if "timestamp" not in decoded.columns:
-        return F.lit(None).cast("long")
-    return (F.unix_micros(F.col("timestamp")) / 1000).cast("long")
+    return record_time_ms() if "timestamp" in decoded.columns else F.lit(None).cast("long")
 
 
 def resolve_commits(decoded, previous=None):

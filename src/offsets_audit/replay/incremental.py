@@ -50,7 +50,7 @@ import pandas as pd
 
 from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
-from offsets_audit.replay.commit_log import offsets_snapshot, resolve_commits
+from offsets_audit.replay.commit_log import offsets_snapshot, record_time_ms, resolve_commits
 from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
@@ -120,7 +120,7 @@ def fold_input(decoded):
     is_commit = F.col("record_type").isin(*_COMMIT_TYPES)
     return rows.filter(~is_commit | F.col("value").isNotNull()).select(
         "group_id", "key", "value", "partition", "offset", "record_type",
-        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp_ms"))
+        record_time_ms().alias("timestamp_ms"))
 
 
 # -- offsets: a snapshot per micro-batch ---------------------------------------------------------------------
@@ -240,7 +240,7 @@ def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
             counts = batch_df.groupBy("record_name", "error_code", unreadable.alias("unreadable")).agg(
                 F.count("*").alias("n"), F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost"),
                 F.max(F.when(F.col("group_id").isNotNull() & ~unreadable,
-                             (F.unix_micros(F.col("timestamp")) / 1000).cast("long"))).alias("clock")).collect()
+                             record_time_ms())).alias("clock")).collect()
             batch_df.filter(F.col("error_code").isNotNull()).write.mode("overwrite") \
                 .parquet(f"{checkpoint}/quarantine/batch={batch_id}")
             earlier = [b for b in _batches(state_root) if b < batch_id]

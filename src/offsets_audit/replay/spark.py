@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from offsets_audit.codec.spark import DECODED_RECORD_COLUMN
 
-from .commit_log import COMMIT_LOG_DDL
+from .commit_log import COMMIT_LOG_DDL, record_time_ms
 from .fold import GroupFold
 from .state import OFFSET_RECORD_TYPES
 
@@ -229,7 +229,7 @@ def _group_inputs(decoded_df):
     ).select(
         "group_id", *[F.when(~is_commit & group_record.isNull(), F.col(c)).alias(c) for c in ("key", "value")],
         F.when(is_commit, stand_in).otherwise(group_record).alias(DECODED_RECORD_COLUMN), "partition", "offset",
-        "record_type", (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp_ms"),
+        "record_type", record_time_ms().alias("timestamp_ms"),
     )
     w = Window.partitionBy("group_id").orderBy("partition", "offset")
     previous_is_commit = F.lag("record_type").over(w).isin(*_COMMIT_STAND_INS)
@@ -384,7 +384,7 @@ def replay(decoded_df) -> ReplayTables:
 
     undecodable = decoded_df.filter(F.col("error_code").isNotNull()).select(
         F.col("partition").cast("int"), F.col("offset").cast("long"),
-        (F.unix_micros(F.col("timestamp")) / 1000).cast("long").alias("timestamp"),
+        record_time_ms().alias("timestamp"),
         F.col("group_id"), F.lit(None).cast("string").alias("group_type"), F.lit("replay_anomaly").alias("event"),
         F.lit(None).cast("string").alias("member_id"),
         F.to_json(F.struct(F.lit("undecodable record").alias("reason"), F.col("error_code"),
