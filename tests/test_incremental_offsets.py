@@ -47,7 +47,7 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
     from offsets_audit.audit.offsets_incremental import OFFSET_STATE_DDLS, empty_state, incremental_offset_findings
     from offsets_audit.audit.offsets_spark import OFFSET_RULES, TIMELINE_DDL, commit_events
     from offsets_audit.audit.rules.registry import rule_settings
-    from offsets_audit.audit.spark import _OUTPUT_DDL, EVENT_COLUMNS, _audit_groups, audit
+    from offsets_audit.audit.spark import EVENT_COLUMNS, audit, walk_groups
     from offsets_audit.codec.spark import decode, split
     from offsets_audit.config import load_config
     from offsets_audit.replay import spark as replay_spark
@@ -71,7 +71,7 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
     clock = events.select("group_id", "partition", "offset", "timestamp").unionByName(
         commit_events(replay_spark.offset_commits(decoded)))
     end = clock.agg(F.max("timestamp")).first()[0]
-    walked = events.groupBy("group_id").applyInPandas(_audit_groups(config, end), _OUTPUT_DDL)
+    walked = walk_groups(events, config, end)
     columns = ["group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]]
     first_event = events.groupBy("group_id").agg(F.min("offset").alias("_first"))
     timeline = (walked.filter(F.col("kind").isin("context", "ownership")).select(*columns)

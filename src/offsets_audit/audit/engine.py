@@ -1,6 +1,6 @@
 """The pure audit of one group: walk its replay events once, run every rule family, time rebalances.
 
-``audit_group(events, config)`` is what the Spark edge runs per group (``applyInPandas``) and what the
+``audit_group(events, config)`` is what the Spark edge runs per group (``applyInArrow``) and what the
 tests call directly with hand-built or replayed events.
 """
 from __future__ import annotations

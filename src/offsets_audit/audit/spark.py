@@ -1,7 +1,7 @@
 """Spark edge of the audit: ``audit(replay_tables, assignor_audit, config) -> AuditTables``.
 
 The replay's ``group_events`` go through the pure ``audit_group`` once per group with
-``groupBy("group_id").applyInPandas``, which also emits each group's timeline (context and ownership
+``groupBy("group_id").applyInArrow`` (``walk_groups``), which also emits each group's timeline (context and ownership
 intervals); the offset rules run as Spark SQL over the resolved commit log against that timeline
 (``offsets_spark``), so offset commits never become Python objects; latency percentiles are Spark aggregates (exact ``percentile``,
 the same linear interpolation as ``latency.percentile``); ``assignor_audit`` rows that do not match
@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from offsets_audit.replay.events import KIND_BY_VALUE
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
 
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
-from .model import FINDING_ROW_DDL
+from .model import FINDING_ROW_DDL, Event
 from .offsets_spark import TIMELINE_DDL, latest_commit_time, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
@@ -75,14 +76,27 @@ EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "
 EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 
-def _audit_groups(config: dict, end_time_ms: int | None):
-    settings = rule_settings(config)
-    columns = [c.split()[0] for c in _OUTPUT_DDL.split(", ")]
+def _audit_groups(config: dict, end_time_ms: int | None, schema):
+    """The applyInArrow body: one group's events (``EVENT_COLUMNS``, any order) through ``audit_group``, out as
+    ``_OUTPUT_DDL`` rows (``schema``, that DDL as Arrow, made on the driver: DDL parsing needs a SparkContext).
 
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.assign(_rank=pdf["event"].map(lambda e: EVENT_RANK.get(e, 2)))
-        pdf = pdf.sort_values(["partition", "offset", "_rank"], kind="stable")
-        events = pdf[list(EVENT_COLUMNS)].to_dict("records")
+    The columns go to Python lists once each and the events are built straight from them: no pandas frame, no
+    per-row dicts (the pandas form spent about as long on frames and ``to_dict`` as the rules on the events)."""
+    import pyarrow as pa
+
+    settings = rule_settings(config)
+    names = schema.names
+
+    def run(table: pa.Table) -> pa.Table:
+        if table.num_rows == 0:
+            return schema.empty_table()
+        columns = {name: table.column(name).to_pylist() for name in EVENT_COLUMNS}
+        kinds, partitions, offsets = columns["event"], columns["partition"], columns["offset"]
+        last = float("inf")  # an event without a position sorts after the others, as pandas put NaN last
+        order = sorted(range(table.num_rows), key=lambda i: (
+            last if partitions[i] is None else partitions[i], last if offsets[i] is None else offsets[i],
+            EVENT_RANK.get(kinds[i], 2)))
+        events = [_event(columns, i) for i in order]
         timeline = GroupTimeline()
         findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
                                            timeline=timeline)
@@ -90,12 +104,35 @@ def _audit_groups(config: dict, end_time_ms: int | None):
         out += [{"kind": "rebalance", "payload": json.dumps(r)} for r in rebalances]
         out += [dict(row, kind="context") for row in timeline.context]
         out += [dict(row, kind="ownership") for row in timeline.ownership]
-        group_id = pdf["group_id"].iloc[0] if len(pdf) else None
-        for row in out:
-            row["group_id"] = group_id
-        return pd.DataFrame({c: pd.Series([row.get(c) for row in out], dtype=object) for c in columns})
+        group_id = columns["group_id"][0]
+        values = {name: [row.get(name) for row in out] for name in names}
+        values["group_id"] = [group_id] * len(out)
+        return pa.Table.from_arrays([pa.array(values[f.name], type=f.type) for f in schema], schema=schema)
 
     return run
+
+
+def _event(columns: dict, i: int) -> Event:
+    """Row ``i`` of a ``group_events`` batch as the walk reads it (what ``Event.from_dict`` makes of the row)."""
+    text = columns["details"][i]
+    details = (json.loads(text) if text else None) or {}
+    member_id = columns["member_id"][i]
+    kind = columns["event"][i]
+    return Event(event=KIND_BY_VALUE.get(kind, kind), group_id=columns["group_id"][i],
+                 group_type=columns["group_type"][i], partition=columns["partition"][i], offset=columns["offset"][i],
+                 timestamp=columns["timestamp"][i], member_id=details.get("member_id") if member_id is None else member_id,
+                 details=details)
+
+
+def walk_groups(events, config: dict, end_time_ms: int | None):
+    """Each group's events through the pure walk, grouped by group id: ``_OUTPUT_DDL`` rows (findings and
+    rebalances as JSON payloads, the timeline's context and ownership rows as columns)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = to_arrow_schema(_parse_datatype_string(_OUTPUT_DDL))
+    return events.select(*EVENT_COLUMNS).groupBy("group_id").applyInArrow(
+        _audit_groups(config, end_time_ms, schema), _OUTPUT_DDL)
 
 
 def latency_summary(rebalances):
@@ -171,7 +208,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
     audit's rows (``None`` when the assignor audit is off).
 
-    Group events go through the pure per-group walk (``applyInPandas``); the offset rules run as Spark SQL
+    Group events go through the pure per-group walk (``walk_groups``, ``applyInArrow``); the offset rules run as Spark SQL
     over the replay's resolved commit log (``replay_tables.offset_commits``, or resolved here from
     ``decoded`` when the replay mode left it out); with ``quarantined`` (the codec's quarantine rows) the
     findings carry the data-gap columns (``audit.gaps``) as the ``findings`` table is written."""
@@ -201,7 +238,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
         times.append(latest_commit_time(commit_log))
     times = [t for t in times if t is not None]
     end_time_ms = max(times) if times else None
-    out = events.groupBy("group_id").applyInPandas(_audit_groups(config, end_time_ms), _OUTPUT_DDL).persist()
+    out = walk_groups(events, config, end_time_ms).persist()
 
     cached = [out]
     findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
