@@ -252,7 +252,7 @@ class GroupAudit:
         return findings, rebalances, min(horizons, default=None)
 
 
-def audit_group(events: Iterable[dict], config: dict | None = None, *, settings: dict | None = None,
+def audit_group(events: Iterable[dict | Event], config: dict | None = None, *, settings: dict | None = None,
                 end_time_ms: int | None = None,
                 timeline: GroupTimeline | None = None) -> tuple[list[Finding], list[dict]]:
     """Findings and rebalance rows of one group id, from its events in log (offset) order.

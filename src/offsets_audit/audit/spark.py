@@ -128,9 +128,11 @@ def walk_groups(events, config: dict, end_time_ms: int | None):
     """Each group's events through the pure walk, grouped by group id: ``_OUTPUT_DDL`` rows (findings and
     rebalances as JSON payloads, the timeline's context and ownership rows as columns)."""
     from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import _parse_datatype_string
+    from pyspark.sql.types import StructType, _parse_datatype_string
 
-    schema = to_arrow_schema(_parse_datatype_string(_OUTPUT_DDL))
+    output_type = _parse_datatype_string(_OUTPUT_DDL)
+    assert isinstance(output_type, StructType)
+    schema = to_arrow_schema(output_type)
     return events.select(*EVENT_COLUMNS).groupBy("group_id").applyInArrow(
         _audit_groups(config, end_time_ms, schema), _OUTPUT_DDL)
 
