@@ -59,7 +59,10 @@ def commit_records(decoded):
 def _is_commit():
     from pyspark.sql import functions as F
 
-    return F.col("record_type").isin(0, 1) & ~F.coalesce(F.col("is_control"), F.lit(False))
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_RECORD_TYPES
+
+    types = sorted(int(t) for t in OFFSET_COMMIT_RECORD_TYPES)
+    return F.col("record_type").isin(*types) & ~F.coalesce(F.col("is_control"), F.lit(False))
 
 
 def _commit_columns(decoded) -> list:

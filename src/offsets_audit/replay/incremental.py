@@ -52,10 +52,11 @@ from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
 from offsets_audit.replay.commit_log import offsets_snapshot, record_time_ms, resolve_commits
 from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
+from offsets_audit.replay.state import OFFSET_RECORD_TYPES
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
-_COMMIT_TYPES = (0, 1)
+_COMMIT_TYPES = tuple(sorted(int(t) for t in OFFSET_RECORD_TYPES))
 
 
 # -- the fold, one group's micro-batch at a time -----------------------------------------------------------

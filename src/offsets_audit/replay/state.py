@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from offsets_audit.codec.offset_commits import OFFSET_COMMIT_RECORD_TYPES
 from offsets_audit.codec.record_types import RecordType
 
 from .events import EventKind, TextEnum
@@ -16,7 +17,7 @@ from .events import EventKind, TextEnum
 
 R = RecordType
 #: record type -> group type it belongs to (offset commits are handled by offsets.py).
-OFFSET_RECORD_TYPES = frozenset({R.LEGACY_OFFSET_COMMIT, R.OFFSET_COMMIT})
+OFFSET_RECORD_TYPES = OFFSET_COMMIT_RECORD_TYPES  # the codec's: one spelling of the commit record types
 CLASSIC_RECORD_TYPES = frozenset({R.GROUP_METADATA})
 CONSUMER_RECORD_TYPES = frozenset({
     R.CONSUMER_GROUP_METADATA, R.CONSUMER_GROUP_PARTITION_METADATA, R.CONSUMER_GROUP_MEMBER_METADATA,
