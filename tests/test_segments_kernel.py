@@ -23,16 +23,22 @@ pytestmark = pytest.mark.skipif(segments._KERNEL is None, reason="the segment ke
 
 
 def both_ways(path, **kwargs) -> tuple[pa.Table, pa.Table]:
+    """The rows read with every kernel run as its own Arrow batch, and without the kernel."""
     schema = source_arrow_schema()
-    fast = pa.Table.from_batches(list(read_arrow(str(path), 3, kernel=True, **kwargs)), schema=schema)
+    fast = pa.Table.from_batches(list(read_arrow(str(path), 3, kernel=True, short_run=0, **kwargs)), schema=schema)
     slow = pa.Table.from_batches(list(read_arrow(str(path), 3, kernel=False, **kwargs)), schema=schema)
     return fast, slow
 
 
 def assert_same_rows(path, **kwargs) -> pa.Table:
+    """The kernel's runs, as Arrow batches of their own and joined to the rows around them (short runs), read
+    as the Python walk reads the same batches."""
     fast, slow = both_ways(path, **kwargs)
+    joined = pa.Table.from_batches(list(read_arrow(str(path), 3, kernel=True, short_run=1 << 30, **kwargs)),
+                                   schema=source_arrow_schema())
     for name in slow.column_names:
         assert fast[name].equals(slow[name]), name
+        assert joined[name].equals(slow[name]), name
     return fast
 
 
@@ -186,3 +192,19 @@ def test_bounds_beyond_a_long_leave_the_walk_to_python():
 def test_the_kernels_crc32c_is_castagnolis():
     for data in (b"", b"a", b"123456789", bytes(range(256)) * 3):
         assert segments._KERNEL.crc32c(data) == crc32c(data)
+
+
+def test_short_runs_between_compressed_batches_join_one_arrow_batch(tmp_path):
+    """Where plain and compressed batches alternate, every kernel run is one Kafka batch: the runs join the rows
+    around them, so the read makes Arrow batches of ``rows_per_batch`` rows, not two per pair of Kafka batches."""
+    path = tmp_path / "00000000000000000000.log"
+    data, offset = b"", 0
+    for i in range(200):
+        records = [(f"k{i}-{j}".encode(), f"v{i}-{j}".encode()) for j in range(3)]
+        data += encode_batch(records, offset, 1754000000000 + i, compression="gzip" if i % 2 else "none")
+        offset += len(records)
+    path.write_bytes(data)
+    assert used_the_kernel(path)
+    assert_same_rows(path)
+    batches = list(read_arrow(str(path), 3, rows_per_batch=250))
+    assert [b.num_rows for b in batches] == [252, 252, 96]
