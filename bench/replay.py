@@ -67,6 +67,7 @@ def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, lis
     import tempfile
     from pathlib import Path
 
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_TYPE_IDS
     from offsets_audit.codec.spark import DECODED_RECORD_COLUMN, decode_columns
     from offsets_audit.replay.spark import _COMMIT_STAND_INS
     from offsets_audit.simulate import simulate
@@ -83,12 +84,12 @@ def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, lis
             previous: dict[str, int | None] = {}
             for r, group_id, record_type, blob in zip(records, decoded["group_id"], decoded["record_type"],
                                                       decoded[DECODED_RECORD_COLUMN]):
-                is_commit = record_type in (0, 1)
+                is_commit = record_type in OFFSET_COMMIT_TYPE_IDS
                 # _group_inputs: no commit tombstones; a commit only as the first one after a group record, as a
                 # stand-in decoded record
                 if group_id is None or (is_commit and r["value"] is None):
                     continue
-                after_commit = previous.get(group_id) in (0, 1)
+                after_commit = previous.get(group_id) in OFFSET_COMMIT_TYPE_IDS
                 previous[group_id] = record_type
                 if is_commit and after_commit:
                     continue

@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from offsets_audit.codec.record_types import RecordType
 
-__all__ = ["OFFSET_COMMIT_RECORD_TYPES", "OFFSET_COMMIT_VALUE_FIELDS", "OFFSET_COMMIT_VALUE_SOURCES"]
+__all__ = ["OFFSET_COMMIT_RECORD_TYPES", "OFFSET_COMMIT_TYPE_IDS", "OFFSET_COMMIT_VALUE_FIELDS",
+           "OFFSET_COMMIT_VALUE_SOURCES"]
 
 #: Offset commits (types 0 and 1: ~90 % of the log) also get their value as typed columns, so that the
 #: commit log (``replay.commit_log``) reads them without parsing ``value_json`` again. Field -> (Arrow type,
@@ -29,3 +30,5 @@ OFFSET_COMMIT_VALUE_SOURCES = {"offset": "offset", "leader_epoch": "leaderEpoch"
                                "commit_timestamp": "commitTimestamp", "expire_timestamp": "expireTimestamp",
                                "topic_id": "topicId"}
 OFFSET_COMMIT_RECORD_TYPES = frozenset({RecordType.LEGACY_OFFSET_COMMIT, RecordType.OFFSET_COMMIT})
+#: The same types as plain ints, in order: for ``isin`` over a ``record_type`` column.
+OFFSET_COMMIT_TYPE_IDS = tuple(sorted(int(t) for t in OFFSET_COMMIT_RECORD_TYPES))

@@ -19,6 +19,7 @@ import pyarrow as pa
 from offsets_audit.codec.errors import DecodeError
 from offsets_audit.codec.offset_commits import (
     OFFSET_COMMIT_RECORD_TYPES,
+    OFFSET_COMMIT_TYPE_IDS,
     OFFSET_COMMIT_VALUE_FIELDS,
     OFFSET_COMMIT_VALUE_SOURCES,
 )
@@ -298,7 +299,7 @@ def compact(decoded_df):
     rest = [c for c in decoded_df.columns if c not in WORKING_COLUMNS]
     if not rest or TOMBSTONE_COLUMN in decoded_df.columns:
         return decoded_df
-    decoded_commit = ~kept & F.coalesce(F.col("record_type").isin(*[int(t) for t in OFFSET_COMMIT_RECORD_TYPES]),
+    decoded_commit = ~kept & F.coalesce(F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS),
                                         F.lit(False))
     working = [F.when(~decoded_commit, F.col(c)).alias(c) if c in ("key", "value") else c
                for c in decoded_df.columns if c in WORKING_COLUMNS]

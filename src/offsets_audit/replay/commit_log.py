@@ -59,10 +59,9 @@ def commit_records(decoded):
 def _is_commit():
     from pyspark.sql import functions as F
 
-    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_RECORD_TYPES
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_TYPE_IDS
 
-    types = sorted(int(t) for t in OFFSET_COMMIT_RECORD_TYPES)
-    return F.col("record_type").isin(*types) & ~F.coalesce(F.col("is_control"), F.lit(False))
+    return F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS) & ~F.coalesce(F.col("is_control"), F.lit(False))
 
 
 def _commit_columns(decoded) -> list:

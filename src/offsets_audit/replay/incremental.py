@@ -48,15 +48,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from offsets_audit.codec.offset_commits import OFFSET_COMMIT_TYPE_IDS
 from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
 from offsets_audit.replay.commit_log import offsets_snapshot, record_time_ms, resolve_commits
 from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
-from offsets_audit.replay.state import OFFSET_RECORD_TYPES
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
-_COMMIT_TYPES = tuple(sorted(int(t) for t in OFFSET_RECORD_TYPES))
 
 
 # -- the fold, one group's micro-batch at a time -----------------------------------------------------------
@@ -65,7 +64,7 @@ def ordered_group_rows(pdf: pd.DataFrame) -> pd.DataFrame:
     """Sort by (partition, offset) and drop an offset commit that follows another commit: the fold only needs a
     commit to (re)create a simple classic group, which can only happen right after a group record."""
     pdf = pdf.sort_values(["partition", "offset"], kind="stable")
-    is_commit = pdf["record_type"].isin(_COMMIT_TYPES)
+    is_commit = pdf["record_type"].isin(OFFSET_COMMIT_TYPE_IDS)
     return pdf[~(is_commit & is_commit.shift(1, fill_value=False))]
 
 
@@ -118,7 +117,7 @@ def fold_input(decoded):
     rows = decoded.filter(
         (F.coalesce(F.col("is_control"), F.lit(False)) == F.lit(False))
         & F.col("error_code").isNull() & F.col("group_id").isNotNull())
-    is_commit = F.col("record_type").isin(*_COMMIT_TYPES)
+    is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
     return rows.filter(~is_commit | F.col("value").isNotNull()).select(
         "group_id", "key", "value", "partition", "offset", "record_type",
         record_time_ms().alias("timestamp_ms"))
