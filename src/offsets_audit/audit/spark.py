@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from offsets_audit.replay.events import KIND_BY_VALUE
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
 
 from .engine import GroupTimeline, audit_group
@@ -96,7 +95,9 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema):
         order = sorted(range(table.num_rows), key=lambda i: (
             last if partitions[i] is None else partitions[i], last if offsets[i] is None else offsets[i],
             EVENT_RANK.get(kinds[i], 2)))
-        events = [_event(columns, i) for i in order]
+        rows = list(zip(*(columns[name] for name in ("event", "group_id", "group_type", "partition", "offset",
+                                                      "timestamp", "member_id", "details"))))
+        events = [Event.of(*rows[i]) for i in order]
         timeline = GroupTimeline()
         findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
                                            timeline=timeline)
@@ -110,18 +111,6 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema):
         return pa.Table.from_arrays([pa.array(values[f.name], type=f.type) for f in schema], schema=schema)
 
     return run
-
-
-def _event(columns: dict, i: int) -> Event:
-    """Row ``i`` of a ``group_events`` batch as the walk reads it (what ``Event.from_dict`` makes of the row)."""
-    text = columns["details"][i]
-    details = (json.loads(text) if text else None) or {}
-    member_id = columns["member_id"][i]
-    kind = columns["event"][i]
-    return Event(event=KIND_BY_VALUE.get(kind, kind), group_id=columns["group_id"][i],
-                 group_type=columns["group_type"][i], partition=columns["partition"][i], offset=columns["offset"][i],
-                 timestamp=columns["timestamp"][i], member_id=details.get("member_id") if member_id is None else member_id,
-                 details=details)
 
 
 def walk_groups(events, config: dict, end_time_ms: int | None):

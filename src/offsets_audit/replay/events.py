@@ -119,25 +119,29 @@ class Event:
     def from_dict(cls, raw: dict) -> Event:
         """An event row of the replay, or of the ``group_events`` table (``details`` as JSON, NaN for null)."""
         details = raw.get("details")
-        if isinstance(details, (str, bytes)):
-            details = json.loads(details) if details else {}
-        details = dict(details or {})
         member_id = raw.get("member_id")
-        if member_id is None or member_id != member_id:
-            member_id = details.get("member_id")
         partition = raw.get("partition")
         offset = raw.get("offset")
-        kind = raw.get("event")
-        return cls(
-            event=KIND_BY_VALUE.get(kind, kind),
-            group_id=raw.get("group_id"),
-            group_type=raw.get("group_type") if raw.get("group_type") == raw.get("group_type") else None,
-            partition=None if partition is None or partition != partition else int(partition),
-            offset=None if offset is None or offset != offset else int(offset),
-            timestamp=to_millis(raw.get("timestamp")),
-            member_id=member_id,
-            details=details,
+        return cls.of(
+            raw.get("event"), raw.get("group_id"),
+            raw.get("group_type") if raw.get("group_type") == raw.get("group_type") else None,
+            None if partition is None or partition != partition else int(partition),
+            None if offset is None or offset != offset else int(offset),
+            to_millis(raw.get("timestamp")),
+            None if member_id is None or member_id != member_id else member_id,
+            details if isinstance(details, (str, bytes)) else dict(details or {}),
         )
+
+    @classmethod
+    def of(cls, kind: str | None, group_id: str | None, group_type: str | None, partition: int | None,
+           offset: int | None, timestamp: int | None, member_id: str | None, details: dict | str | bytes | None) -> Event:
+        """An event from plain values (no NaN, ``timestamp`` in epoch ms): ``details`` a dict, taken as it is, or
+        its JSON text; a null ``member_id`` is the details' own. What the audit's Arrow walk builds per row."""
+        parsed: dict = (json.loads(details) if details else None) if isinstance(details, (str, bytes)) else details
+        parsed = parsed or {}
+        return cls(event=KIND_BY_VALUE.get(kind, kind) if kind is not None else kind, group_id=group_id,
+                   group_type=group_type, partition=partition, offset=offset, timestamp=timestamp,
+                   member_id=parsed.get("member_id") if member_id is None else member_id, details=parsed)
 
     @property
     def where(self) -> str:
