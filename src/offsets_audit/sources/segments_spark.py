@@ -267,8 +267,6 @@ class _Columns:
 
     def add_run(self, run) -> None:
         """The rows of a short ``segments.BatchRun`` added as ``add_batch`` adds the same batches' rows."""
-        from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
-
         records = self.records
         for name, lengths, data in (("key", run.key_lengths, run.key_data), ("value", run.value_lengths, run.value_data)):
             column, pos = records[name], 0
@@ -280,7 +278,7 @@ class _Columns:
                     pos += length
         records["offset"].extend(run.offsets.tolist())
         self.timestamps.extend(run.timestamps.tolist())
-        names = [*CONTROL_TYPE_NAMES.values(), None, "UNKNOWN"]  # NOT_CONTROL (-2) and CONTROL_UNKNOWN (-1) from the end
+        names = _control_type_names()
         records["control_type"].extend(names[i] for i in run.control_types.tolist())
         records["coordinator_epoch"].extend(None if e == run.NO_EPOCH else e for e in run.coordinator_epochs.tolist())
         log_append, create = TIMESTAMP_TYPE_IDS["LogAppendTime"], TIMESTAMP_TYPE_IDS["CreateTime"]
@@ -317,8 +315,6 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
 
-        from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
-
         rows = run.records
         take, file_values = _batch_rows(run.counts), self._file_values()
         timestamp_types = np.where(run.attributes & 0x08, TIMESTAMP_TYPE_IDS["LogAppendTime"],
@@ -350,8 +346,7 @@ class _Columns:
             elif name == "is_control":
                 columns[name] = pa.array((run.attributes & 0x20) != 0, type=field.type).take(take)
             elif name == "control_type":
-                # ids 0-6 index the names; NOT_CONTROL (-2) and CONTROL_UNKNOWN (-1) index from the end
-                names = np.array([*CONTROL_TYPE_NAMES.values(), None, "UNKNOWN"], dtype=object)
+                names = np.array(_control_type_names(), dtype=object)
                 columns[name] = pa.array(names[run.control_types], type=field.type)
             elif name == "coordinator_epoch":
                 epochs = run.coordinator_epochs
@@ -386,6 +381,14 @@ class _Columns:
                 columns[name] = pa.array([file_values[name]] * rows, type=field.type)
         self._reset()
         return pa.RecordBatch.from_arrays([columns[field.name] for field in self.schema], schema=self.schema)
+
+
+def _control_type_names() -> list:
+    """A control record's type name by the kernel's id (``BatchRun.control_types``): ids 0-6 index the names,
+    NOT_CONTROL (-2) and CONTROL_UNKNOWN (-1) index from the end (no name, "UNKNOWN")."""
+    from offsets_audit.sources.segments import CONTROL_TYPE_NAMES
+
+    return [*CONTROL_TYPE_NAMES.values(), None, "UNKNOWN"]
 
 
 def _batch_rows(counts):
