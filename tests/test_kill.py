@@ -1,6 +1,7 @@
 """A fixed-seed slice of bench/kill.py: `offsets-audit run` killed with SIGKILL inside its write stage, in
 Parquet and in Delta; the killed run never looks complete with wrong tables, and a plain rerun leaves
-tables equal to an uninterrupted run's (row counts and content hashes per table)."""
+tables equal to an uninterrupted run's (row counts and content hashes per table). The uninterrupted run and
+the rerun go through the CLI's ``main`` in the test session; bench/kill.py runs them as their own processes."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def test_a_run_killed_in_its_write_stage_reruns_to_a_clean_runs_tables(spark, tm
     bench = _bench()
     bench.make_history(tmp_path, seed=17)
     lines = []
+    # The reference and the rerun in this session (warm); the killed run is its own process, killed whole.
     counts = bench.campaign(spark, tmp_path, fmt, kills=1, rng=random.Random(17), report=lines.append,
-                            first_in_write=True)
+                            first_in_write=True, in_process=True)
     print("\n".join(lines))
     assert counts["kills"] == 1
     assert counts["complete_but_wrong"] == 0, lines
