@@ -26,7 +26,9 @@ def commit_records_from_json(decoded):
     """The commit log's commit columns as they were built before the codec typed them (the reference)."""
     from pyspark.sql import functions as F
 
-    commits = decoded.filter(F.col("error_code").isNull() & F.col("record_type").isin(0, 1)
+    from offsets_audit.codec.offset_commits import OFFSET_COMMIT_TYPE_IDS
+
+    commits = decoded.filter(F.col("error_code").isNull() & F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
                              & ~F.coalesce(F.col("is_control"), F.lit(False)))
     timestamp = (F.unix_micros(F.col("timestamp")) / 1000).cast("long")
     return commits.withColumn("_v", F.from_json("value_json", _VALUE_JSON_DDL)).select(

@@ -312,13 +312,13 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
     if own:
         from kafka.admin import KafkaAdminClient
 
-        # The wait for a first broker is bounded by the same timeout (kafka-python 3 names it
-        # bootstrap_timeout_ms, 2.x api_version_auto_timeout_ms; its default made an unreachable cluster cost 30 s).
+        from offsets_audit.kafka_client import client_settings
+
+        # The wait for a first broker is bounded by the same timeout.
         settings = {"bootstrap_servers": bootstrap_server, "request_timeout_ms": timeout_ms,
-                    "client_id": "offsets-audit-capture-group-configs", "bootstrap_timeout_ms": timeout_ms,
-                    "api_version_auto_timeout_ms": timeout_ms}
+                    "client_id": "offsets-audit-capture-group-configs"}
         try:
-            admin = KafkaAdminClient(**{k: v for k, v in settings.items() if k in KafkaAdminClient.DEFAULT_CONFIG})
+            admin = KafkaAdminClient(**client_settings(KafkaAdminClient, settings, timeout_ms))
         except Exception as exc:  # NoBrokersAvailable and friends
             raise UserError(f"cannot reach Kafka at {bootstrap_server} ({type(exc).__name__}: {exc})",
                             fix="check --bootstrap-server HOST:PORT and that the cluster is up") from None

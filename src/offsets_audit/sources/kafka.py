@@ -309,6 +309,8 @@ def new_consumer(config: KafkaReadConfig):
     """A group-less consumer that never commits, reading with the configured isolation level."""
     from kafka import KafkaConsumer
 
+    from offsets_audit.kafka_client import client_settings
+
     settings = {
         "bootstrap_servers": config.bootstrap_servers.split(","),
         "group_id": None,
@@ -319,13 +321,9 @@ def new_consumer(config: KafkaReadConfig):
         "max_partition_fetch_bytes": config.max_partition_fetch_bytes,
         "fetch_max_bytes": max(config.max_partition_fetch_bytes, 50 << 20),
         "retry_backoff_ms": min(config.retry_backoff_ms, 1000) or 100,
-        # kafka-python 3 names the bootstrap wait bootstrap_timeout_ms, 2.x api_version_auto_timeout_ms.
-        "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
-        "api_version_auto_timeout_ms": min(config.request_timeout_ms, 10000),
     }
     settings.update(config.client_options)
-    known = KafkaConsumer.DEFAULT_CONFIG
-    return KafkaConsumer(**{k: v for k, v in settings.items() if k in known})
+    return KafkaConsumer(**client_settings(KafkaConsumer, settings, min(config.request_timeout_ms, 10000)))
 
 
 def _unreachable(config: KafkaReadConfig, tries: int, error: BaseException) -> KafkaUnreachableError:
