@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-from offsets_audit import sinks, tables
+from offsets_audit import plans, sinks, tables
 from offsets_audit.sinks import read_table, write_run, write_table
 
 pytestmark = pytest.mark.spark
@@ -28,6 +28,36 @@ def test_registry_names_every_table_once_with_a_parseable_schema():
     assert {"rule", "group_id", "severity"} <= set(tables.schema("findings").fieldNames())
     with pytest.raises(KeyError, match="not a table"):
         tables.ddl("finding")
+
+
+def test_conform_gives_every_table_exactly_its_registry_schema(spark):
+    """``conform`` casts by SQL text: every table's types (nested ones included) must come back exactly, from
+    columns of other types, missing columns and extra ones alike."""
+    from pyspark.sql import functions as F
+
+    for name in tables.TABLES:
+        known = tables.schema(name)
+        # every other column untyped (a bare null) or missing, in reverse order, plus one the registry does not know
+        given = spark.range(1).select(*[F.lit(None).alias(f.name) for f in known.fields[::-2]],
+                                      F.lit(1).alias("not a column"))
+        got = tables.conform(given, name)
+        extra = ["not a column"] if name in tables.OPEN_TABLES else []
+        assert got.schema.fieldNames() == known.fieldNames() + extra, name
+        assert [f.dataType for f in got.schema.fields[:len(known.fields)]] == [f.dataType for f in known.fields], name
+
+
+def test_sql_type_parses_back_to_the_same_type_with_awkward_nested_names(spark):
+    from pyspark.sql import types as T
+
+    awkward = T.StructType([
+        T.StructField("offset", T.LongType()), T.StructField("a.b", T.StringType()),
+        T.StructField("c:d", T.ArrayType(T.StructType([T.StructField("e`f", T.IntegerType())]))),
+        T.StructField("m", T.MapType(T.StringType(), T.ArrayType(T.BinaryType()))),
+        T.StructField("t", T.TimestampType()), T.StructField("x", T.DoubleType()),
+    ])
+    got = spark.range(1).selectExpr(f"CAST(NULL AS {plans.sql_type(awkward)}) AS {plans.quoted('v`1')}").schema
+    assert got.fieldNames() == ["v`1"]
+    assert got.fields[0].dataType == awkward
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

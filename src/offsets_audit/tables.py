@@ -133,15 +133,11 @@ def conform(df, name: str):
     For the input-shaped tables (``OPEN_TABLES``) columns beyond the known ones are kept after them, so
     nothing a user's dump carried is dropped.
     """
-    from pyspark.sql import functions as F
+    from offsets_audit.plans import cast_to
 
     known = schema(name)
-    present = set(df.columns)
-    columns = [(F.col(f"`{f.name}`") if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
-               for f in known.fields]
-    if name in OPEN_TABLES:
-        columns += [F.col(f"`{c}`") for c in df.columns if c not in set(known.fieldNames()) | {RUN_ID_COLUMN}]
-    return df.select(*columns)
+    extra = [c for c in df.columns if c not in set(known.fieldNames()) | {RUN_ID_COLUMN}] if name in OPEN_TABLES else []
+    return cast_to(df, known, extra)
 
 
 def empty(spark, name: str):

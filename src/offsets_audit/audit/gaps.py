@@ -25,39 +25,32 @@ def mark_data_gaps(findings, quarantined, config: dict):
     and, unless ``check.trust_after_gap``, severity capped at ``warning`` where ``data_gap`` is true."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.plans import quoted
+
+    # SQL text: the same expressions as built column by column, in a few Py4J calls (this runs for every run's
+    # findings and, in incremental runs, for the provisional ones too).
+    gaps = quarantined.selectExpr("CAST(partition AS INT) AS _gap_partition",
+                                  "CAST(coalesce(offset, batch_base_offset) AS BIGINT) AS _gap_offset",
+                                  "group_id AS _gap_group")
+    evidence = (findings.selectExpr("id", "group_id", "explode(evidence) AS _record")
+                .selectExpr("id", "group_id", "CAST(split(_record, ':')[0] AS INT) AS _partition",
+                            "CAST(split(_record, ':')[1] AS BIGINT) AS _offset")
+                .groupBy("id", "group_id", "_partition").agg(F.expr("max(_offset) AS _last_offset")))
+    before = evidence.join(gaps, F.expr(
+        "_gap_partition = _partition AND (_gap_offset IS NULL OR _gap_offset < _last_offset)"
+        " AND (_gap_group IS NULL OR _gap_group = group_id)"))
+    counted = before.groupBy("id").agg(F.expr("count(1) AS data_gap_quarantined"), F.expr("min(_partition) AS _gap_on"))
     trust = bool((config.get("check") or {}).get("trust_after_gap"))
-    gaps = quarantined.select(
-        F.col("partition").cast("int").alias("_gap_partition"),
-        F.coalesce(F.col("offset"), F.col("batch_base_offset")).cast("long").alias("_gap_offset"),
-        F.col("group_id").alias("_gap_group"),
-    )
-    evidence = (findings.select("id", "group_id", F.explode("evidence").alias("_record"))
-                .select("id", "group_id",
-                        F.split("_record", ":").getItem(0).cast("int").alias("_partition"),
-                        F.split("_record", ":").getItem(1).cast("long").alias("_offset"))
-                .groupBy("id", "group_id", "_partition").agg(F.max("_offset").alias("_last_offset")))
-    before = evidence.join(
-        gaps,
-        (F.col("_gap_partition") == F.col("_partition"))
-        & (F.col("_gap_offset").isNull() | (F.col("_gap_offset") < F.col("_last_offset")))
-        & (F.col("_gap_group").isNull() | (F.col("_gap_group") == F.col("group_id"))),
-    )
-    counted = before.groupBy("id").agg(F.count(F.lit(1)).alias("data_gap_quarantined"),
-                                      F.min("_partition").alias("_gap_on"))
-    marked = (findings.join(counted, "id", "left")
-              .withColumn("data_gap_quarantined", F.coalesce(F.col("data_gap_quarantined"), F.lit(0).cast("long")))
-              .withColumn("data_gap", F.col("data_gap_quarantined") > 0))
-    capped = F.col("data_gap") & F.col("severity").isin(*_SEVERITIES_ABOVE_CAP) & F.lit(not trust)
-    note = F.concat(
-        F.lit(" [after a data gap: "), F.col("data_gap_quarantined").cast("string"),
-        F.lit(" quarantined record(s) on partition "), F.col("_gap_on").cast("string"),
-        F.lit(" before this evidence, so the replay may have missed records"),
-        F.when(capped, F.concat(F.lit("; severity capped from "), F.col("severity"),
-                                F.lit(f" to {CAPPED_SEVERITY}; set check.trust_after_gap: true to keep it")))
-         .otherwise(F.lit("")),
-        F.lit("]"))
-    marked = (marked.withColumn("message", F.when(F.col("data_gap"), F.concat(F.col("message"), note))
-                                .otherwise(F.col("message")))
-              .withColumn("severity", F.when(capped, F.lit(CAPPED_SEVERITY)).otherwise(F.col("severity"))))
-    columns = [c for c in findings.columns] + ["data_gap", "data_gap_quarantined"]
-    return marked.select(*columns)
+    above = ", ".join(f"'{s}'" for s in _SEVERITIES_ABOVE_CAP)
+    capped = f"(data_gap AND severity IN ({above}) AND {'false' if trust else 'true'})"
+    note = ("concat(' [after a data gap: ', CAST(data_gap_quarantined AS STRING), ' quarantined record(s) on partition ', "
+            "CAST(_gap_on AS STRING), ' before this evidence, so the replay may have missed records', "
+            f"CASE WHEN {capped} THEN concat('; severity capped from ', severity, "
+            f"' to {CAPPED_SEVERITY}; set check.trust_after_gap: true to keep it') ELSE '' END, ']')")
+    changed = {"message": f"CASE WHEN data_gap THEN concat(message, {note}) ELSE message END AS message",
+               "severity": f"CASE WHEN {capped} THEN '{CAPPED_SEVERITY}' ELSE severity END AS severity"}
+    joined = findings.join(counted, "id", "left").selectExpr(
+        *[quoted(c) for c in findings.columns], "_gap_on",
+        "coalesce(data_gap_quarantined, CAST(0 AS BIGINT)) AS data_gap_quarantined")
+    marked = joined.selectExpr("*", "data_gap_quarantined > 0 AS data_gap")
+    return marked.selectExpr(*[changed.get(c, quoted(c)) for c in findings.columns], "data_gap", "data_gap_quarantined")

@@ -23,7 +23,7 @@ import json
 
 import pandas as pd
 
-from offsets_audit.plans import cached_leaf
+from offsets_audit.plans import cached_leaf, cast_to
 
 from .model import FINDING_ROW_DDL, Finding
 from .rules.base import ZERO_UUID
@@ -336,12 +336,9 @@ def _first_late_events(tracked, clock):
 
 
 def _complete(df):
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    schema = T._parse_datatype_string(_CANDIDATE_DDL)
-    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-                       for f in schema.fields])
+    return cast_to(df, T._parse_datatype_string(_CANDIDATE_DDL))
 
 
 def _word(row: dict, severities: dict, settings: dict) -> Finding:

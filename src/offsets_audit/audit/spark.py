@@ -130,30 +130,25 @@ def latency_summary(rebalances):
     """p50/p95/p99/max of the latency metrics per (group, day), (group type, day) and group type."""
     from pyspark.sql import functions as F
 
+    # SQL text, one ``agg`` and one ``selectExpr`` per level: the same expressions as built column by column, at a
+    # few Py4J calls instead of a few hundred (each ``withColumn`` also analysed the plan again).
+    qs = ", ".join(str(q) for _, q in PERCENTILES)
+    aggs = ["count(1) AS rebalances", "CAST(sum(CAST(complete AS INT)) AS BIGINT) AS complete",
+            "flatten(collect_list(CASE WHEN size(causes) > 0 THEN causes ELSE array('unknown') END)) AS _causes"]
+    for metric in LATENCY_METRICS:
+        aggs += [f"percentile({metric}, array({qs})) AS _{metric}", f"CAST(max({metric}) AS DOUBLE) AS {metric}_max"]
+    # Rebalances per cause (summarize_latency's ``causes``): a bump with two causes counts for both.
+    causes = ("transform(array_sort(array_distinct(_causes)), c -> named_struct('cause', c, "
+              "'rebalances', cast(size(filter(_causes, x -> x = c)) as bigint))) AS causes")
+    metrics = [column for m in LATENCY_METRICS
+               for column in [f"_{m}[{i}] AS {m}_{q}" for i, (q, _) in enumerate(PERCENTILES)] + [f"{m}_max"]]
+
     def level(name, keys):
-        aggs = [F.count(F.lit(1)).alias("rebalances"),
-                F.sum(F.col("complete").cast("int")).cast("long").alias("complete"),
-                F.flatten(F.collect_list(F.when(F.size("causes") > 0, F.col("causes"))
-                                         .otherwise(F.array(F.lit("unknown"))))).alias("_causes")]
-        for metric in LATENCY_METRICS:
-            qs = ", ".join(str(q) for _, q in PERCENTILES)
-            aggs.append(F.expr(f"percentile({metric}, array({qs}))").alias(f"_{metric}"))
-            aggs.append(F.max(metric).cast("double").alias(f"{metric}_max"))
-        df = rebalances.groupBy(*keys).agg(*aggs)
-        for metric in LATENCY_METRICS:
-            for i, (name_q, _) in enumerate(PERCENTILES):
-                df = df.withColumn(f"{metric}_{name_q}", F.col(f"_{metric}")[i])
-            df = df.drop(f"_{metric}")
-        # Rebalances per cause (summarize_latency's ``causes``): a bump with two causes counts for both.
-        df = df.withColumn("causes", F.expr(
-            "transform(array_sort(array_distinct(_causes)), c -> named_struct('cause', c, "
-            "'rebalances', cast(size(filter(_causes, x -> x = c)) as bigint)))")).drop("_causes")
-        for key in ("group_type", "group_id", "day"):
-            if key not in keys:
-                df = df.withColumn(key, F.lit(None).cast("string"))
-        columns = ["level", "group_type", "group_id", "day", "rebalances", "complete", "causes"]
-        columns += [f"{m}_{q}" for m in LATENCY_METRICS for q in [n for n, _ in PERCENTILES] + ["max"]]
-        return df.withColumn("level", F.lit(name)).select(*columns)
+        df = rebalances.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
+        columns = [f"'{name}' AS level",
+                   *[key if key in keys else f"CAST(NULL AS STRING) AS {key}" for key in ("group_type", "group_id", "day")],
+                   "rebalances", "complete", causes, *metrics]
+        return df.selectExpr(*columns)
 
     return (level("group_day", ["group_type", "group_id", "day"])
             .unionByName(level("group_type_day", ["group_type", "day"]))

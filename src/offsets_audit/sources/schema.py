@@ -64,19 +64,21 @@ TIMESTAMP_TYPE_IDS = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1
 
 def with_batch_columns(df):
     """Add any missing batch attribute as a typed null column, so every source has SOURCE_SCHEMA's columns."""
-    from pyspark.sql import functions as F
+    from offsets_audit.plans import quoted, sql_type
 
-    for field in BATCH_SCHEMA.fields:
-        if field.name not in df.columns:
-            df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
-    return df
+    present = set(df.columns)
+    missing = [f"CAST(NULL AS {sql_type(f.dataType)}) AS {quoted(f.name)}" for f in BATCH_SCHEMA.fields
+               if f.name not in present]
+    return df.selectExpr("*", *missing) if missing else df
 
 
 def as_source_schema(df):
     """SOURCE_SCHEMA's columns in order (batch columns added as nulls), extra columns after them."""
-    from pyspark.sql import functions as F
+    from offsets_audit.plans import cast_to
 
-    df = with_batch_columns(df)
-    names = SOURCE_SCHEMA.fieldNames()
-    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in SOURCE_SCHEMA.fields],
-                     *[F.col(f"`{c}`") for c in df.columns if c not in names])
+    present, batch = set(df.columns), set(BATCH_SCHEMA.fieldNames())
+    missing = [n for n in SOURCE_SCHEMA.fieldNames() if n not in present and n not in batch]
+    if missing:  # a source's own frame: a programming error, not the user's
+        raise ValueError(f"a source's rows lack the record columns {missing}")
+    names = set(SOURCE_SCHEMA.fieldNames())
+    return cast_to(df, SOURCE_SCHEMA, [c for c in df.columns if c not in names])
