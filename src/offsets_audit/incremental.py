@@ -37,6 +37,7 @@ from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
+from offsets_audit.plans import side_by_side
 from offsets_audit.replay import incremental as replay_incremental
 from offsets_audit.spark_session import frees_its_plans, release_run
 
@@ -410,12 +411,10 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
             cached.extend(df for df in frames.values() if df is not None)
             # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
             timings["audit:plan"] = round(time.perf_counter() - planning - timings["audit:provisional_pass"], 3)
-            for name, df in frames.items():
-                if df is not None:
-                    began = time.perf_counter()
-                    df.count()  # a stage boundary: the audit stage's time is the work it did
-                    # What each table added (the first to read a shared intermediate pays for it).
-                    timings[f"audit:{name}"] = round(time.perf_counter() - began, 3)
+            # A stage boundary: the audit stage's time is the work it did. Each table's figure is its count's wall
+            # time beside the others' (the first to read a shared intermediate pays for it).
+            counted = side_by_side({name: df.count for name, df in frames.items() if df is not None})
+            timings.update({f"audit:{name}": round(seconds, 3) for name, (_, seconds) in counted.items()})
             if rerun_state is not None:
                 rerun_state = rerun_state.persist()
                 cached.append(rerun_state)

@@ -62,3 +62,27 @@ def sql_type(data_type) -> str:
     if isinstance(data_type, T.MapType):
         return f"map<{sql_type(data_type.keyType)},{sql_type(data_type.valueType)}>"
     return data_type.simpleString()
+
+
+#: Spark jobs ``side_by_side`` runs at once.
+SIDE_BY_SIDE = 3
+
+
+def side_by_side(work: dict, workers: int = SIDE_BY_SIDE) -> dict:
+    """``{name: (result, seconds)}`` of ``{name: callable}``, a few at once, each in its own driver thread.
+
+    A stage ends with many small Spark jobs (a count per table, a write per table); each waits on scheduling,
+    Python workers and file commits with cores idle, so a few at once keep them busy. Every callable has run
+    (or failed) when this returns; the first failure, in ``work``'s order, is raised. The seconds are each
+    one's wall time, taken beside the others."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    def timed(fn):
+        began = time.perf_counter()
+        result = fn()
+        return result, time.perf_counter() - began
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="offsets-audit") as pool:
+        futures = {name: pool.submit(timed, fn) for name, fn in work.items()}
+    return {name: future.result() for name, future in futures.items()}

@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 
 from offsets_audit.errors import UserError
+from offsets_audit.plans import side_by_side
 from offsets_audit.sinks.files import FileSystem, is_local, local_path
 from offsets_audit.sinks.paths import escape_partition_value, partition_path, table_path
 
@@ -147,24 +149,22 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
     empty with its schema). Tables of ``offsets_audit.tables`` missing from ``frames`` (``decoded`` when
     ``output.write_decoded`` is off) lose any rows an earlier run with this id left there.
     """
-    import time
-
     from offsets_audit import tables
 
     _check_format(fmt)
     begin_run(spark, output_path, run_id)
-    paths = {}
-    for name in list(tables.TABLES) + [n for n in frames if n not in tables.TABLES]:
+    names = list(tables.TABLES) + [n for n in frames if n not in tables.TABLES]
+    for name in names:
         if name not in frames:
             remove_run(spark, output_path, name, run_id, fmt)
-            continue
-        df = frames[name]
-        if df is None:
-            df = tables.empty(spark, name)
-        started = time.perf_counter()
-        paths[name] = write_table(df, output_path, name, run_id, fmt)
-        if timings is not None:
-            timings[f"write:{name}"] = round(time.perf_counter() - started, 3)
+
+    # Side by side: every table is written (or has failed) before the manifest.
+    written = side_by_side({name: functools.partial(write_table, tables.empty(spark, name) if frames[name] is None
+                                                    else frames[name], output_path, name, run_id, fmt)
+                            for name in names if name in frames})
+    paths = {name: path for name, (path, _) in written.items()}
+    if timings is not None:  # each table's wall time, written beside the others
+        timings.update({f"write:{name}": round(seconds, 3) for name, (_, seconds) in written.items()})
     complete_run(spark, output_path, run_id, fmt, paths)
     return paths
 
