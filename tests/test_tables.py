@@ -113,6 +113,19 @@ def test_write_run_writes_every_table_and_then_the_manifest(spark, tmp_path, fmt
     assert sinks.run_manifest(spark, out, "r1") is None    # while a rerun writes, the run is incomplete
 
 
+def test_a_table_that_fails_to_write_leaves_the_run_incomplete_and_the_others_written(spark, tmp_path):
+    """The tables are written side by side: one failing must not stop the others half-way, and the run
+    gets no manifest (a rerun replaces it whole)."""
+    out = str(tmp_path / "out")
+    frames = {name: None for name in tables.TABLES if name != "decoded"}
+    broken = spark.range(1).selectExpr("raise_error('boom') AS x")  # fails when the job runs
+    with pytest.raises(Exception, match="boom"):
+        write_run(spark, out, "r1", "parquet", {**frames, "zz_broken": broken})
+    assert sinks.run_manifest(spark, out, "r1") is None
+    for name in frames:
+        assert read_table(spark, out, name, "r1", "parquet").count() == 0, name
+
+
 def test_run_ids_with_path_characters_stay_one_partition(spark, tmp_path):
     out = str(tmp_path / "out")
     write_table(tables.empty(spark, "findings"), out, "findings", "2026-11-22T01:00/retry", "parquet")

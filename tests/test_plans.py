@@ -1,0 +1,47 @@
+"""``plans.side_by_side``: a stage's small jobs a few at once, every one run, the first failure (in order) raised."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from offsets_audit.plans import side_by_side
+
+
+def test_results_come_back_by_name_in_the_order_given_with_their_wall_times():
+    got = side_by_side({"b": lambda: (time.sleep(0.05), 2)[1], "a": lambda: 1, "c": lambda: 3})
+    assert list(got) == ["b", "a", "c"]
+    assert {name: result for name, (result, _) in got.items()} == {"b": 2, "a": 1, "c": 3}
+    assert got["b"][1] >= 0.05
+
+
+def test_they_run_at_once_up_to_the_worker_count():
+    together = threading.Barrier(3, timeout=30)  # passes only with three running at once
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def job():
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        together.wait()
+        with lock:
+            running[0] -= 1
+
+    side_by_side({str(i): job for i in range(6)}, workers=3)
+    assert peak[0] == 3
+
+
+def test_every_job_runs_and_the_first_failure_in_order_is_raised():
+    ran = []
+
+    def fail(message):
+        def run():
+            time.sleep(0.02 if message == "first" else 0)
+            ran.append(message)
+            raise ValueError(message)
+        return run
+
+    with pytest.raises(ValueError, match="first"):
+        side_by_side({"x": fail("first"), "y": fail("second"), "z": lambda: ran.append("ok")})
+    assert sorted(ran) == ["first", "ok", "second"]
