@@ -38,6 +38,7 @@ from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
+from offsets_audit.sinks.summary import run_figures
 from offsets_audit.replay import incremental as replay_incremental
 from offsets_audit.spark_session import frees_its_plans, release_run
 
@@ -453,14 +454,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         }
         if nothing_new:
             summary["stages"]["replay"] = "skipped: nothing new since the last run"
-        if frames.get("group_state") is not None:
-            summary["groups"] = {r["group_type"] or "?": r["n"] for r in
-                                 frames["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
-        for name, key in (("findings", "findings"), ("provisional_findings", "provisional_findings")):
-            summary[key] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
-                            frames[name].groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
-        summary["latency"] = [r.asDict() for r in frames["latency_summary"].filter("level = 'group_type'")
-                              .orderBy("group_type").collect()]
+        summary.update(run_figures(frames))
         if out.get("html_report"):
             from offsets_audit.sinks.report import write_report
             summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)

@@ -234,19 +234,10 @@ def _counts(decoded_all) -> dict:
 
 
 def _summary(config, counts, tables, timings, paths) -> dict:
-    from pyspark.sql import functions as F
+    from offsets_audit.sinks.summary import run_figures
 
     summary = {"run_id": config["run_id"], "records": counts, "timings_s": timings, "tables": paths}
-    if tables.get("group_state") is not None:
-        summary["groups"] = {r["group_type"] or "?": r["n"] for r in
-                             tables["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
-    if tables.get("findings") is not None:
-        summary["findings"] = {f"{r['rule']} ({r['severity']})": r["n"] for r in
-                               tables["findings"].groupBy("rule", "severity").agg(F.count("*").alias("n"))
-                               .orderBy("rule").collect()}
-    if tables.get("latency_summary") is not None and "level" in tables["latency_summary"].columns:
-        summary["latency"] = [r.asDict() for r in
-                              tables["latency_summary"].filter("level = 'group_type'").orderBy("group_type").collect()]
+    summary.update(run_figures(tables))
     return summary
 
 

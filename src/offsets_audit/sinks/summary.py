@@ -1,5 +1,33 @@
-"""The lines a run prints to stdout from its summary, shared by the batch run (``job``) and the incremental one."""
+"""A run summary's figures and the lines a run prints from them, shared by the batch run (``job``) and the incremental one."""
 from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def run_figures(tables: dict) -> dict:
+    """The summary's figures of a run's tables (``None`` or absent ones skipped): ``groups`` per type,
+    ``findings`` and ``provisional_findings`` per ``rule (severity)``, ``latency`` rows of the group-type level;
+    each a small Spark job over a cached table, run side by side."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.plans import side_by_side
+
+    def rule_counts(df):
+        return lambda: {f"{r['rule']} ({r['severity']})": r["n"] for r in
+                        df.groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
+
+    work: dict[str, Callable[[], object]] = {}
+    if tables.get("group_state") is not None:
+        work["groups"] = lambda: {r["group_type"] or "?": r["n"] for r in
+                                  tables["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
+    for name in ("findings", "provisional_findings"):
+        if tables.get(name) is not None:
+            work[name] = rule_counts(tables[name])
+    latency = tables.get("latency_summary")
+    if latency is not None and "level" in latency.columns:
+        work["latency"] = lambda: [r.asDict() for r in
+                                   latency.filter("level = 'group_type'").orderBy("group_type").collect()]
+    return {name: figures for name, (figures, _) in side_by_side(work).items()}
 
 
 def print_groups_and_quarantine(summary: dict, file) -> None:
