@@ -38,8 +38,8 @@ from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
-from offsets_audit.sinks.summary import run_figures
 from offsets_audit.replay import incremental as replay_incremental
+from offsets_audit.sinks.summary import run_figures
 from offsets_audit.spark_session import frees_its_plans, release_run
 
 _ROWS_DDL = "kind string, group_id string, payload string"

@@ -29,8 +29,8 @@ def mark_data_gaps(findings, quarantined, config: dict):
 
     # SQL text: the same expressions as built column by column, in a few Py4J calls (this runs for every run's
     # findings and, in incremental runs, for the provisional ones too).
-    gaps = quarantined.selectExpr("CAST(partition AS INT) AS _gap_partition",
-                                  "CAST(coalesce(offset, batch_base_offset) AS BIGINT) AS _gap_offset",
+    gaps = quarantined.selectExpr("CAST(`partition` AS INT) AS _gap_partition",
+                                  "CAST(coalesce(`offset`, batch_base_offset) AS BIGINT) AS _gap_offset",
                                   "group_id AS _gap_group")
     evidence = (findings.selectExpr("id", "group_id", "explode(evidence) AS _record")
                 .selectExpr("id", "group_id", "CAST(split(_record, ':')[0] AS INT) AS _partition",

@@ -146,7 +146,7 @@ def latency_summary(rebalances):
     def level(name, keys):
         df = rebalances.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
         columns = [f"'{name}' AS level",
-                   *[key if key in keys else f"CAST(NULL AS STRING) AS {key}" for key in ("group_type", "group_id", "day")],
+                   *[f"`{key}`" if key in keys else f"CAST(NULL AS STRING) AS `{key}`" for key in ("group_type", "group_id", "day")],
                    "rebalances", "complete", causes, *metrics]
         return df.selectExpr(*columns)
 
