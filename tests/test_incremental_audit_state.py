@@ -123,3 +123,32 @@ def test_provisional_tail_holds_until_its_horizon(faulted_events):
                     changed += 1
                     assert horizon is not None and later >= horizon, (group_id, cut, clock, later, horizon)
     assert finite > 0 and changed > 0
+
+
+_MEMBER_FIELDS = ("members_json", "member_evidence")
+
+
+@pytest.mark.parametrize("source", ["simulated-faults", "golden-consumer-group"])
+def test_timeline_without_members_is_the_full_one_less_its_member_only_rows(source, faulted_events):
+    """``GroupTimeline(members=False)`` (the batch audit's first walk): the same findings, rebalances and ownership
+    rows; its context rows are the full timeline's with the members left out and the rows that changed nothing
+    else dropped, so the context in force at any position holds the same type, epochs and member flags."""
+    events, config = faulted_events if source == "simulated-faults" else _golden_events()
+    end_time_ms = max(ev["timestamp"] for ev in events if ev.get("timestamp") is not None)
+    fewer = 0
+    for group_id, group_events in _by_group(events).items():
+        full, lean = GroupTimeline(), GroupTimeline(members=False)
+        with_members = audit_group(group_events, config, end_time_ms=end_time_ms, timeline=full)
+        without = audit_group(group_events, config, end_time_ms=end_time_ms, timeline=lean)
+        assert _rows(*with_members, [], full.ownership) == _rows(*without, [], lean.ownership), group_id
+        assert all(row[f] is None for row in lean.context for f in _MEMBER_FIELDS)
+        expected, last = [], None
+        for row in full.context:
+            kept = {k: v for k, v in row.items() if k not in _MEMBER_FIELDS}
+            signature = {k: v for k, v in kept.items() if k not in ("partition", "offset", "seq")}
+            if signature != last:
+                expected.append({**kept, **{f: None for f in _MEMBER_FIELDS}})
+                last = signature
+        assert lean.context == expected, group_id
+        fewer += len(full.context) - len(lean.context)
+    assert fewer > 0

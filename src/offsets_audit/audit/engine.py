@@ -40,11 +40,21 @@ class GroupTimeline:
     the epochs and members it reports). ``ownership`` rows: a (topic id, partition) became owned (``owned``
     true) or not, once per assignment change. Each row carries the position of the event after which it holds
     (``partition``, ``offset``, ``seq``); it holds until the next row of its kind (and key).
+
+    With ``members`` false the context rows leave out the members (``members_json`` and ``member_evidence``
+    null) and change only with the group's type, epochs and whether it has members: a few rows per rebalance
+    instead of one per member event, each carrying every member (a group of m members made O(events x m) of
+    them). The batch audit walks every group so, and walks again with the members only the groups whose
+    commits the non-owner rule reports (``audit.spark.audit``).
     """
 
-    def __init__(self) -> None:
+    #: A class default too: a timeline pickled in an incremental checkpoint before this flag loads with members.
+    members = True
+
+    def __init__(self, members: bool = True) -> None:
         self.context: list[dict] = []
         self.ownership: list[dict] = []
+        self.members = members
         self._signature: tuple | None = None
         self._owned: set = set()
 
@@ -64,7 +74,7 @@ class GroupTimeline:
 
     def _record_context(self, view: GroupView, ev: Event | None, seq: int) -> None:
         members = tuple((m.member_id, m.member_epoch, m.previous_member_epoch, m.evidence)
-                        for m in view.members.values())
+                        for m in view.members.values()) if self.members else None
         signature = (view.group_type, bool(view.members or view.classic_members), bool(view.members),
                      view.group_epoch, view.assignment_epoch, members)
         if signature == self._signature:
@@ -75,9 +85,9 @@ class GroupTimeline:
             "seq": seq, "group_type": view.group_type, "has_members": signature[1],
             "has_modern_members": signature[2], "group_epoch": view.group_epoch,
             "assignment_epoch": view.assignment_epoch,
-            "member_evidence": [m[3] for m in members][:10],
-            "members_json": json.dumps({m[0]: {"member_epoch": m[1], "previous_member_epoch": m[2]} for m in members},
-                                       sort_keys=True),
+            "member_evidence": None if members is None else [m[3] for m in members][:10],
+            "members_json": None if members is None else json.dumps(
+                {m[0]: {"member_epoch": m[1], "previous_member_epoch": m[2]} for m in members}, sort_keys=True),
         })
 
 

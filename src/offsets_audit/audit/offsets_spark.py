@@ -85,19 +85,24 @@ def latest_commit_time(commit_log):
 
 
 def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
-                    *, cached: list | None = None):
+                    *, cached: list | None = None, members_context=None):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
     ``group_times``: (group_id, partition, offset, timestamp) of every group event; ``timeline``: the walk's
     rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns). With ``cached`` (a list), the
     intermediates the rules' plan reads several times (the pending rule's tracked transactions, clock blocks and
     suspects) are persisted, appended to it for the caller to unpersist once the findings are computed, and planned
-    over as leaves; without it nothing is persisted and each reader plans and computes them again."""
+    over as leaves; without it nothing is persisted and each reader plans and computes them again.
+
+    ``members_context``: when ``timeline``'s context rows leave the members out (``GroupTimeline(members=False)``),
+    a function from a DataFrame of group ids to those groups' timeline rows with the members; the non-owner rule's
+    candidates take their context in force from it."""
     from pyspark.sql import functions as F
 
     parts = []
     if settings["offset_committed_backwards"]["enabled"] or settings["offset_commit_by_non_owner"]["enabled"]:
-        parts.append(_commit_rules(commit_log, timeline, settings, config))
+        parts.append(_commit_rules(commit_log, timeline, settings, config, members_context=members_context,
+                                   cached=cached))
     if settings["transactional_offset_pending_too_long"]["enabled"]:
         parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached))
     parts = [p for p in parts if p is not None]
@@ -159,13 +164,15 @@ def _owned_intervals(timeline):
             .filter(F.col("owned")).drop("owned"))
 
 
-def _commit_rules(commit_log, timeline, settings: dict, config: dict):
+def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members_context=None,
+                  cached: list | None = None):
     """Backwards commits and commits by a non-owner: applied commits in the context in force.
 
     The commit log is only scanned: backwards commits are a filter (the log carries each key's previous
     applied commit), and a commit is owned when its position falls in one of its key's owned intervals (a
     broadcast range join against the ownership rows). Only the few commits left, the rules' candidates, are
-    sorted with the context rows for the context in force."""
+    sorted with the context rows for the context in force; with ``members_context`` (``offset_findings``) the
+    non-owner candidates with their groups' context rows with the members."""
     from pyspark.sql import functions as F
 
     applied = commit_log.filter(~F.col("carried") & F.col("applied")).select(
@@ -180,6 +187,7 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
     where = _where(F.col("partition"), F.col("offset"))
     common = [F.col("group_id"), F.col("group_type"), F.col("time"), F.col("topic"), F.col("topic_partition")]
     rows = []
+    with_members = None
     if settings["offset_committed_backwards"]["enabled"]:
         rows.append(applied.filter(backwards).withColumn("rule", F.lit("offset_committed_backwards")))
     if settings["offset_commit_by_non_owner"]["enabled"]:
@@ -209,14 +217,26 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict):
             F.col("c.partition"), F.col("c.offset"), F.col("i._from_p"), F.col("i._from_o")) & ~(
             F.col("i._to_p").isNotNull() & _at_or_after(F.col("c.partition"), F.col("c.offset"), F.col("i._to_p"),
                                                          F.col("i._to_o")))
-        not_owned = candidates.alias("c").join(F.broadcast(owned.alias("i")), inside, "left_anti")
-        rows.append(not_owned.withColumn("rule", F.lit("offset_commit_by_non_owner")))
-    if not rows:
+        not_owned = candidates.alias("c").join(F.broadcast(owned.alias("i")), inside, "left_anti") \
+            .withColumn("rule", F.lit("offset_commit_by_non_owner"))
+        if members_context is None:
+            rows.append(not_owned)
+        else:
+            # Read twice (its groups, then itself): computed once when ``cached`` is given.
+            if cached is not None:
+                not_owned = not_owned.persist()
+                cached.append(not_owned)
+                not_owned = cached_leaf(not_owned)
+            with_members = _in_force(not_owned, members_context(not_owned.select("group_id").distinct()))
+    if not rows and with_members is None:
         return None
-    stream = rows[0]
-    for df in rows[1:]:
-        stream = stream.unionByName(df, allowMissingColumns=True)
-    stream = _in_force(stream, timeline)
+    stream = None
+    for df in rows:
+        stream = df if stream is None else stream.unionByName(df, allowMissingColumns=True)
+    if stream is not None:
+        stream = _in_force(stream, timeline)
+    if with_members is not None:
+        stream = with_members if stream is None else stream.unionByName(with_members, allowMissingColumns=True)
     had_members = F.coalesce(F.col("has_members"), F.lit(False)) if with_members else F.lit(True)
     modern_member = (F.col("group_type") == "consumer") & F.coalesce(F.col("has_modern_members"), F.lit(False))
     found = stream.filter(F.when(F.col("rule") == "offset_committed_backwards", had_members).otherwise(modern_member))

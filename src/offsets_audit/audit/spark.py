@@ -75,9 +75,12 @@ EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "
 EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 
-def _audit_groups(config: dict, end_time_ms: int | None, schema):
+def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: bool = True,
+                  context_only: bool = False):
     """The applyInArrow body: one group's events (``EVENT_COLUMNS``, any order) through ``audit_group``, out as
     ``_OUTPUT_DDL`` rows (``schema``, that DDL as Arrow, made on the driver: DDL parsing needs a SparkContext).
+    ``members``: the timeline's context rows with the members (``GroupTimeline``); ``context_only``: only those
+    rows, not the findings, rebalances and ownership rows.
 
     The columns go to Python lists once each and the events are built straight from them: no pandas frame, no
     per-row dicts (the pandas form spent about as long on frames and ``to_dict`` as the rules on the events)."""
@@ -98,13 +101,14 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema):
         rows = list(zip(*(columns[name] for name in ("event", "group_id", "group_type", "partition", "offset",
                                                       "timestamp", "member_id", "details"))))
         events = [Event.of(*rows[i]) for i in order]
-        timeline = GroupTimeline()
+        timeline = GroupTimeline(members=members)
         findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
                                            timeline=timeline)
-        out = [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]
-        out += [{"kind": "rebalance", "payload": json.dumps(r)} for r in rebalances]
-        out += [dict(row, kind="context") for row in timeline.context]
-        out += [dict(row, kind="ownership") for row in timeline.ownership]
+        out = [dict(row, kind="context") for row in timeline.context]
+        if not context_only:
+            out += [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]
+            out += [{"kind": "rebalance", "payload": json.dumps(r)} for r in rebalances]
+            out += [dict(row, kind="ownership") for row in timeline.ownership]
         group_id = columns["group_id"][0]
         values = {name: [row.get(name) for row in out] for name in names}
         values["group_id"] = [group_id] * len(out)
@@ -113,9 +117,11 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema):
     return run
 
 
-def walk_groups(events, config: dict, end_time_ms: int | None):
+def walk_groups(events, config: dict, end_time_ms: int | None, *, members: bool = True,
+                context_only: bool = False):
     """Each group's events through the pure walk, grouped by group id: ``_OUTPUT_DDL`` rows (findings and
-    rebalances as JSON payloads, the timeline's context and ownership rows as columns)."""
+    rebalances as JSON payloads, the timeline's context and ownership rows as columns); ``members`` and
+    ``context_only`` as ``_audit_groups`` takes them."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -123,7 +129,7 @@ def walk_groups(events, config: dict, end_time_ms: int | None):
     assert isinstance(output_type, StructType)
     schema = to_arrow_schema(output_type)
     return events.select(*EVENT_COLUMNS).groupBy("group_id").applyInArrow(
-        _audit_groups(config, end_time_ms, schema), _OUTPUT_DDL)
+        _audit_groups(config, end_time_ms, schema, members=members, context_only=context_only), _OUTPUT_DDL)
 
 
 def latency_summary(rebalances):
@@ -224,15 +230,23 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
         times.append(latest_commit_time(commit_log))
     times = [t for t in times if t is not None]
     end_time_ms = max(times) if times else None
-    out = walk_groups(events, config, end_time_ms).persist()
+    # The walk's context rows leave the members out (``GroupTimeline``): only the non-owner rule reports them, and
+    # only the groups it reports are walked again with them (``with_members``), on a healthy cluster none.
+    out = walk_groups(events, config, end_time_ms, members=False).persist()
+    timeline_columns = ["group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]]
+
+    def with_members(group_ids):
+        walked = walk_groups(events.join(group_ids, "group_id", "left_semi"), config, end_time_ms, members=True,
+                             context_only=True)
+        return walked.select(*timeline_columns)
 
     cached = [out]
     findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
                 .select("f.*"))
     if commit_log is not None:
-        timeline = out.filter(F.col("kind").isin("context", "ownership")).select(
-            "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")])
-        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached)
+        timeline = out.filter(F.col("kind").isin("context", "ownership")).select(*timeline_columns)
+        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached,
+                                  members_context=with_members)
         if offsets is not None:
             findings = findings.unionByName(offsets)
     mismatches = _assignor_mismatches(assignor_audit, config)
