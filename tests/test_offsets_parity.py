@@ -226,3 +226,34 @@ def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
         ("split", 1, 11): ("committed", False, 50, 0, 11),
         ("split", 1, 12): ("committed", True, 50, 0, 11),
     }
+
+
+def test_backwards_commit_of_a_group_without_members_follows_only_with_members(spark):
+    """An admin's reset of a simple group (no members ever): reported only with ``only_with_members`` false, by the
+    pure core, the batch audit and the incremental run's form of the rules (no ``members_context``) alike."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.offsets_spark import TIMELINE_DDL, offset_findings
+    from offsets_audit.audit.rules.registry import rule_settings
+    from offsets_audit.audit.spark import EVENT_COLUMNS, walk_groups
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay import spark as replay_spark
+
+    t = 1_700_000_000_000
+    records = [_commit(0, 0, t, "orders", 0, 100, group="reset-app"),
+               _commit(0, 1, t + 1, "orders", 0, 90, group="reset-app")]
+    decoded, _ = split(decode(_source_df(spark, records)))
+    tables = replay_spark.replay(decoded)
+    events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
+    for only in (True, False):
+        config = load_config(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
+        expected = [] if only else ["offset_committed_backwards"]
+        pure, findings, got = _both(spark, records, config)
+        assert [f.rule for f in findings] == expected
+        assert [r["rule"] for r in got["findings"]] == expected
+        timeline = walk_groups(events, config, t + 1).filter(F.col("kind").isin("context", "ownership")).select(
+            "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")])
+        incremental_form = offset_findings(tables.offset_commits, events.select("group_id", "partition", "offset",
+                                                                                 "timestamp"),
+                                           timeline, rule_settings(config), config, t + 1)
+        assert [r["rule"] for r in incremental_form.collect()] == expected

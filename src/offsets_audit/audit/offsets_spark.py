@@ -187,7 +187,7 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members
     where = _where(F.col("partition"), F.col("offset"))
     common = [F.col("group_id"), F.col("group_type"), F.col("time"), F.col("topic"), F.col("topic_partition")]
     rows = []
-    with_members = None
+    non_owner_in_force = None
     if settings["offset_committed_backwards"]["enabled"]:
         rows.append(applied.filter(backwards).withColumn("rule", F.lit("offset_committed_backwards")))
     if settings["offset_commit_by_non_owner"]["enabled"]:
@@ -227,16 +227,17 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members
                 not_owned = not_owned.persist()
                 cached.append(not_owned)
                 not_owned = cached_leaf(not_owned)
-            with_members = _in_force(not_owned, members_context(not_owned.select("group_id").distinct()))
-    if not rows and with_members is None:
+            non_owner_in_force = _in_force(not_owned, members_context(not_owned.select("group_id").distinct()))
+    if not rows and non_owner_in_force is None:
         return None
     stream = None
     for df in rows:
         stream = df if stream is None else stream.unionByName(df, allowMissingColumns=True)
     if stream is not None:
         stream = _in_force(stream, timeline)
-    if with_members is not None:
-        stream = with_members if stream is None else stream.unionByName(with_members, allowMissingColumns=True)
+    if non_owner_in_force is not None:
+        stream = non_owner_in_force if stream is None else stream.unionByName(non_owner_in_force,
+                                                                                        allowMissingColumns=True)
     had_members = F.coalesce(F.col("has_members"), F.lit(False)) if with_members else F.lit(True)
     modern_member = (F.col("group_type") == "consumer") & F.coalesce(F.col("has_modern_members"), F.lit(False))
     found = stream.filter(F.when(F.col("rule") == "offset_committed_backwards", had_members).otherwise(modern_member))
