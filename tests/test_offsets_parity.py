@@ -233,27 +233,28 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
     pure core, the batch audit and the incremental run's form of the rules (no ``members_context``) alike."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import TIMELINE_DDL, offset_findings
     from offsets_audit.audit.rules.registry import rule_settings
-    from offsets_audit.audit.spark import EVENT_COLUMNS, walk_groups
     from offsets_audit.codec.spark import decode, split
     from offsets_audit.replay import spark as replay_spark
 
     t = 1_700_000_000_000
     records = [_commit(0, 0, t, "orders", 0, 100, group="reset-app"),
                _commit(0, 1, t + 1, "orders", 0, 90, group="reset-app")]
+    pure = replay_records(records)
     decoded, _ = split(decode(_source_df(spark, records)))
     tables = replay_spark.replay(decoded)
-    events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
+    events = tables.group_events.select(*audit_spark.EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
     for only in (True, False):
         config = load_config(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
         expected = [] if only else ["offset_committed_backwards"]
-        pure, findings, got = _both(spark, records, config)
-        assert [f.rule for f in findings] == expected
-        assert [r["rule"] for r in got["findings"]] == expected
-        timeline = walk_groups(events, config, t + 1).filter(F.col("kind").isin("context", "ownership")).select(
+        assert [f.rule for f in audit_events(pure.events, config, end_time_ms=t + 1)[0]] == expected
+        assert [r["rule"] for r in audit_spark.audit(tables, None, config)["findings"].collect()] == expected
+        timeline = audit_spark.walk_groups(events, config, t + 1).filter(
+            F.col("kind").isin("context", "ownership")).select(
             "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")])
-        incremental_form = offset_findings(tables.offset_commits, events.select("group_id", "partition", "offset",
-                                                                                 "timestamp"),
-                                           timeline, rule_settings(config), config, t + 1)
+        incremental_form = offset_findings(
+            tables.offset_commits, events.select("group_id", "partition", "offset", "timestamp"), timeline,
+            rule_settings(config), config, t + 1)
         assert [r["rule"] for r in incremental_form.collect()] == expected
