@@ -123,6 +123,16 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
         .filter(F.col("rule").isNotNull())
 
 
+def _kept(df, cached: list | None):
+    """``df`` read several times by a rule's plan: with ``cached`` (``offset_findings``) persisted, appended to it
+    and planned over as a leaf (its cache), not as its lineage once per reader; without it ``df`` itself."""
+    if cached is None:
+        return df
+    df = df.persist()
+    cached.append(df)
+    return cached_leaf(df)
+
+
 def _at_or_after(partition, offset, from_partition, from_offset):
     """Position (``partition``, ``offset``) is at or after (``from_partition``, ``from_offset``); a null bound
     sorts first (the group's start)."""
@@ -222,11 +232,7 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members
         if members_context is None:
             rows.append(not_owned)
         else:
-            # Read twice (its groups, then itself): computed once when ``cached`` is given.
-            if cached is not None:
-                not_owned = not_owned.persist()
-                cached.append(not_owned)
-                not_owned = cached_leaf(not_owned)
+            not_owned = _kept(not_owned, cached)  # read twice: for its groups, then itself
             non_owner_in_force = _in_force(not_owned, members_context(not_owned.select("group_id").distinct()))
     if not rows and non_owner_in_force is None:
         return None
@@ -282,22 +288,14 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
                .select("group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "p.*")
                .withColumn("_threshold", F.col("timestamp") + F.lit(limit)))
 
-    def keep(df):
-        # Each of these is read several times below: computed once, and planned over as a leaf (its cache),
-        # not as its lineage once per reader (a plan that grows with every reader of every reader).
-        if cached is None:
-            return df
-        df = df.persist()
-        cached.append(df)
-        return cached_leaf(df)
-
-    tracked = keep(tracked)
+    # Each of these is read several times below (``_kept``).
+    tracked = _kept(tracked, cached)
     groups = tracked.select("group_id").distinct()
     clock = commit_events(commit_log).unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
         .join(F.broadcast(groups), "group_id", "left_semi")
     blocks = clock.groupBy("group_id", F.col("partition").alias("record_partition"),
                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
-    blocks = keep(blocks)
+    blocks = _kept(blocks, cached)
     # Suspects: a block from the commit's to its resolution's (or any later one while open) is past the threshold.
     first_block, last_block = F.shiftright("record_offset", BLOCK_BITS), F.shiftright("resolved_offset", BLOCK_BITS)
     short = F.col("resolved_offset").isNotNull() & (last_block - first_block < _MAX_SPAN)
@@ -312,7 +310,7 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
             & (F.col("b._block") >= F.shiftright("t.record_offset", BLOCK_BITS)) & (
                 F.col("t.resolved_offset").isNull()
                 | (F.col("b._block") <= F.shiftright("t.resolved_offset", BLOCK_BITS))))))
-    suspects = keep(in_span.unionByName(late.select(*[F.col(f"t.{c}") for c in position])).distinct())
+    suspects = _kept(in_span.unionByName(late.select(*[F.col(f"t.{c}") for c in position])).distinct(), cached)
     cleared = tracked.join(suspects, position, "left_anti")
     searched = _first_late_events(tracked.join(suspects, position, "left_semi"), clock)
     found = searched.unionByName(cleared.withColumn(
