@@ -228,6 +228,57 @@ def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
     }
 
 
+def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
+    """What the batch audit keeps of the commit log (``resolve_commits(..., digest=True)``) plus the decoded commit
+    records give the offset rules and the offsets snapshot the same rows as the whole log: on the golden histories
+    with their transactional tail, and on a backwards transactional commit and a group in two partitions."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay.commit_log import (ResolvedCommits, commit_records, digest_snapshot, offsets_snapshot,
+                                                 resolve_commits)
+
+    t = 1_700_000_000_000
+    records = golden_records() + [
+        _commit(10, 10, t, "orders", 0, 100, producer_id=7, group="txn-behind"),
+        _commit(10, 11, t + 1, "orders", 0, 50, group="txn-behind"),
+        _marker(10, 12, t + 2, 7, "COMMIT"),
+        _commit(10, 13, t + 3, "orders", 0, 40, group="txn-behind"),
+        _commit(10, 11, t, "payments", 0, 50, group="split"),
+        _commit(11, 11, t, "payments", 0, 60, group="split"),
+        _commit(11, 12, t + 1, "payments", 0, 70, group="split"),
+        # two partitions again: the later partition's plain commit is stored after the earlier one's transactional
+        # commit, whose marker has a higher offset than it
+        _commit(12, 10, t, "orders", 0, 100, producer_id=8, group="late-marker"),
+        _marker(12, 30, t + 2, 8, "COMMIT"),
+        _commit(13, 20, t + 1, "orders", 0, 200, group="late-marker"),
+    ]
+    decoded, _ = split(decode(_source_df(spark, records)))
+    log = resolve_commits(decoded).persist()
+    digest = resolve_commits(decoded, digest=True).persist()
+    try:
+        whole, kept = ResolvedCommits.of_log(log), ResolvedCommits.of_digest(digest, commit_records(decoded))
+        assert digest.count() < log.count()
+
+        def rows(df):
+            return sorted((tuple(r) for r in df.collect()), key=repr)
+
+        assert rows(digest_snapshot(digest)) == rows(offsets_snapshot(log))
+        assert [r["committed_offset"] for r in offsets_snapshot(log).filter(F.col("group_id") == "late-marker")
+                .collect()] == [200]
+        assert rows(kept.applied()) == rows(whole.applied())
+        assert rows(kept.events()) == rows(whole.events())
+        assert kept.latest_time() == whole.latest_time()
+        backwards = F.col("applied") & (F.col("committed_offset") < F.col("previous_committed_offset"))
+        transactional = F.col("outcome").startswith("txn_")
+        for only in (backwards, transactional):
+            assert rows(digest.filter(only).select(*log.columns)) == rows(log.filter(only))
+        assert ("txn-behind", 40) in rows(digest.filter(backwards).select("group_id", "committed_offset"))
+    finally:
+        log.unpersist()
+        digest.unpersist()
+
+
 def test_backwards_commit_of_a_group_without_members_follows_only_with_members(spark):
     """An admin's reset of a simple group (no members ever): reported only with ``only_with_members`` false, by the
     pure core, the batch audit and the incremental run's form of the rules (no ``members_context``) alike."""

@@ -116,12 +116,13 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         # work it really did, and the write stage only writes.
         with stage("replay"):
             replayed = replay_spark.replay(decoded)
-            # The commit log feeds the offsets table and the audit's offset rules: resolved once, before the
-            # offsets table (whose plan holds it) is computed, so that table reads it from the cache.
-            if replayed.offset_commits is not None:
+            # The commit log's digest feeds the offsets table and the audit's offset rules: resolved once, before
+            # the offsets table (whose plan holds it) is computed, so that table reads it from the cache. The whole
+            # log is never kept (``ReplayTables``: the decoded commit records stand in for the rest of it).
+            if replayed.commit_digest is not None:
                 began = time.perf_counter()
-                replayed = dataclasses.replace(replayed, offset_commits=_materialized(replayed.offset_commits))
-                timings["replay:offset_commits"] = round(time.perf_counter() - began, 3)
+                replayed = dataclasses.replace(replayed, commit_digest=_materialized(replayed.commit_digest))
+                timings["replay:commit_digest"] = round(time.perf_counter() - began, 3)
             replayed = _materialized_tables(replayed, "replay", timings)
             releases.append(replayed.release)
             replayed = replayed.map(cached_leaf)
@@ -165,10 +166,11 @@ def _materialized(df):
 
 
 def _materialized_tables(tables, stage: str, timings: dict):
-    """``tables`` (a ``StageTables``) with each table materialised, a few side by side (``plans.side_by_side``),
+    """``tables`` (a ``StageTables``) with each table but the lazy ones materialised, a few side by side (``plans.side_by_side``),
     its time in ``timings["<stage>:<table>"]``: its count's wall time beside the others' (the first table to read a
     shared intermediate pays for it; a table materialised before keeps its time)."""
-    fresh = {name: df.persist() for name, df in tables.as_dict().items() if df is not None and not df.is_cached}
+    fresh = {name: df.persist() for name, df in tables.as_dict().items()
+             if df is not None and not df.is_cached and name not in tables.lazy()}
     counted = side_by_side({name: df.count for name, df in fresh.items()})
     for name, (_, seconds) in counted.items():
         timings.setdefault(f"{stage}:{name}", round(seconds, 3))

@@ -24,6 +24,7 @@ import json
 import pandas as pd
 
 from offsets_audit.plans import cached_leaf, cast_to
+from offsets_audit.replay.commit_log import ResolvedCommits
 
 from .model import FINDING_ROW_DDL, Finding
 from .rules.base import ZERO_UUID
@@ -53,41 +54,25 @@ def _where(partition, offset):
 
 def commit_events(commit_log):
     """The offset events of the log (the pure replay's ``offset_committed`` ... ``txn_offset_aborted``) as
-    positions and times only: the group's clock for the pending rule. One scan of the log: each commit's event at
-    its record, and a resolved transactional commit's at its marker too."""
-    from pyspark.sql import functions as F
-
-    at_record = F.struct(F.col("record_partition").alias("partition"), F.col("record_offset").alias("offset"),
-                         F.col("timestamp").alias("timestamp"))
-    at_marker = F.when(F.col("outcome").isin(*_RESOLVED), F.struct(
-        F.col("record_partition").alias("partition"), F.col("resolved_offset").alias("offset"),
-        F.col("resolved_timestamp").alias("timestamp")))
-    # Explode, then drop the null marker events: ``F.filter`` (a higher-order function) has no generated code and
-    # made this 5x slower at 5.3 M records than the union of two scans it replaces.
-    return (commit_log.filter(~F.col("carried"))
-            .select("group_id", F.explode(F.array(at_record, at_marker)).alias("_e"))
-            .filter(F.col("_e").isNotNull()).select("group_id", "_e.*"))
-
-
-#: Outcomes of a transactional commit whose marker the group's clock includes.
-_RESOLVED = ("txn_committed", "txn_aborted")
+    positions and times only: the group's clock for the pending rule (``ResolvedCommits.events``)."""
+    return _resolved(commit_log).events()
 
 
 def latest_commit_time(commit_log):
-    """The latest time in the commit log's events (``commit_events``): one aggregate over the log, no union."""
-    from pyspark.sql import functions as F
+    """The latest time in the commit log's events (``commit_events``), or None."""
+    return _resolved(commit_log).latest_time()
 
-    row = commit_log.filter(~F.col("carried") & F.col("group_id").isNotNull()).agg(
-        F.max("timestamp").alias("record"),
-        F.max(F.when(F.col("outcome").isin(*_RESOLVED), F.col("resolved_timestamp"))).alias("marker")).first()
-    times = [t for t in (row["record"], row["marker"]) if t is not None]
-    return max(times) if times else None
+
+def _resolved(commit_log) -> ResolvedCommits:
+    """``commit_log`` as the rules read it: a ``ResolvedCommits`` as it is, a whole log (a DataFrame) wrapped."""
+    return commit_log if isinstance(commit_log, ResolvedCommits) else ResolvedCommits.of_log(commit_log)
 
 
 def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
                     *, cached: list | None = None, members_context=None):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
+    ``commit_log``: the resolved log, whole (a ``COMMIT_LOG_DDL`` DataFrame) or as a ``ResolvedCommits``;
     ``group_times``: (group_id, partition, offset, timestamp) of every group event; ``timeline``: the walk's
     rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns). With ``cached`` (a list), the
     intermediates the rules' plan reads several times (the pending rule's tracked transactions, clock blocks and
@@ -99,6 +84,7 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
     candidates take their context in force from it."""
     from pyspark.sql import functions as F
 
+    commit_log = _resolved(commit_log)
     parts = []
     if settings["offset_committed_backwards"]["enabled"] or settings["offset_commit_by_non_owner"]["enabled"]:
         parts.append(_commit_rules(commit_log, timeline, settings, config, members_context=members_context,
@@ -174,7 +160,7 @@ def _owned_intervals(timeline):
             .filter(F.col("owned")).drop("owned"))
 
 
-def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members_context=None,
+def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config: dict, *, members_context=None,
                   cached: list | None = None):
     """Backwards commits and commits by a non-owner: applied commits in the context in force.
 
@@ -185,12 +171,6 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members
     non-owner candidates with their groups' context rows with the members."""
     from pyspark.sql import functions as F
 
-    applied = commit_log.filter(~F.col("carried") & F.col("applied")).select(
-        "group_id", "topic", "topic_partition", "committed_offset", "topic_id", "previous_committed_offset",
-        _where(F.col("previous_partition"), F.col("previous_offset")).alias("previous_where"),
-        F.col("record_partition").alias("partition"), F.col("effective_at").alias("offset"),
-        F.when(F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))
-        .alias("time"))
     with_members = bool(settings["offset_committed_backwards"]["only_with_members"])
     backwards = F.col("previous_committed_offset").isNotNull() & F.col("committed_offset").isNotNull() & (
         F.col("committed_offset") < F.col("previous_committed_offset"))
@@ -199,17 +179,24 @@ def _commit_rules(commit_log, timeline, settings: dict, config: dict, *, members
     rows = []
     non_owner_in_force = None
     if settings["offset_committed_backwards"]["enabled"]:
-        rows.append(applied.filter(backwards).withColumn("rule", F.lit("offset_committed_backwards")))
+        # Every applied commit below the stored one is a row of the log (its digest keeps them all).
+        rows.append(commit_log.rows.filter(~F.col("carried") & F.col("applied")).filter(backwards).select(
+            "group_id", "topic", "topic_partition", "committed_offset", "topic_id", "previous_committed_offset",
+            _where(F.col("previous_partition"), F.col("previous_offset")).alias("previous_where"),
+            F.col("record_partition").alias("partition"), F.col("effective_at").alias("offset"),
+            F.when(F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))
+            .alias("time"), F.lit("offset_committed_backwards").alias("rule")))
     if settings["offset_commit_by_non_owner"]["enabled"]:
         # Only groups that ever had modern (KIP-848) members can fail the rule; the context in force decides.
         modern = timeline.filter((F.col("kind") == "context") & (F.col("group_type") == "consumer")
                                  & F.col("has_modern_members")).select("group_id").distinct()
-        candidates = applied.join(F.broadcast(modern), "group_id", "left_semi")
+        candidates = commit_log.applied(modern).select(
+            "*", F.lit(None).cast("long").alias("previous_committed_offset"),
+            F.lit(None).cast("string").alias("previous_where"))
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
         known = dict(config.get("_topic_ids") or {})
-        first_id = (commit_log.filter(~F.col("carried") & F.col("topic_id").isNotNull()
-                                      & (F.col("topic_id") != ZERO_UUID) & (F.col("topic_id") != "")
-                                      & ~F.col("outcome").isin("deleted"))
+        first_id = (commit_log.records.filter(F.col("topic_id").isNotNull() & (F.col("topic_id") != ZERO_UUID)
+                                              & (F.col("topic_id") != "") & ~F.col("is_tombstone"))
                     .join(F.broadcast(modern), "group_id", "left_semi")
                     .groupBy("group_id", "topic")
                     .agg(F.min_by(F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
@@ -267,7 +254,7 @@ BLOCK_BITS = 8
 _MAX_SPAN = 64
 
 
-def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms: int | None, *,
+def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: dict, end_time_ms: int | None, *,
                   cached: list | None = None):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
     later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end.
@@ -280,7 +267,8 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
     from pyspark.sql import functions as F
 
     limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
-    txn = commit_log.filter(~F.col("carried") & F.col("outcome").startswith("txn_") & F.col("timestamp").isNotNull())
+    txn = commit_log.rows.filter(~F.col("carried") & F.col("outcome").startswith("txn_")
+                                 & F.col("timestamp").isNotNull())
     # The rule tracks one commit per (producer, key) until its resolution: the first of each transaction.
     tracked = (txn.groupBy("group_id", "topic", "topic_partition", "producer_id", "resolved_offset")
                .agg(F.min_by(F.struct("record_partition", "record_offset", "timestamp"), F.col("record_offset"))
@@ -291,7 +279,7 @@ def _pending_rule(commit_log, group_times, timeline, settings: dict, end_time_ms
     # Each of these is read several times below (``_kept``).
     tracked = _kept(tracked, cached)
     groups = tracked.select("group_id").distinct()
-    clock = commit_events(commit_log).unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
+    clock = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
         .join(F.broadcast(groups), "group_id", "left_semi")
     blocks = clock.groupBy("group_id", F.col("partition").alias("record_partition"),
                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))

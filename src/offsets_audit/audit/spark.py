@@ -218,11 +218,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     tables = replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
         **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
     events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
-    commit_log = tables.offset_commits
-    if commit_log is None and decoded is not None:
-        from offsets_audit.replay.commit_log import resolve_commits
-
-        commit_log = resolve_commits(decoded)
+    commit_log = _resolved_commits(tables, decoded)
     group_times = events.select("group_id", "partition", "offset", "timestamp")
     # The log's end: the latest time of any group event or offset event (two aggregates, not a union's scans).
     times = [group_times.agg(F.max("timestamp")).first()[0]]
@@ -262,6 +258,21 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
     return AuditTables(findings=findings, rebalances=rebalances, latency_summary=latency_summary(rebalances),
                        rebalance_causes=rebalance_causes(rebalances), cached=tuple(cached))
+
+
+def _resolved_commits(tables: ReplayTables, decoded):
+    """The replay's resolved commit log as the offset rules read it: its digest with the decoded commit records
+    (the batch replay), else the whole log, else one resolved from ``decoded``; None without any of them."""
+    from offsets_audit.replay.commit_log import ResolvedCommits, commit_records, resolve_commits
+
+    if tables.commit_digest is not None and (tables.commit_records is not None or decoded is not None):
+        records = tables.commit_records if tables.commit_records is not None else commit_records(decoded)
+        return ResolvedCommits.of_digest(tables.commit_digest, records)
+    if tables.offset_commits is not None:
+        return ResolvedCommits.of_log(tables.offset_commits)
+    if decoded is not None:
+        return ResolvedCommits.of_log(resolve_commits(decoded))
+    return None
 
 
 def rebalance_causes(rebalances):

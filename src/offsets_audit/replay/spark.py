@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from offsets_audit.codec.spark import DECODED_RECORD_COLUMN
 
-from .commit_log import COMMIT_LOG_DDL, record_time_ms
+from .commit_log import COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, record_time_ms
 from .fold import GroupFold
 from .state import OFFSET_RECORD_TYPES
 
@@ -287,11 +287,12 @@ def offset_commits(decoded_df):
     return resolve_commits(decoded_df)
 
 
-def table(ddl: str, *, output: bool = True, optional: bool = False):
+def table(ddl: str, *, output: bool = True, optional: bool = False, lazy: bool = False):
     """A field of a stage's tables: the DataFrame, its rows' DDL beside it (``offsets_audit.tables`` registers
     the written ones), ``output`` false for an intermediate the job reads but does not write, ``optional`` for
-    a table some modes do not produce (``None`` then)."""
-    metadata = {"ddl": ddl, "output": output}
+    a table some modes do not produce (``None`` then), ``lazy`` for a plan the job hands on as it is, never
+    materialised at the stage's end (``StageTables.lazy``: reading it costs less than keeping it)."""
+    metadata = {"ddl": ddl, "output": output, "lazy": lazy}
     if optional:
         return dataclasses.field(default=None, metadata=metadata)
     return dataclasses.field(metadata=metadata)
@@ -313,6 +314,11 @@ class StageTables:
         """``{table: DDL}`` of the fields (the written ones only, by default), in field order."""
         return {f.name: f.metadata["ddl"] for f in dataclasses.fields(cls)
                 if "ddl" in f.metadata and (f.metadata["output"] or not outputs_only)}
+
+    @classmethod
+    def lazy(cls) -> frozenset[str]:
+        """The fields a stage boundary leaves unmaterialised (``table(..., lazy=True)``)."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("lazy"))
 
     def as_dict(self, *, outputs_only: bool = False) -> dict[str, DataFrame | None]:
         names = type(self).ddls(outputs_only=outputs_only)
@@ -348,29 +354,33 @@ class StageTables:
 class ReplayTables(StageTables):
     """What the replay hands on: the batch replay (``replay``) and the incremental one return this.
 
-    ``offset_commits`` is the resolved commit log (``commit_log.resolve_commits``): the audit's offset rules
-    read it; it is not written, and a mode that does not resolve the whole log leaves it ``None`` (the audit
-    then resolves one from the decoded records, or skips the offset rules)."""
+    ``offset_commits`` is the resolved commit log (``commit_log.resolve_commits``), a plan the job never
+    computes whole; ``commit_digest`` its digest, which the ``offsets`` table and the audit's offset rules read,
+    and ``commit_records`` the decoded commit records (a plan over the decoded log) that stand in for the rest of
+    the log (``commit_log.ResolvedCommits``). None is written. A mode that does not resolve the whole log
+    leaves the three ``None`` (the audit then resolves one from the decoded records, or skips the offset rules)."""
 
     group_state: DataFrame = table(GROUP_STATE_DDL)
     members: DataFrame = table(MEMBERS_DDL)
     group_events: DataFrame = table(EVENTS_DDL)
     target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL)
     offsets: DataFrame = table(OFFSETS_DDL)
-    offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True)
+    offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True, lazy=True)
+    commit_digest: DataFrame | None = table(COMMIT_DIGEST_DDL, output=False, optional=True)
+    commit_records: DataFrame | None = table(COMMIT_RECORDS_DDL, output=False, optional=True, lazy=True)
     cached: tuple = cached_intermediates()
 
 
 def replay(decoded_df) -> ReplayTables:
     """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables
-    (docs/replay.md); ``offset_commits``, the resolved commit log, also feeds the ``offsets`` table."""
+    (docs/replay.md); ``commit_digest``, the resolved commit log's digest, also feeds the ``offsets`` table."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .commit_log import offsets_snapshot, resolve_commits
+    from .commit_log import commit_records, digest_snapshot, resolve_commits
 
-    commits = resolve_commits(decoded_df)
+    digest = resolve_commits(decoded_df, digest=True)
     output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
     assert isinstance(output_type, StructType)
     fold_schema = to_arrow_schema(output_type)
@@ -395,7 +405,9 @@ def replay(decoded_df) -> ReplayTables:
         members=part("member"),
         group_events=part("event").unionByName(undecodable),
         target_assignments=part("target"),
-        offsets=offsets_table(offsets_snapshot(commits)),
-        offset_commits=commits,
+        offsets=offsets_table(digest_snapshot(digest)),
+        offset_commits=resolve_commits(decoded_df),
+        commit_digest=digest,
+        commit_records=commit_records(decoded_df),
         cached=(folded,),
     )
