@@ -253,6 +253,15 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
         _marker(12, 30, t + 2, 8, "COMMIT"),
         _commit(13, 20, t + 1, "orders", 0, 200, group="late-marker"),
     ]
+    # commits naming topic ids (value version 4): the first by position counts, not a tombstone's or a zero id
+    named = [(14, 10, "orders", 1, "AAAAAAAAAAAAAAAAAAAAAA"), (14, 11, "orders", 0, "tdSMm_pWjo9nwTbCqMDntA"),
+             (14, 12, "orders", 1, "YEmEmknrDMNB0wEESWyKEA"), (15, 10, "payments", 0, "YEmEmknrDMNB0wEESWyKEA")]
+    for partition, offset, topic, tp, topic_id in named:
+        key, value = encode_record(1, {"group": "named", "topic": topic, "partition": tp},
+                                   {"offset": offset, "leaderEpoch": -1, "metadata": "", "commitTimestamp": t,
+                                    "topicId": topic_id}, 4)
+        records.append({"key": key, "value": value, "partition": partition, "offset": offset, "timestamp": t,
+                        "producer_id": -1, "is_control": False, "control_type": None})
     decoded, _ = split(decode(_source_df(spark, records)))
     log = resolve_commits(decoded).persist()
     digest = resolve_commits(decoded, digest=True).persist()
@@ -269,6 +278,11 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
         assert rows(kept.applied()) == rows(whole.applied())
         assert rows(kept.events()) == rows(whole.events())
         assert kept.latest_time() == whole.latest_time()
+        groups = log.select("group_id").distinct()
+        first_ids = rows(kept.first_topic_ids(groups))
+        assert first_ids == rows(whole.first_topic_ids(groups))
+        assert [(g, topic, tuple(first)) for g, topic, first in first_ids if g == "named"] == [
+            ("named", "orders", (14, 11, "tdSMm_pWjo9nwTbCqMDntA")), ("named", "payments", (15, 10, "YEmEmknrDMNB0wEESWyKEA"))]
         backwards = F.col("applied") & (F.col("committed_offset") < F.col("previous_committed_offset"))
         transactional = F.col("outcome").startswith("txn_")
         for only in (backwards, transactional):

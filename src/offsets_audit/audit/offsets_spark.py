@@ -27,7 +27,6 @@ from offsets_audit.plans import cached_leaf, cast_to
 from offsets_audit.replay.commit_log import ResolvedCommits
 
 from .model import FINDING_ROW_DDL, Finding
-from .rules.base import ZERO_UUID
 from .rules.offsets import commit_by_non_owner, committed_backwards, pending_too_long
 
 #: Rows the per-group audit walk emits besides findings and rebalances (``engine.GroupTimeline``).
@@ -195,13 +194,7 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
             F.lit(None).cast("string").alias("previous_where"))
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
         known = dict(config.get("_topic_ids") or {})
-        first_id = (commit_log.records.filter(F.col("topic_id").isNotNull() & (F.col("topic_id") != ZERO_UUID)
-                                              & (F.col("topic_id") != "") & ~F.col("is_tombstone"))
-                    .join(F.broadcast(modern), "group_id", "left_semi")
-                    .groupBy("group_id", "topic")
-                    .agg(F.min_by(F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
-                                           F.col("topic_id").alias("id")),
-                                  F.struct("record_partition", "record_offset")).alias("_first")))
+        first_id = commit_log.first_topic_ids(modern)
         candidates = candidates.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"], "left")
         configured = F.create_map(*[x for k, v in known.items() for x in (F.lit(k), F.lit(v))]) if known else None
         seen = F.when(_at_or_after(F.col("partition"), F.col("offset"), F.col("_first.p"), F.col("_first.o")),

@@ -52,11 +52,12 @@ COMMIT_RECORDS_DDL = (
 #: Fields of the commit stored at a key's end (``key_end``) besides its position, segment and committed offset.
 _STORED_AT_END = ("committed_leader_epoch", "metadata", "commit_timestamp", "producer_id")
 #: Columns of ``resolve_commits(..., digest=True)``: the log's columns, and on each key's last row the commit
-#: stored at the end of the log (null when none is: nothing applied, or a tombstone since).
+#: stored at the end of the log (null when none is: nothing applied, or a tombstone since), the latest time of the
+#: key's records and its first record naming a topic id (``_key_summaries``).
 COMMIT_DIGEST_DDL = COMMIT_LOG_DDL + (
     ", last_of_key boolean, key_end struct<segment: bigint, committed_offset: bigint, committed_leader_epoch: int, "
     "metadata: string, commit_timestamp: bigint, producer_id: bigint, record_partition: int, record_offset: bigint, "
-    "effective_at: bigint>"
+    "effective_at: bigint>, key_latest_time long, key_first_topic_id struct<p: int, o: bigint, id: string>"
 )
 #: Rows of the commit log its digest keeps. The others, the bulk of a healthy log, are plain commits applied at
 #: their record, neither backwards nor the last of their key: the commit records themselves say all the offset
@@ -202,7 +203,7 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
         F.last(F.when(F.col("is_tombstone"), F.col("record_offset")), ignorenulls=True).over(upto)
         .alias("_last_tombstone"),
         F.lead("_pos").over(key).alias("_next_pos"), F.lead("producer_id").over(key).alias("_next_producer"),
-        F.lead("_txn").over(key).alias("_next_txn"))
+        F.lead("_txn").over(key).alias("_next_txn"), *(_key_summaries(upto) if digest else []))
     cleared = F.col("_txn") & F.col("_last_tombstone").isNotNull() & (F.col("_last_tombstone") > F.col("record_offset"))
     same_marker = F.col("_next_txn") & (F.col("_next_producer") == F.col("producer_id")) & (
         (F.col("_next_pos") == F.col("_pos")) | (F.col("_pos").isNull() & F.col("_next_pos").isNull()))
@@ -251,8 +252,25 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
         F.when(same_segment, F.col("_previous.committed_offset")).alias("previous_committed_offset"),
         F.when(same_segment, F.col("_previous.partition")).alias("previous_partition"),
         F.when(same_segment, F.col("_previous.offset")).alias("previous_offset"),
-        "carried", *(["last_of_key", "key_end"] if digest else []),
+        "carried", *(["last_of_key", "key_end", F.when(F.col("last_of_key"), F.col("_latest")).alias("key_latest_time"),
+                      F.when(F.col("last_of_key"), F.col("_first_named")).alias("key_first_topic_id")]
+                     if digest else []),
     )
+
+
+def _key_summaries(upto) -> list:
+    """What a digest's last row of a key says of all the key's records (running over ``upto``, the key's rows up to
+    each one): its latest record time, and its first record (by position) naming a topic id, not a tombstone."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.schema import ZERO_UUID
+
+    record = ~F.col("carried")
+    named = record & ~F.col("is_tombstone") & F.col("topic_id").isNotNull() & ~F.col("topic_id").isin(ZERO_UUID, "")
+    position = F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
+                        F.col("topic_id").alias("id"))
+    return [F.max(F.when(record, F.col("timestamp"))).over(upto).alias("_latest"),
+            F.min(F.when(named, position)).over(upto).alias("_first_named")]
 
 
 def offsets_snapshot(commit_log):
@@ -301,16 +319,19 @@ RECORD_COLUMNS = ["group_id", "topic", "topic_partition", "record_partition", "r
 
 @dataclass(frozen=True)
 class ResolvedCommits:
-    """The resolved commit log as the offset rules read it: ``rows`` (``COMMIT_LOG_DDL``; the whole log, or its
-    digest) and ``records``, every offset-commit record of the log as it was read (``RECORD_COLUMNS``).
+    """The resolved commit log as the offset rules read it: ``rows``, the whole log (``COMMIT_LOG_DDL``) or its
+    digest (``COMMIT_DIGEST_DDL``), and ``records``, every offset-commit record of the log as it was read
+    (``RECORD_COLUMNS``).
 
-    A batch run keeps only the digest (``resolve_commits(..., digest=True)``), a few rows per key on a healthy
-    cluster, and reads the rest from the decoded records it holds anyway: caching the whole log (22 columns of
+    A batch run keeps only the digest (``resolve_commits(..., digest=True)``): each key's last row, the
+    transactional commits and the few plain ones the rules report or skip. It reads the rest from the decoded
+    records it holds anyway: caching the whole log (22 columns of
     ~90 % of the records) cost as much as resolving it. The rules see the same rows either way:
 
     * ``applied``: a plain commit is applied unless the digest says it was not; a transactional one is a digest row;
-    * ``backwards``, ``transactional``: digest rows, all of them;
-    * ``events``, ``latest_time``: each record's position and time, and each resolved transaction's marker."""
+    * backwards and transactional commits: digest rows, all of them;
+    * ``first_topic_ids``, ``latest_time``: from each key's last row (``key_first_topic_id``, ``key_latest_time``);
+    * ``events``: each record's position and time, and each resolved transaction's marker."""
 
     rows: DataFrame
     records: DataFrame
@@ -355,6 +376,24 @@ class ResolvedCommits:
             rows.filter(F.col("outcome") == "txn_committed").select(
                 *columns(F.col("effective_at"), F.col("resolved_timestamp"))))
 
+    def first_topic_ids(self, groups):
+        """Per (group, topic) of the groups in ``groups`` (a DataFrame of ``group_id``) the first commit record (by
+        position) naming a topic id, not a tombstone: ``_first`` = (``p``, ``o``, ``id``)."""
+        from pyspark.sql import functions as F
+
+        from offsets_audit.codec.schema import ZERO_UUID
+
+        if self.whole:
+            named = self.records.filter(~F.col("is_tombstone") & F.col("topic_id").isNotNull()
+                                        & ~F.col("topic_id").isin(ZERO_UUID, ""))
+            first = F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
+                             F.col("topic_id").alias("id"))
+        else:  # each key's first one, from its last row: the digest's few rows, not the records
+            named = self.rows.filter(F.col("last_of_key") & F.col("key_first_topic_id").isNotNull())
+            first = F.col("key_first_topic_id")
+        return (named.join(F.broadcast(groups), "group_id", "left_semi").groupBy("group_id", "topic")
+                .agg(F.min(first).alias("_first")))
+
     def events(self):
         """The offset events of the log as positions and times (``group_id, partition, offset, timestamp``): each
         commit's at its record, and a resolved transactional commit's at its marker too."""
@@ -384,9 +423,9 @@ class ResolvedCommits:
         marker = F.max(F.when(~F.col("carried") & F.col("outcome").isin(*RESOLVED), F.col("resolved_timestamp")))
         if self.whole:
             row = self.rows.filter(~F.col("carried") & named).agg(F.max("timestamp"), marker).first()
-        else:
-            row = self.records.filter(named).agg(F.max("timestamp")).crossJoin(
-                self.rows.filter(named).agg(marker)).first()
+        else:  # each key's latest record time is on its last row
+            row = self.rows.filter(named).agg(F.max(F.when(F.col("last_of_key"), F.col("key_latest_time"))),
+                                              marker).first()
         times = [t for t in row if t is not None]
         return max(times) if times else None
 
