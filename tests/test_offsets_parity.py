@@ -235,8 +235,10 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
     from pyspark.sql import functions as F
 
     from offsets_audit.codec.spark import decode, split
-    from offsets_audit.replay.commit_log import (ResolvedCommits, commit_records, digest_snapshot, offsets_snapshot,
-                                                 resolve_commits)
+    from pyspark.sql import types as T
+
+    from offsets_audit.replay.commit_log import (COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, ResolvedCommits,
+                                                 commit_records, digest_snapshot, offsets_snapshot, resolve_commits)
 
     t = 1_700_000_000_000
     records = golden_records() + [
@@ -268,6 +270,9 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
     try:
         whole, kept = ResolvedCommits.of_log(log), ResolvedCommits.of_digest(digest, commit_records(decoded))
         assert digest.count() < log.count()
+        for df, ddl in ((log, COMMIT_LOG_DDL), (digest, COMMIT_DIGEST_DDL), (commit_records(decoded),
+                                                                             COMMIT_RECORDS_DDL)):
+            assert df.schema.simpleString() == T._parse_datatype_string(ddl).simpleString()
 
         def rows(df):
             return sorted((tuple(r) for r in df.collect()), key=repr)

@@ -166,9 +166,9 @@ def _materialized(df):
 
 
 def _materialized_tables(tables, stage: str, timings: dict):
-    """``tables`` (a ``StageTables``) with each table but the lazy ones materialised, a few side by side (``plans.side_by_side``),
-    its time in ``timings["<stage>:<table>"]``: its count's wall time beside the others' (the first table to read a
-    shared intermediate pays for it; a table materialised before keeps its time)."""
+    """``tables`` (a ``StageTables``) with each table but the lazy ones materialised, a few side by side
+    (``plans.side_by_side``), its time in ``timings["<stage>:<table>"]``: its count's wall time beside the others'
+    (the first table to read a shared intermediate pays for it; a table materialised before keeps its time)."""
     fresh = {name: df.persist() for name, df in tables.as_dict().items()
              if df is not None and not df.is_cached and name not in tables.lazy()}
     counted = side_by_side({name: df.count for name, df in fresh.items()})
