@@ -325,8 +325,8 @@ class ResolvedCommits:
 
     A batch run keeps only the digest (``resolve_commits(..., digest=True)``): each key's last row, the
     transactional commits and the few plain ones the rules report or skip. It reads the rest from the decoded
-    records it holds anyway: caching the whole log (22 columns of
-    ~90 % of the records) cost as much as resolving it. The rules see the same rows either way:
+    records it holds anyway: caching the whole log (22 columns of ~90 % of the records) cost as much as resolving
+    it. The rules see the same rows either way:
 
     * ``applied``: a plain commit is applied unless the digest says it was not; a transactional one is a digest row;
     * backwards and transactional commits: digest rows, all of them;
@@ -370,8 +370,10 @@ class ResolvedCommits:
                 F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))))
         position = ["group_id", "record_partition", "record_offset"]
         plain = only(self.records.filter(~F.col("is_tombstone") & (F.col("producer_id") == NO_PRODUCER_ID)))
+        # Broadcast whatever the digest's size: a plain commit fails to apply only in a group spread over two
+        # partitions, and a sort-merge join would shuffle every plain commit of the log.
         not_applied = self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(*position)
-        plain = plain.join(not_applied, position, "left_anti")
+        plain = plain.join(F.broadcast(not_applied), position, "left_anti")
         return plain.select(*columns(F.col("record_offset"), F.col("timestamp"))).unionByName(
             rows.filter(F.col("outcome") == "txn_committed").select(
                 *columns(F.col("effective_at"), F.col("resolved_timestamp"))))
