@@ -233,10 +233,9 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
     records give the offset rules and the offsets snapshot the same rows as the whole log: on the golden histories
     with their transactional tail, and on a backwards transactional commit and a group in two partitions."""
     from pyspark.sql import functions as F
-
-    from offsets_audit.codec.spark import decode, split
     from pyspark.sql import types as T
 
+    from offsets_audit.codec.spark import decode, split
     from offsets_audit.replay.commit_log import (COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, ResolvedCommits,
                                                  commit_records, digest_snapshot, offsets_snapshot, resolve_commits)
 

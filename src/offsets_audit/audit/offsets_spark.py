@@ -24,7 +24,7 @@ import json
 import pandas as pd
 
 from offsets_audit.plans import cached_leaf, cast_to
-from offsets_audit.replay.commit_log import ResolvedCommits
+from offsets_audit.replay.commit_log import ResolvedCommits, below_stored_commit
 
 from .model import FINDING_ROW_DDL, Finding
 from .rules.offsets import commit_by_non_owner, committed_backwards, pending_too_long
@@ -171,8 +171,7 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
     from pyspark.sql import functions as F
 
     with_members = bool(settings["offset_committed_backwards"]["only_with_members"])
-    backwards = F.col("previous_committed_offset").isNotNull() & F.col("committed_offset").isNotNull() & (
-        F.col("committed_offset") < F.col("previous_committed_offset"))
+    backwards = below_stored_commit()
     where = _where(F.col("partition"), F.col("offset"))
     common = [F.col("group_id"), F.col("group_type"), F.col("time"), F.col("topic"), F.col("topic_partition")]
     rows = []

@@ -59,11 +59,6 @@ COMMIT_DIGEST_DDL = COMMIT_LOG_DDL + (
     "metadata: string, commit_timestamp: bigint, producer_id: bigint, record_partition: int, record_offset: bigint, "
     "effective_at: bigint>, key_latest_time long, key_first_topic_id struct<p: int, o: bigint, id: string>"
 )
-#: Rows of the commit log its digest keeps. The others, the bulk of a healthy log, are plain commits applied at
-#: their record, neither backwards nor the last of their key: the commit records themselves say all the offset
-#: rules read of them (``ResolvedCommits``).
-DIGEST_KEEPS = ("transactional commits (txn_*)", "plain commits not applied", "applied commits below the stored one",
-                "the last row of each key")
 #: ``outcome`` values.
 OUTCOMES = ("committed", "deleted", "txn_committed", "txn_aborted", "txn_cleared", "txn_replaced", "txn_pending")
 NO_PRODUCER_ID = -1
@@ -132,7 +127,7 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
 
     With ``digest``, the log's digest instead (``COMMIT_DIGEST_DDL``): the same resolution, of which only the rows
     the offsets snapshot and the offset rules cannot take from the commit records themselves are kept
-    (``DIGEST_KEEPS``), each key's last row with the commit stored at its end (``key_end``)."""
+    (``_kept_in_digest``), each key's last row with the commit stored at its end (``key_end``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -240,10 +235,7 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
             *[at_end[c].alias(c) for c in ("segment", "committed_offset", *_STORED_AT_END)],
             at_end["partition"].alias("record_partition"), at_end["record_offset"].alias("record_offset"),
             at_end["offset"].alias("effective_at"))))
-        backwards = F.col("applied") & (F.col("committed_offset") < F.col("_previous.committed_offset")) & same_segment
-        rows = rows.filter(F.col("_txn") | ((F.col("outcome") == "committed") & ~F.col("applied")) | backwards
-                           | F.col("last_of_key"))
-    return rows.select(
+    log = rows.select(
         *_KEY, "record_partition", "record_offset", "timestamp", "producer_id", "committed_offset",
         "committed_leader_epoch", "metadata", "commit_timestamp", "topic_id", "outcome",
         F.when(F.col("_txn"), resolved).alias("resolved_offset"),
@@ -256,6 +248,39 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
                       F.when(F.col("last_of_key"), F.col("_first_named")).alias("key_first_topic_id")]
                      if digest else []),
     )
+    return log.filter(_kept_in_digest()) if digest else log
+
+
+def below_stored_commit():
+    """A commit log row below the commit stored before it since the key's last tombstone (on ``applied`` rows: the
+    ``offset_committed_backwards`` rule)."""
+    from pyspark.sql import functions as F
+
+    return F.col("previous_committed_offset").isNotNull() & F.col("committed_offset").isNotNull() & (
+        F.col("committed_offset") < F.col("previous_committed_offset"))
+
+
+def _kept_in_digest():
+    """The commit log rows its digest keeps: transactional commits (``txn_*``), plain commits not applied, applied
+    commits below the stored one, and each key's last row. The others, the bulk of a healthy log, are plain
+    commits applied at their record, neither backwards nor the last of their key: the commit records themselves
+    say all the offset rules read of them (``ResolvedCommits``)."""
+    from pyspark.sql import functions as F
+
+    return (F.col("outcome").startswith("txn_") | ((F.col("outcome") == "committed") & ~F.col("applied"))
+            | (F.col("applied") & below_stored_commit()) | F.col("last_of_key"))
+
+
+def _first_named_topic():
+    """A commit record naming a topic id (not a tombstone, not the zero id) as (``p``, ``o``, ``id``), its position
+    first: the least over a group's records is the first that named the topic; null for the others."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.schema import ZERO_UUID
+
+    named = ~F.col("is_tombstone") & F.col("topic_id").isNotNull() & ~F.col("topic_id").isin(ZERO_UUID, "")
+    return F.when(named, F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
+                                  F.col("topic_id").alias("id")))
 
 
 def _key_summaries(upto) -> list:
@@ -263,14 +288,9 @@ def _key_summaries(upto) -> list:
     each one): its latest record time, and its first record (by position) naming a topic id, not a tombstone."""
     from pyspark.sql import functions as F
 
-    from offsets_audit.codec.schema import ZERO_UUID
-
     record = ~F.col("carried")
-    named = record & ~F.col("is_tombstone") & F.col("topic_id").isNotNull() & ~F.col("topic_id").isin(ZERO_UUID, "")
-    position = F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
-                        F.col("topic_id").alias("id"))
     return [F.max(F.when(record, F.col("timestamp"))).over(upto).alias("_latest"),
-            F.min(F.when(named, position)).over(upto).alias("_first_named")]
+            F.min(F.when(record, _first_named_topic())).over(upto).alias("_first_named")]
 
 
 def offsets_snapshot(commit_log):
@@ -278,8 +298,7 @@ def offsets_snapshot(commit_log):
     applied commit after the key's last tombstone (``committed``) and the pending transactional commits."""
     from pyspark.sql import functions as F
 
-    columns = [*_KEY, "committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp",
-               "record_partition", "record_offset", "producer_id"]
+    columns = [*_KEY, *_SNAPSHOT_VALUES]
     # One aggregate per key (the log is hash-partitioned by group id already: no shuffle, no join). The stored commit
     # is the applied one with the highest (segment, record offset), the earlier partition's first on a tie: the
     # order ``applied`` is decided in. (The highest effective position is the same commit for a key in one
@@ -291,9 +310,20 @@ def offsets_snapshot(commit_log):
                .filter(F.col("w").isNotNull() & (F.col("w.segment") == F.col("_last_segment")))
                .select(*_KEY, "w.*")
                .select(*columns, F.lit("committed").alias("status"), "effective_at"))
-    pending = commit_log.filter(F.col("outcome") == "txn_pending").select(
-        *columns, F.lit("pending").alias("status"), F.lit(None).cast("long").alias("effective_at"))
-    return winners.unionByName(pending)
+    return winners.unionByName(_pending_rows(commit_log))
+
+
+#: The commit's columns in an offsets snapshot, after its key.
+_SNAPSHOT_VALUES = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp", "record_partition",
+                    "record_offset", "producer_id"]
+
+
+def _pending_rows(log):
+    """The pending transactional commits of a commit log (whole or digest) as offsets snapshot rows."""
+    from pyspark.sql import functions as F
+
+    return log.filter(F.col("outcome") == "txn_pending").select(
+        *_KEY, *_SNAPSHOT_VALUES, F.lit("pending").alias("status"), F.lit(None).cast("long").alias("effective_at"))
 
 
 def digest_snapshot(digest):
@@ -302,14 +332,10 @@ def digest_snapshot(digest):
     transactional commits are digest rows as they are. The same rows as ``offsets_snapshot`` of the whole log."""
     from pyspark.sql import functions as F
 
-    values = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp", "record_partition",
-              "record_offset", "producer_id"]
     winners = digest.filter(F.col("last_of_key") & (F.col("key_end.segment") == F.col("segment"))).select(
-        *_KEY, *[F.col(f"key_end.{c}").alias(c) for c in values], F.lit("committed").alias("status"),
+        *_KEY, *[F.col(f"key_end.{c}").alias(c) for c in _SNAPSHOT_VALUES], F.lit("committed").alias("status"),
         F.col("key_end.effective_at").alias("effective_at"))
-    pending = digest.filter(F.col("outcome") == "txn_pending").select(
-        *_KEY, *values, F.lit("pending").alias("status"), F.lit(None).cast("long").alias("effective_at"))
-    return winners.unionByName(pending)
+    return winners.unionByName(_pending_rows(digest))
 
 
 #: The columns of a commit record the offset rules read (``ResolvedCommits.records``).
@@ -383,16 +409,12 @@ class ResolvedCommits:
         position) naming a topic id, not a tombstone: ``_first`` = (``p``, ``o``, ``id``)."""
         from pyspark.sql import functions as F
 
-        from offsets_audit.codec.schema import ZERO_UUID
-
         if self.whole:
-            named = self.records.filter(~F.col("is_tombstone") & F.col("topic_id").isNotNull()
-                                        & ~F.col("topic_id").isin(ZERO_UUID, ""))
-            first = F.struct(F.col("record_partition").alias("p"), F.col("record_offset").alias("o"),
-                             F.col("topic_id").alias("id"))
+            first = _first_named_topic()
+            named = self.records.filter(first.isNotNull())
         else:  # each key's first one, from its last row: the digest's few rows, not the records
-            named = self.rows.filter(F.col("last_of_key") & F.col("key_first_topic_id").isNotNull())
             first = F.col("key_first_topic_id")
+            named = self.rows.filter(F.col("last_of_key") & first.isNotNull())
         return (named.join(F.broadcast(groups), "group_id", "left_semi").groupBy("group_id", "topic")
                 .agg(F.min(first).alias("_first")))
 
