@@ -255,7 +255,13 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     transaction none of whose blocks (from its first commit to its resolution, or to the log's end while open)
     holds a time past its threshold cannot fire early. Only the others (suspects, none on a healthy cluster) are
     searched for among their groups' events (one scan against the broadcast suspects); the clock is aggregated,
-    never sorted."""
+    never sorted.
+
+    A block's time is the latest of every group's events in it, not only the transaction's group: a bound for each
+    group's own, and a few thousand rows (one per ``2 ** BLOCK_BITS`` offsets of a partition), joined by broadcast.
+    A bound too high can only make a suspect, which the search then judges exactly. On a healthy cluster none arises:
+    records are written in time order, so a partition's block holds no time much past its transactions' commits, and
+    an open transaction past its threshold is a finding anyway."""
     from pyspark.sql import functions as F
 
     limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
@@ -270,28 +276,29 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
 
     # Each of these is read several times below (``_kept``).
     tracked = _kept(tracked, cached)
-    groups = tracked.select("group_id").distinct()
-    clock = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull()) \
-        .join(F.broadcast(groups), "group_id", "left_semi")
-    blocks = clock.groupBy("group_id", F.col("partition").alias("record_partition"),
-                           F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
+    events = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull())
+    blocks = events.groupBy(F.col("partition").alias("record_partition"),
+                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
     blocks = _kept(blocks, cached)
     # Suspects: a block from the commit's to its resolution's (or any later one while open) is past the threshold.
     first_block, last_block = F.shiftright("record_offset", BLOCK_BITS), F.shiftright("resolved_offset", BLOCK_BITS)
     short = F.col("resolved_offset").isNotNull() & (last_block - first_block < _MAX_SPAN)
     position = ["group_id", "record_partition", "record_offset"]  # one commit record: one tracked row at most
     in_span = (tracked.filter(short).withColumn("_block", F.explode(F.sequence(first_block, last_block)))
-               .join(blocks, ["group_id", "record_partition", "_block"])
+               .join(F.broadcast(blocks), ["record_partition", "_block"])
                .filter(F.col("_top") > F.col("_threshold")).select(*position))
     rest = tracked.filter(~short).alias("t")
-    late = blocks.alias("b").join(F.broadcast(rest), (F.col("b.group_id") == F.col("t.group_id")) & (
-        F.col("b._top") > F.col("t._threshold")) & ((F.col("b.record_partition") > F.col("t.record_partition")) | (
+    # A later partition's events come after the marker in log order: they matter to an open transaction only.
+    late = blocks.alias("b").join(F.broadcast(rest), (F.col("b._top") > F.col("t._threshold")) & (
+        (F.col("t.resolved_offset").isNull() & (F.col("b.record_partition") > F.col("t.record_partition"))) | (
             (F.col("b.record_partition") == F.col("t.record_partition"))
             & (F.col("b._block") >= F.shiftright("t.record_offset", BLOCK_BITS)) & (
                 F.col("t.resolved_offset").isNull()
                 | (F.col("b._block") <= F.shiftright("t.resolved_offset", BLOCK_BITS))))))
     suspects = _kept(in_span.unionByName(late.select(*[F.col(f"t.{c}") for c in position])).distinct(), cached)
     cleared = tracked.join(suspects, position, "left_anti")
+    groups = tracked.select("group_id").distinct()
+    clock = events.join(F.broadcast(groups), "group_id", "left_semi")
     searched = _first_late_events(tracked.join(suspects, position, "left_semi"), clock)
     found = searched.unionByName(cleared.withColumn(
         "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
@@ -299,7 +306,7 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     before_resolution = F.col("resolved_offset").isNull() | ~_at_or_after(
         F.col("_first.partition"), F.col("_first.offset"), F.col("record_partition"), F.col("resolved_offset"))
     if end_time_ms is None:
-        last = blocks.groupBy("group_id").agg(F.max("_top").alias("_end"))
+        last = clock.groupBy("group_id").agg(F.max("timestamp").alias("_end"))
         found = found.join(last, "group_id", "left")
         end = F.col("_end")
     else:
