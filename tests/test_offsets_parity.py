@@ -197,6 +197,31 @@ def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, mon
     _assert_same(pure, findings, got)
 
 
+def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark, monkeypatch):
+    """The pending rule's blocks bound every group's events at once: another group's record past a transaction's
+    threshold, inside the transaction's span, makes it a suspect (the group's own events would not). The search then reads the transaction's own
+    group's events only, finds none past the threshold before the marker, and reports nothing, as the pure core."""
+    from offsets_audit.audit import offsets_spark
+
+    searched = []
+    original = offsets_spark._first_late_events
+    monkeypatch.setattr(offsets_spark, "_first_late_events",
+                        lambda tracked, clock: searched.append(tracked) or original(tracked, clock))
+    t = 1_700_000_000_000
+    records = [
+        _commit(0, 0, t, "orders", 0, 1),
+        _commit(0, 1, t, "orders", 0, 1, group="other-app"),
+        _commit(0, 2, t + 1, "orders", 0, 2, producer_id=7000),
+        _commit(0, 3, t + 20 * MINUTE, "orders", 0, 3, group="other-app"),   # another group, past the threshold
+        _marker(0, 4, t + 2, 7000, "COMMIT"),  # resolved at once (a clock that ran back: a leader moved)
+    ]
+    config = load_config()
+    pure, findings, got = _both(spark, records, config)
+    assert not [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
+    _assert_same(pure, findings, got)
+    assert [r["group_id"] for s in searched for r in s.collect()] == ["orders-app"]  # a suspect, cleared
+
+
 def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
     """``previous_*`` is the last *applied* commit of the key's segment: a transactional commit whose marker
     comes after a later plain commit is effective but not applied, and is not what the next commit follows. A
