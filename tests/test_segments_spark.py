@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 from offsets_audit.sources.segments import read_segment
 from offsets_audit.sources.segments_spark import SegmentsReader, read_arrow
@@ -224,9 +225,46 @@ def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, l
     fused = read_decoded(spark, source, with_decoded_record=with_decoded_record)
     assert "MapInArrow" not in fused._jdf.queryExecution().executedPlan().toString()
     expected = decode(read(spark, source), with_decoded_record=with_decoded_record)
+    if with_decoded_record:  # the fold's mark of commits after commits: the reader's alone (the test below)
+        assert fused.columns[-1] == COMMIT_AFTER_COMMIT_COLUMN
+        fused = fused.drop(COMMIT_AFTER_COMMIT_COLUMN)
     assert fused.schema == expected.schema
     assert_df_equality(fused, expected, ignore_row_order=True)
     assert fused.filter("read_error_code is not null").count() == 2
+
+
+@pytest.mark.spark
+def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(spark, tmp_path):
+    """``commit_after_commit``: a decoded commit whose group's previous record (of those the fold reads) in its Kafka
+    batch is a commit. On a simulated log (commit batches of one group, group records between) it equals that
+    definition computed with a window per Kafka batch, marks many commits, and the fold's tables do not change."""
+    from chispa import assert_df_equality
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import OFFSET_COMMIT_TYPE_IDS, split, tombstone
+    from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.simulate import simulate
+
+    simulate(tmp_path / "sim", groups=6, hours=0.2, seed=11, partitions=3)
+    source = {"kind": "segments", "path": str(tmp_path / "sim" / "segments")}
+    marked = read_decoded(spark, source, with_decoded_record=True).cache()
+    is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
+    read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull() & F.col("group_id").isNotNull()
+            & ~(is_commit & tombstone(marked)))
+    in_batch = Window.partitionBy("partition", "batch_base_offset", "file_position", "group_id").orderBy("offset")
+    expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
+        F.lag(is_commit).over(in_batch), F.lit(False)))
+    assert expected.filter(F.col("_expected") != F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+    assert marked.filter(~read & F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+    marks, commits = marked.filter(COMMIT_AFTER_COMMIT_COLUMN).count(), marked.filter(is_commit).count()
+    assert marks > commits / 3, (marks, commits)  # 2,399 of 5,891 here
+    decoded, _ = split(marked)
+    with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(COMMIT_AFTER_COMMIT_COLUMN))
+    for name in ("group_state", "members", "group_events", "target_assignments"):
+        assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
+    with_mark.release(), without.release(), marked.unpersist()
 
 
 @pytest.mark.spark

@@ -7,8 +7,9 @@ records took 27.1 s on 2 cores that way and 20.8 s in one pass (alternated, one 
 
 ``kafka-segments+decoded`` is a Python Data Source whose reader is ``kafka-segments``' own, and which decodes
 each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
-column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord``
-(``true``: also ``DECODED_RECORD_COLUMN``). ``read_decoded`` picks it where the source is segments;
+column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord`` (``true``: also
+``DECODED_RECORD_COLUMN`` and ``COMMIT_AFTER_COMMIT_COLUMN``, what the replay's fold reads; the second only here,
+where each Arrow batch holds whole Kafka batches). ``read_decoded`` picks it where the source is segments;
 Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
 """
 
@@ -18,7 +19,8 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from offsets_audit.codec.spark import DECODED_COLUMNS, DECODED_RECORD_COLUMN, decode, decode_batches
+from offsets_audit.codec.spark import (COMMIT_AFTER_COMMIT_COLUMN, DECODED_COLUMNS, DECODED_RECORD_COLUMN,
+                                      commits_after_commits, decode, decode_batches)
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 from offsets_audit.sources.segments_spark import SegmentsReader
 
@@ -47,6 +49,7 @@ class DecodedSegmentsDataSource(DataSource):
         fields += [(name, ddl) for name, (_, ddl) in DECODED_COLUMNS.items()]
         if _split_options(self.options)[1]:
             fields.append((DECODED_RECORD_COLUMN, "binary"))
+            fields.append((COMMIT_AFTER_COMMIT_COLUMN, "boolean"))
         return ", ".join(f"`{name}` {ddl}" for name, ddl in fields)
 
     def reader(self, schema) -> DecodingReader:
@@ -64,7 +67,11 @@ class DecodingReader(DataSourceReader):
         return self.inner.partitions()
 
     def read(self, partition: InputPartition) -> Iterator:
-        yield from decode_batches(self.inner.read(partition), self.with_decoded_record)
+        for batch in decode_batches(self.inner.read(partition), self.with_decoded_record):
+            if self.with_decoded_record:
+                # What the fold reads: each batch holds whole Kafka batches (``segments_spark._Columns``).
+                batch = batch.append_column(COMMIT_AFTER_COMMIT_COLUMN, commits_after_commits(batch))
+            yield batch
 
 
 def register(spark) -> None:

@@ -232,6 +232,59 @@ def decode_batches(batches, with_decoded_record: bool = False):
                                              names=list(batch.schema.names) + list(extra))
 
 
+#: The fused segments reader's column (``codec.source``, with the decoded record): an offset commit whose previous
+#: record of its group in the same Kafka batch is an offset commit too. The fold needs only the first commit after
+#: each group record (``replay.spark._group_inputs``): a commit batch (one OffsetCommit request: one record per
+#: partition, all of one group) then crosses the fold's shuffle as one row, not one per partition.
+COMMIT_AFTER_COMMIT_COLUMN = "commit_after_commit"
+
+
+def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
+    """``COMMIT_AFTER_COMMIT_COLUMN`` of a decoded batch of the segments reader, which holds whole Kafka batches.
+
+    Among the rows the fold reads (not control, decoded, with a group id, not a commit tombstone), per Kafka batch
+    (partition, base offset, file position) and group, in offset order: a commit whose predecessor there is a commit
+    at a lower offset. Every other record of the partition lies outside the Kafka batch's offsets (the reader
+    quarantines a batch that repeats offsets), so that predecessor is the record's predecessor in the whole log, and
+    the fold's own test (the previous record of the group is a commit) drops it anyway."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    flags = np.zeros(n, dtype=bool)
+    names = set(batch.schema.names)
+    if n < 2 or not {"batch_base_offset", "file_position", "group_id", "record_type", "value"} <= names:
+        return pa.array(flags)
+
+    def column(name):
+        return batch.column(batch.schema.get_field_index(name))
+
+    is_commit = pc.fill_null(pc.is_in(column("record_type"),
+                                         pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False)
+    relevant = pc.and_(pc.and_(pc.invert(pc.fill_null(column("is_control"), False)), pc.is_null(column("error_code"))),
+                       pc.and_(pc.is_valid(column("group_id")), pc.is_valid(column("batch_base_offset"))))
+    relevant = pc.and_(relevant, pc.is_valid(column("file_position")))
+    relevant = pc.and_(relevant, pc.invert(pc.and_(is_commit, pc.is_null(column("value")))))
+    rows = np.flatnonzero(relevant.to_numpy(zero_copy_only=False))
+    if rows.size < 2:
+        return pa.array(flags)
+    take = pa.array(rows)
+
+    def values(name):
+        return pc.take(column(name), take).to_numpy(zero_copy_only=False)
+
+    group = pc.dictionary_encode(pc.take(column("group_id"), take)).indices.to_numpy(zero_copy_only=False)
+    partition, base, position, offset = (values(c) for c in ("partition", "batch_base_offset", "file_position",
+                                                               "offset"))
+    commit = pc.take(is_commit, take).to_numpy(zero_copy_only=False)
+    order = np.lexsort((offset, group, position, base, partition))
+    key = np.stack([partition[order], base[order], position[order], group[order]])
+    same = np.all(key[:, 1:] == key[:, :-1], axis=0)
+    follows = same & commit[order][1:] & commit[order][:-1] & (offset[order][1:] > offset[order][:-1])
+    flags[rows[order[1:][follows]]] = True
+    return pa.array(flags)
+
+
 def output_schema(input_schema, with_decoded_record: bool = False):
     from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -258,14 +311,17 @@ def decode(df, *, with_decoded_record: bool = False):
 
 
 def without_decoded_record(df):
-    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` (if it has one): what the tables hold."""
-    return df.drop(DECODED_RECORD_COLUMN) if DECODED_RECORD_COLUMN in df.columns else df
+    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` and ``COMMIT_AFTER_COMMIT_COLUMN`` (those it has): what the
+    tables hold."""
+    extra = [c for c in (DECODED_RECORD_COLUMN, COMMIT_AFTER_COMMIT_COLUMN) if c in df.columns]
+    return df.drop(*extra) if extra else df
 
 
 #: Columns of the decoded log the replay, the audit and the record counts read on every row (``compact``).
 WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "producer_id", "is_control", "control_type",
                    "read_error_code", "records_lost", "record_type", "record_name", "group_id", "topic_name",
-                   "topic_partition", "error_code", "error_message", "offset_commit_value", DECODED_RECORD_COLUMN)
+                   "topic_partition", "error_code", "error_message", "offset_commit_value", DECODED_RECORD_COLUMN,
+                   COMMIT_AFTER_COMMIT_COLUMN)
 #: ``compact``'s struct of the other columns, on quarantine rows only; its metadata keeps the column order.
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 
