@@ -244,9 +244,9 @@ def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
 
     Among the rows the fold reads (not control, decoded, with a group id, not a commit tombstone), per Kafka batch
     (partition, base offset, file position) and group, in offset order: a commit whose predecessor there is a commit
-    at a lower offset. Every other record of the partition lies outside the Kafka batch's offsets (the reader
-    quarantines a batch that repeats offsets), so that predecessor is the record's predecessor in the whole log, and
-    the fold's own test (the previous record of the group is a commit) drops it anyway."""
+    at a lower offset. Every other record of the partition lies outside the Kafka batch's offsets (a healthy log
+    never interleaves batches; docs/replay.md for a damaged one), so that predecessor is the record's predecessor in
+    the whole log, and the fold's own test (the previous record of the group is a commit) drops it anyway."""
     import numpy as np
     import pyarrow.compute as pc
 
