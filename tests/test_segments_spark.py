@@ -233,6 +233,39 @@ def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, l
     assert fused.filter("read_error_code is not null").count() == 2
 
 
+def test_commits_after_commits_per_kafka_batch_and_group():
+    """The mark, by hand: per Kafka batch and group, in offset order, among the records the fold reads (a commit
+    tombstone is not one), a commit after a commit; a group record ends a run; another Kafka batch starts afresh;
+    equal offsets (a damaged batch) are not marked."""
+    import pyarrow as pa
+
+    from offsets_audit.codec.spark import commits_after_commits
+
+    rows = [  # partition, batch base offset, file position, offset, group, record type, value, error code
+        (0, 10, 0, 11, "a", 1, b"v", None),   # rows out of offset order: the mark sorts them
+        (0, 10, 0, 10, "a", 1, b"v", None),
+        (0, 10, 0, 12, "b", 1, b"v", None),
+        (0, 10, 0, 13, "a", 1, b"v", None),
+        (0, 10, 0, 14, "a", 3, b"v", None),   # a group record
+        (0, 10, 0, 15, "a", 1, b"v", None),
+        (0, 10, 0, 16, "a", 1, None, None),   # a commit tombstone: not read by the fold
+        (0, 10, 0, 17, "a", 1, b"v", None),
+        (0, 10, 0, 18, "a", 1, b"v", "bad"),  # undecodable
+        (0, 20, 90, 20, "a", 1, b"v", None),  # the next Kafka batch
+        (0, 20, 90, 21, "a", 1, b"v", None),
+        (0, 20, 90, 21, "a", 1, b"v", None),  # the same offset twice
+    ]
+    columns = list(zip(*rows))
+    types = [pa.int32(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.int32(), pa.binary(), pa.string()]
+    names = ["partition", "batch_base_offset", "file_position", "offset", "group_id", "record_type", "value",
+             "error_code"]
+    batch = pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, types)]
+                                       + [pa.array([False] * len(rows))], names=names + ["is_control"])
+    assert commits_after_commits(batch).to_pylist() == [
+        True, False, False, True, False, False, False, True, False, False, True, False]
+    assert commits_after_commits(batch.drop_columns(["file_position"])).to_pylist() == [False] * len(rows)
+
+
 @pytest.mark.spark
 def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(spark, tmp_path):
     """``commit_after_commit``: a decoded commit whose group's previous record (of those the fold reads) in its Kafka

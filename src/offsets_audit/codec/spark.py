@@ -240,6 +240,15 @@ COMMIT_AFTER_COMMIT_COLUMN = "commit_after_commit"
 
 
 def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
+    """``COMMIT_AFTER_COMMIT_COLUMN`` of a decoded batch (``_commits_after_commits``); all false should anything in the
+    batch defeat it: unmarked commits are only read by the fold's window, which decides as it did before the mark."""
+    try:
+        return _commits_after_commits(batch)
+    except Exception:  # noqa: BLE001 - an optimisation never fails a read
+        return pa.array([False] * batch.num_rows)
+
+
+def _commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
     """``COMMIT_AFTER_COMMIT_COLUMN`` of a decoded batch of the segments reader, which holds whole Kafka batches.
 
     Among the rows the fold reads (not control, decoded, with a group id, not a commit tombstone), per Kafka batch
@@ -253,7 +262,8 @@ def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
     n = batch.num_rows
     flags = np.zeros(n, dtype=bool)
     names = set(batch.schema.names)
-    if n < 2 or not {"batch_base_offset", "file_position", "group_id", "record_type", "value"} <= names:
+    if n < 2 or not {"batch_base_offset", "file_position", "group_id", "record_type", "value", "partition",
+                     "offset", "error_code", "is_control"} <= names:
         return pa.array(flags)
 
     def column(name):
@@ -263,7 +273,8 @@ def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
                                          pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False)
     relevant = pc.and_(pc.and_(pc.invert(pc.fill_null(column("is_control"), False)), pc.is_null(column("error_code"))),
                        pc.and_(pc.is_valid(column("group_id")), pc.is_valid(column("batch_base_offset"))))
-    relevant = pc.and_(relevant, pc.is_valid(column("file_position")))
+    for name in ("file_position", "partition", "offset"):
+        relevant = pc.and_(relevant, pc.is_valid(column(name)))
     relevant = pc.and_(relevant, pc.invert(pc.and_(is_commit, pc.is_null(column("value")))))
     rows = np.flatnonzero(relevant.to_numpy(zero_copy_only=False))
     if rows.size < 2:
