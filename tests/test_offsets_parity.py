@@ -199,8 +199,9 @@ def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, mon
 
 def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark, monkeypatch):
     """The pending rule's blocks bound every group's events at once: another group's record past a transaction's
-    threshold, inside the transaction's span, makes it a suspect (the group's own events would not). The search then reads the transaction's own
-    group's events only, finds none past the threshold before the marker, and reports nothing, as the pure core."""
+    threshold, inside the transaction's span, makes it a suspect (the group's own events would not). The search
+    then reads the transaction's own group's events only, finds none past the threshold before the marker, and
+    reports nothing, as the pure core."""
     from offsets_audit.audit import offsets_spark
 
     searched = []

@@ -284,8 +284,8 @@ def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(s
     source = {"kind": "segments", "path": str(tmp_path / "sim" / "segments")}
     marked = read_decoded(spark, source, with_decoded_record=True).cache()
     is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
-    read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull() & F.col("group_id").isNotNull()
-            & ~(is_commit & tombstone(marked)))
+    read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull()
+            & F.col("group_id").isNotNull() & ~(is_commit & tombstone(marked)))
     in_batch = Window.partitionBy("partition", "batch_base_offset", "file_position", "group_id").orderBy("offset")
     expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
         F.lag(is_commit).over(in_batch), F.lit(False)))
@@ -297,7 +297,9 @@ def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(s
     with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(COMMIT_AFTER_COMMIT_COLUMN))
     for name in ("group_state", "members", "group_events", "target_assignments"):
         assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
-    with_mark.release(), without.release(), marked.unpersist()
+    with_mark.release()
+    without.release()
+    marked.unpersist()
 
 
 @pytest.mark.spark
