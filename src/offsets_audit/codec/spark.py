@@ -271,11 +271,10 @@ def _commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
 
     is_commit = pc.fill_null(pc.is_in(column("record_type"),
                                          pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False)
-    relevant = pc.and_(pc.and_(pc.invert(pc.fill_null(column("is_control"), False)), pc.is_null(column("error_code"))),
-                       pc.and_(pc.is_valid(column("group_id")), pc.is_valid(column("batch_base_offset"))))
-    for name in ("file_position", "partition", "offset"):
-        relevant = pc.and_(relevant, pc.is_valid(column(name)))
+    relevant = pc.and_(pc.invert(pc.fill_null(column("is_control"), False)), pc.is_null(column("error_code")))
     relevant = pc.and_(relevant, pc.invert(pc.and_(is_commit, pc.is_null(column("value")))))
+    for name in ("group_id", "batch_base_offset", "file_position", "partition", "offset"):
+        relevant = pc.and_(relevant, pc.is_valid(column(name)))
     rows = np.flatnonzero(relevant.to_numpy(zero_copy_only=False))
     if rows.size < 2:
         return pa.array(flags)
