@@ -254,24 +254,16 @@ def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
     }
 
 
-def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
-    """What the batch audit keeps of the commit log (``resolve_commits(..., digest=True)``) plus the decoded commit
-    records give the offset rules and the offsets snapshot the same rows as the whole log: on the golden histories
-    with their transactional tail, and on a backwards transactional commit and a group in two partitions."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from offsets_audit.codec.spark import decode, split
-    from offsets_audit.replay.commit_log import (COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, ResolvedCommits,
-                                                 commit_records, digest_snapshot, offsets_snapshot, resolve_commits)
-
+def _digest_records(*, unique_offsets: bool = False) -> list[dict]:
+    """The golden histories with their transactional tail, a backwards transactional commit, groups in two
+    partitions and commits naming topic ids. Two records share a position unless ``unique_offsets`` (a log)."""
     t = 1_700_000_000_000
     records = golden_records() + [
         _commit(10, 10, t, "orders", 0, 100, producer_id=7, group="txn-behind"),
         _commit(10, 11, t + 1, "orders", 0, 50, group="txn-behind"),
         _marker(10, 12, t + 2, 7, "COMMIT"),
         _commit(10, 13, t + 3, "orders", 0, 40, group="txn-behind"),
-        _commit(10, 11, t, "payments", 0, 50, group="split"),
+        _commit(10, 14 if unique_offsets else 11, t, "payments", 0, 50, group="split"),
         _commit(11, 11, t, "payments", 0, 60, group="split"),
         _commit(11, 12, t + 1, "payments", 0, 70, group="split"),
         # two partitions again: the later partition's plain commit is stored after the earlier one's transactional
@@ -289,6 +281,21 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
                                     "topicId": topic_id}, 4)
         records.append({"key": key, "value": value, "partition": partition, "offset": offset, "timestamp": t,
                         "producer_id": -1, "is_control": False, "control_type": None})
+    return records
+
+
+def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
+    """What the batch audit keeps of the commit log (``resolve_commits(..., digest=True)``) plus the decoded commit
+    records give the offset rules and the offsets snapshot the same rows as the whole log: on the golden histories
+    with their transactional tail, and on a backwards transactional commit and a group in two partitions."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay.commit_log import (COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, ResolvedCommits,
+                                                 commit_records, digest_snapshot, offsets_snapshot, resolve_commits)
+
+    records = _digest_records()
     decoded, _ = split(decode(_source_df(spark, records)))
     log = resolve_commits(decoded).persist()
     digest = resolve_commits(decoded, digest=True).persist()
@@ -353,3 +360,66 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
             tables.offset_commits, events.select("group_id", "partition", "offset", "timestamp"), timeline,
             rule_settings(config), config, t + 1)
         assert [r["rule"] for r in incremental_form.collect()] == expected
+
+
+def _write_segments(root, records) -> None:
+    """``records`` (``_commit`` / ``_marker`` dicts) as log segments, one per partition, one batch per record at its
+    own offset (a transactional commit in a transactional batch of its producer)."""
+    from offsets_audit.sources.segment_writer import SegmentWriter, encode_batch, encode_control_batch
+
+    by_partition: dict = {}
+    for r in records:
+        by_partition.setdefault(r["partition"], []).append(r)
+    for partition, rows in by_partition.items():
+        rows.sort(key=lambda r: r["offset"])
+        with SegmentWriter.create(root, partition, base_offset=rows[0]["offset"]) as writer:
+            for r in rows:
+                if r["is_control"]:
+                    writer.append_raw([encode_control_batch(r["control_type"], r["offset"], r["producer_id"], 0, 0,
+                                                            r["timestamp"])])
+                    continue
+                txn = r["producer_id"] not in (None, -1)
+                writer.append_raw([encode_batch([(r["key"], r["value"])], r["offset"], r["timestamp"],
+                                                producer_id=r["producer_id"] if txn else -1,
+                                                producer_epoch=0 if txn else -1, transactional=txn)])
+
+
+def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spark, tmp_path):
+    """The segments reader marks plain commits in the middle of a run of their key (``commit_mid_run``) and the
+    digest leaves them out: its rows equal the digest of the same records without the mark, on the golden
+    histories and ``_digest_records``' cases written as segments, plus long runs with a backwards commit, a
+    marker and another key's commits inside, and a group whose later partition's commits all fail to apply."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import COMMIT_MID_RUN_COLUMN, MARK_COLUMNS, split
+    from offsets_audit.replay.commit_log import resolve_commits
+
+    t = 1_700_000_000_000
+    committed = [10, 20, 30, 25, 40, 50, 60, 70, 80, 90]
+    records = _digest_records(unique_offsets=True)
+    records += [_commit(16, o, t + o, "orders", 0, c, group="runs") for o, c in enumerate(committed)]
+    records += [_commit(16, 20 + o, t + 20 + o, "orders", o % 2, 100 + o, group="runs") for o in range(12)]
+    records += [_commit(16, 40, t + 40, "orders", 9, 1, producer_id=5, group="runs"), _marker(16, 45, t + 45, 5, "COMMIT")]
+    records += [_commit(16, 41 + o if o < 4 else 42 + o, t + 50 + o, "orders", 0, 200 + o, group="runs")
+                for o in range(8)]
+    records += [_commit(17, 100 + o, t + o, "payments", 0, 1000 + o, group="spread") for o in range(8)]
+    records += [_commit(18, 10 + o, t + 20 + o, "payments", 0, 2000 + o, group="spread") for o in range(8)]
+    _write_segments(tmp_path / "log", records)
+
+    read = read_decoded(spark, {"kind": "segments", "path": str(tmp_path / "log")}, with_decoded_record=True)
+    decoded, quarantined = split(read)
+    assert quarantined.count() == 0
+    assert decoded.filter(COMMIT_MID_RUN_COLUMN).count() >= 20
+    marked = resolve_commits(decoded, digest=True)
+    plain = resolve_commits(decoded.drop(*MARK_COLUMNS), digest=True)
+
+    def rows(df):
+        return sorted((tuple(r) for r in df.collect()), key=repr)
+
+    assert rows(marked) == rows(plain)
+    not_applied = marked.filter((F.col("group_id") == "spread") & ~F.col("applied")).select("record_offset")
+    assert [r[0] for r in rows(not_applied)] == list(range(10, 18))
+    backwards = marked.filter((F.col("group_id") == "runs") & (F.col("committed_offset") < F.col(
+        "previous_committed_offset"))).select("record_offset", "previous_committed_offset")
+    assert rows(backwards) == [(3, 30)]

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN
+from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, MARK_COLUMNS
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 from offsets_audit.sources.segments import read_segment
 from offsets_audit.sources.segments_spark import SegmentsReader, read_arrow
@@ -225,21 +225,40 @@ def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, l
     fused = read_decoded(spark, source, with_decoded_record=with_decoded_record)
     assert "MapInArrow" not in fused._jdf.queryExecution().executedPlan().toString()
     expected = decode(read(spark, source), with_decoded_record=with_decoded_record)
-    if with_decoded_record:  # the fold's mark of commits after commits: the reader's alone (the test below)
-        assert fused.columns[-1] == COMMIT_AFTER_COMMIT_COLUMN
-        fused = fused.drop(COMMIT_AFTER_COMMIT_COLUMN)
+    if with_decoded_record:  # the marks for the fold and the digest: the reader's alone (the tests below)
+        assert tuple(fused.columns[-len(MARK_COLUMNS):]) == MARK_COLUMNS
+        fused = fused.drop(*MARK_COLUMNS)
     assert fused.schema == expected.schema
     assert_df_equality(fused, expected, ignore_row_order=True)
     assert fused.filter("read_error_code is not null").count() == 2
 
 
-def test_commits_after_commits_per_kafka_batch_and_group():
-    """The mark, by hand: per Kafka batch and group, in offset order, among the records the fold reads (a commit
-    tombstone is not one), a commit after a commit; a group record ends a run; another Kafka batch starts afresh;
-    equal offsets (a damaged batch) are not marked."""
+def _mark_batch(rows):
+    """A decoded batch with the columns the marks read, from (partition, batch base offset, file position, offset,
+    group, record type, value, error code) rows: each an offset commit of (topic t, partition 0)."""
     import pyarrow as pa
 
-    from offsets_audit.codec.spark import commits_after_commits
+    columns = list(zip(*rows))
+    types = [pa.int32(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.int32(), pa.binary(), pa.string()]
+    names = ["partition", "batch_base_offset", "file_position", "offset", "group_id", "record_type", "value",
+             "error_code"]
+    n = len(rows)
+    value = pa.StructArray.from_arrays([pa.array(columns[3], pa.int64()), pa.nulls(n, pa.string())],
+                                       names=["offset", "topic_id"])
+    extra = {"is_control": pa.array([False] * n), "topic_name": pa.array(["t"] * n),
+             "topic_partition": pa.array([0] * n, pa.int32()),
+             "timestamp": pa.array(list(columns[3]), pa.timestamp("us", tz="UTC")),
+             "producer_id": pa.array([-1] * n, pa.int64()), "offset_commit_value": value}
+    return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, types)] + list(extra.values()),
+                                      names=names + list(extra))
+
+
+def test_commits_after_commits_per_kafka_batch_or_per_segment_and_group():
+    """The fold's mark, by hand: per Kafka batch (a range read batch by batch) or per segment (a whole segment) and
+    group, in offset order, among the records the fold reads (a commit tombstone is not one), a commit after a
+    commit; a group record ends a run; equal offsets (a damaged batch) are not marked. A batch without a column the
+    marks read is not marked."""
+    from offsets_audit.codec.spark import mark_batch, mark_range
 
     rows = [  # partition, batch base offset, file position, offset, group, record type, value, error code
         (0, 10, 0, 11, "a", 1, b"v", None),   # rows out of offset order: the mark sorts them
@@ -255,22 +274,34 @@ def test_commits_after_commits_per_kafka_batch_and_group():
         (0, 20, 90, 21, "a", 1, b"v", None),
         (0, 20, 90, 21, "a", 1, b"v", None),  # the same offset twice
     ]
-    columns = list(zip(*rows))
-    types = [pa.int32(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.int32(), pa.binary(), pa.string()]
-    names = ["partition", "batch_base_offset", "file_position", "offset", "group_id", "record_type", "value",
-             "error_code"]
-    batch = pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, types)]
-                                       + [pa.array([False] * len(rows))], names=names + ["is_control"])
-    assert commits_after_commits(batch).to_pylist() == [
+    batch = _mark_batch(rows)
+    marked = mark_batch(batch)
+    assert marked.schema.names[-2:] == list(MARK_COLUMNS)
+    assert marked.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist() == [
         True, False, False, True, False, False, False, True, False, False, True, False]
-    assert commits_after_commits(batch.drop_columns(["file_position"])).to_pylist() == [False] * len(rows)
+    assert marked.column(COMMIT_MID_RUN_COLUMN).to_pylist() == [False] * len(rows)
+    [whole] = mark_range([batch])
+    assert whole.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist() == [
+        True, False, False, True, False, False, False, True, False, True, True, False]
+    halves = mark_range([_mark_batch(rows[:6]), _mark_batch(rows[6:])])
+    assert [m for b in halves for m in b.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist()] == \
+        whole.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist()
+    bare = mark_batch(batch.drop_columns(["file_position"]))
+    assert bare.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist() == [False] * len(rows)
+    assert [b.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist() for b in mark_range([batch.drop_columns(["file_position"])])] \
+        == [[False] * len(rows)]
 
 
 @pytest.mark.spark
-def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(spark, tmp_path):
-    """``commit_after_commit``: a decoded commit whose group's previous record (of those the fold reads) in its Kafka
-    batch is a commit. On a simulated log (commit batches of one group, group records between) it equals that
-    definition computed with a window per Kafka batch, marks many commits, and the fold's tables do not change."""
+def test_the_reader_marks_the_commits_the_fold_and_the_digest_do_without(spark, tmp_path):
+    """The reader's marks on a simulated log (commit batches of one group, group records between):
+
+    * ``commit_after_commit``: a decoded commit whose group's previous record (of those the fold reads) in its
+      segment is a commit, or in its Kafka batch where a segment is read in two ranges; equal to that definition
+      computed with a window;
+    * ``commit_mid_run``: only in whole segments, on most commits;
+
+    and neither changes the fold's tables or the commit log's digest."""
     from chispa import assert_df_equality
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -278,28 +309,38 @@ def test_the_reader_marks_the_commits_the_fold_would_drop_in_their_kafka_batch(s
     from offsets_audit.codec.source import read_decoded
     from offsets_audit.codec.spark import OFFSET_COMMIT_TYPE_IDS, split, tombstone
     from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.replay.commit_log import resolve_commits
+
     from offsets_audit.simulate import simulate
 
     simulate(tmp_path / "sim", groups=6, hours=0.2, seed=11, partitions=3)
-    source = {"kind": "segments", "path": str(tmp_path / "sim" / "segments")}
-    marked = read_decoded(spark, source, with_decoded_record=True).cache()
-    is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
-    read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull()
-            & F.col("group_id").isNotNull() & ~(is_commit & tombstone(marked)))
-    in_batch = Window.partitionBy("partition", "batch_base_offset", "file_position", "group_id").orderBy("offset")
-    expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
-        F.lag(is_commit).over(in_batch), F.lit(False)))
-    assert expected.filter(F.col("_expected") != F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
-    assert marked.filter(~read & F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
-    marks, commits = marked.filter(COMMIT_AFTER_COMMIT_COLUMN).count(), marked.filter(is_commit).count()
-    assert marks > commits / 3, (marks, commits)  # 2,399 of 5,891 here
-    decoded, _ = split(marked)
-    with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(COMMIT_AFTER_COMMIT_COLUMN))
-    for name in ("group_state", "members", "group_events", "target_assignments"):
-        assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
-    with_mark.release()
-    without.release()
-    marked.unpersist()
+    path = str(tmp_path / "sim" / "segments")
+    for options, per in (({}, ["source_file"]), ({"maxBytesPerPartition": 20_000}, ["batch_base_offset", "file_position"])):
+        marked = read_decoded(spark, {"kind": "segments", "path": path, **options},
+                              with_decoded_record=True).cache()
+        is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
+        read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull()
+                & F.col("group_id").isNotNull() & ~(is_commit & tombstone(marked)))
+        within = Window.partitionBy("partition", *per, "group_id").orderBy("offset")
+        expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
+            F.lag(is_commit).over(within), F.lit(False)))
+        assert expected.filter(F.col("_expected") != F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+        assert marked.filter(~read & F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+        marks, commits = marked.filter(COMMIT_AFTER_COMMIT_COLUMN).count(), marked.filter(is_commit).count()
+        mid = marked.filter(COMMIT_MID_RUN_COLUMN).count()
+        if options:  # ranges of a segment: marks per Kafka batch, none mid-run
+            assert marks > commits / 3 and mid == 0, (marks, commits, mid)  # 2,399 of 5,891 commits here
+        else:
+            assert marks > commits * 0.8 and mid > commits / 2, (marks, commits, mid)
+        decoded, _ = split(marked)
+        with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(*MARK_COLUMNS))
+        for name in ("group_state", "members", "group_events", "target_assignments"):
+            assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(resolve_commits(decoded, digest=True), resolve_commits(decoded.drop(*MARK_COLUMNS), digest=True),
+                           ignore_row_order=True)
+        with_mark.release()
+        without.release()
+        marked.unpersist()
 
 
 @pytest.mark.spark
@@ -316,3 +357,21 @@ def test_other_sources_are_decoded_after_the_read(spark, tmp_path, log_dir):
     assert "MapInArrow" in from_dump._jdf.queryExecution().executedPlan().toString()
     assert_df_equality(from_dump.drop("source_file"), read_decoded(spark, source).drop("source_file"),
                        ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_range_is_alone_when_it_is_a_whole_segment_named_by_its_base_offset(tmp_path):
+    """``alone``: only a whole segment whose name states its base offset, of a known partition, is marked across
+    the segment; a range of a split segment, or a file of another name, is marked per Kafka batch."""
+    from offsets_audit.sources.segments_spark import SegmentRange, alone
+
+    named = tmp_path / "00000000000000000100.log"
+    named.write_bytes(b"x" * 1000)
+    other = tmp_path / "copy.log"
+    other.write_bytes(b"x" * 1000)
+    assert alone(SegmentRange(str(named), 3, 0, None))
+    assert alone(SegmentRange(str(named), 3, 0, 1000))
+    assert not alone(SegmentRange(str(named), 3, 0, 500))
+    assert not alone(SegmentRange(str(named), 3, 500, None))
+    assert not alone(SegmentRange(str(named), None, 0, None))
+    assert not alone(SegmentRange(str(other), 3, 0, None))
+    assert not alone(SegmentRange(str(tmp_path / "00000000000000000200.log"), 3, 0, 10))  # gone

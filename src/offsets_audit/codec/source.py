@@ -8,8 +8,8 @@ records took 27.1 s on 2 cores that way and 20.8 s in one pass (alternated, one 
 ``kafka-segments+decoded`` is a Python Data Source whose reader is ``kafka-segments``' own, and which decodes
 each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
 column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord`` (``true``: also
-``DECODED_RECORD_COLUMN`` and ``COMMIT_AFTER_COMMIT_COLUMN``, what the replay's fold reads; the second only here,
-where each Arrow batch holds whole Kafka batches). ``read_decoded`` picks it where the source is segments;
+``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS``, what the replay's fold and the commit log's digest read; the marks
+only here, where each Arrow batch holds whole Kafka batches and each segment is read in one piece). ``read_decoded`` picks it where the source is segments;
 Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
 """
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from offsets_audit.codec.spark import (COMMIT_AFTER_COMMIT_COLUMN, DECODED_COLUMNS, DECODED_RECORD_COLUMN,
-                                      commits_after_commits, decode, decode_batches)
+from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, decode, decode_batches,
+                                      mark_batch, mark_range)
 from offsets_audit.sources.schema import SOURCE_SCHEMA
-from offsets_audit.sources.segments_spark import SegmentsReader
+from offsets_audit.sources.segments_spark import PackedRanges, SegmentRange, SegmentsReader
 
 DECODED_SEGMENTS_FORMAT = "kafka-segments+decoded"
 #: The option this wrapper reads itself (lower-case, as Spark hands options over); the rest go to the source.
@@ -49,7 +49,7 @@ class DecodedSegmentsDataSource(DataSource):
         fields += [(name, ddl) for name, (_, ddl) in DECODED_COLUMNS.items()]
         if _split_options(self.options)[1]:
             fields.append((DECODED_RECORD_COLUMN, "binary"))
-            fields.append((COMMIT_AFTER_COMMIT_COLUMN, "boolean"))
+            fields.extend((name, "boolean") for name in MARK_COLUMNS)
         return ", ".join(f"`{name}` {ddl}" for name, ddl in fields)
 
     def reader(self, schema) -> DecodingReader:
@@ -57,21 +57,47 @@ class DecodedSegmentsDataSource(DataSource):
         return DecodingReader(SegmentsReader(options), with_record)
 
 
+#: The most rows of one segment the reader holds to mark them across the segment (``mark_range``); a larger one is
+#: marked batch by batch as it is read. A segment of Kafka's default 100 MiB holds about a million commits.
+RANGE_ROWS_LIMIT = 2_000_000
+
+
 class DecodingReader(DataSourceReader):
     """A source's reader whose Arrow batches are decoded before Spark sees them."""
 
-    def __init__(self, inner: DataSourceReader, with_decoded_record: bool):
+    def __init__(self, inner: SegmentsReader, with_decoded_record: bool):
         self.inner, self.with_decoded_record = inner, with_decoded_record
 
     def partitions(self):
         return self.inner.partitions()
 
-    def read(self, partition: InputPartition) -> Iterator:
-        for batch in decode_batches(self.inner.read(partition), self.with_decoded_record):
-            if self.with_decoded_record:
-                # What the fold reads: each batch holds whole Kafka batches (``segments_spark._Columns``).
-                batch = batch.append_column(COMMIT_AFTER_COMMIT_COLUMN, commits_after_commits(batch))
-            yield batch
+    def read(self, partition: SegmentRange | PackedRanges) -> Iterator:  # type: ignore[override]
+        if not self.with_decoded_record:
+            yield from decode_batches(self.inner.read(partition), False)
+            return
+        # What the fold and the commit log's digest read (``codec.spark.MARK_COLUMNS``): each batch holds whole
+        # Kafka batches (``segments_spark._Columns``); a whole segment is marked as one.
+        for batches, whole in self.inner.read_ranges(partition):
+            yield from _marked(decode_batches(batches, True), whole)
+
+
+def _marked(batches: Iterator, whole: bool) -> Iterator:
+    """The decoded batches of one range with their marks: across the range when it is ``whole`` (a segment no other
+    range shares offsets with) and holds at most ``RANGE_ROWS_LIMIT`` rows, else batch by batch."""
+    if whole:
+        held, rows = [], 0
+        for batch in batches:
+            held.append(batch)
+            rows += batch.num_rows
+            if rows > RANGE_ROWS_LIMIT:
+                break
+        else:
+            yield from mark_range(held)
+            return
+        for batch in held:
+            yield mark_batch(batch)
+    for batch in batches:
+        yield mark_batch(batch)
 
 
 def register(spark) -> None:

@@ -14,8 +14,11 @@ import functools
 import json
 import marshal
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from offsets_audit.codec.commit_runs import MARKER_COLUMN, thin_runs
 from offsets_audit.codec.errors import DecodeError
 from offsets_audit.codec.offset_commits import (
     OFFSET_COMMIT_RECORD_TYPES,
@@ -237,62 +240,147 @@ def decode_batches(batches, with_decoded_record: bool = False):
 #: each group record (``replay.spark._group_inputs``): a commit batch (one OffsetCommit request: one record per
 #: partition, all of one group) then crosses the fold's shuffle as one row, not one per partition.
 COMMIT_AFTER_COMMIT_COLUMN = "commit_after_commit"
+#: The fused segments reader's column for a plain offset commit in the middle of a run of its key, which the commit
+#: log's digest never reads (``codec.commit_runs``): ``replay.commit_log.resolve_commits`` leaves it out before its
+#: shuffle. Only in a range that is a whole segment (``mark_range``); false everywhere else.
+COMMIT_MID_RUN_COLUMN = "commit_mid_run"
+#: The marks the fused reader adds with the decoded record, in order.
+MARK_COLUMNS = (COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN)
+_MARK_INPUTS = ("batch_base_offset", "file_position", "group_id", "record_type", "value", "partition", "offset",
+                "error_code", "is_control", "topic_name", "topic_partition", "timestamp", "producer_id",
+                "offset_commit_value")
 
 
-def commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
-    """``COMMIT_AFTER_COMMIT_COLUMN`` of a decoded batch (``_commits_after_commits``); all false should anything in the
-    batch defeat it: unmarked commits are only read by the fold's window, which decides as it did before the mark."""
-    try:
-        return _commits_after_commits(batch)
-    except Exception:  # noqa: BLE001 - an optimisation never fails a read
-        return pa.array([False] * batch.num_rows)
-
-
-def _commits_after_commits(batch: pa.RecordBatch) -> pa.Array:
-    """``COMMIT_AFTER_COMMIT_COLUMN`` of a decoded batch of the segments reader, which holds whole Kafka batches.
-
-    Among the rows the fold reads (not control, decoded, with a group id, not a commit tombstone), per Kafka batch
-    (partition, base offset, file position) and group, in offset order: a commit whose predecessor there is a commit
-    at a lower offset. Every other record of the partition lies outside the Kafka batch's offsets (a healthy log
-    never interleaves batches; docs/replay.md for a damaged one), so that predecessor is the record's predecessor in
-    the whole log, and the fold's own test (the previous record of the group is a commit) drops it anyway."""
-    import numpy as np
-    import pyarrow.compute as pc
-
+def mark_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A decoded batch with ``MARK_COLUMNS``, its commits marked within each Kafka batch (``_commits_after_commits``)
+    and none mid-run. Any failure gives all-false marks: an unmarked row is read as it was before the marks."""
     n = batch.num_rows
-    flags = np.zeros(n, dtype=bool)
-    names = set(batch.schema.names)
-    if n < 2 or not {"batch_base_offset", "file_position", "group_id", "record_type", "value", "partition",
-                     "offset", "error_code", "is_control"} <= names:
-        return pa.array(flags)
+    try:
+        inputs = _mark_inputs(batch)
+        after = np.zeros(n, dtype=bool) if inputs is None else _commits_after_commits(inputs, by_batch=True)
+    except Exception:  # noqa: BLE001 - an optimisation never fails a read
+        after = np.zeros(n, dtype=bool)
+    return _with_marks(batch, after, np.zeros(n, dtype=bool))
+
+
+def mark_range(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The decoded batches of one whole segment with ``MARK_COLUMNS``, marked across the segment.
+
+    The reader's caller vouches that no other range holds an offset of the partition between this one's first and
+    last (``sources.segments_spark.SegmentsReader.read_ranges``: a whole segment named by its base offset, whose
+    batches the reader keeps within its offsets). Then a record's predecessors in the segment, in offset order, are
+    its predecessors in the log: ``commit_after_commit`` compares a commit with its group's previous record in the
+    segment (not only in its Kafka batch), and ``commit_mid_run`` marks what ``codec.commit_runs.thin_runs`` drops.
+    Any failure falls back to ``mark_batch`` for each batch."""
+    if not batches:
+        return []
+    try:
+        parts = [_mark_inputs(b) for b in batches]
+        if any(p is None for p in parts):
+            raise ValueError("a batch lacks a column the marks read")
+        inputs = pa.concat_batches(parts)
+        after = _commits_after_commits(inputs, by_batch=False)
+        mid = _commits_mid_run(inputs)
+    except Exception:  # noqa: BLE001 - an optimisation never fails a read
+        return [mark_batch(b) for b in batches]
+    out, at = [], 0
+    for b in batches:
+        out.append(_with_marks(b, after[at:at + b.num_rows], mid[at:at + b.num_rows]))
+        at += b.num_rows
+    return out
+
+
+def _with_marks(batch: pa.RecordBatch, after: np.ndarray, mid: np.ndarray) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.array(after), pa.array(mid)],
+                                      names=[*batch.schema.names, *MARK_COLUMNS])
+
+
+def _mark_inputs(batch: pa.RecordBatch) -> pa.RecordBatch | None:
+    """What the marks read of a decoded batch, as ``codec.commit_runs.READ_COLUMNS`` plus ``_commit`` (a decoded
+    offset commit), ``MARKER_COLUMN`` (a transaction marker), ``_fold_read`` (a record the fold reads) and the
+    Kafka batch's ``batch_base_offset`` and ``file_position``; None when the batch lacks a column."""
+    if not set(_MARK_INPUTS) <= set(batch.schema.names):
+        return None
 
     def column(name):
         return batch.column(batch.schema.get_field_index(name))
 
-    is_commit = pc.fill_null(pc.is_in(column("record_type"),
-                                         pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False)
-    relevant = pc.and_(pc.invert(pc.fill_null(column("is_control"), False)), pc.is_null(column("error_code")))
-    relevant = pc.and_(relevant, pc.invert(pc.and_(is_commit, pc.is_null(column("value")))))
+    control = pc.fill_null(column("is_control"), False)
+    decoded = pc.is_null(column("error_code"))
+    is_commit = pc.and_(pc.fill_null(pc.is_in(column("record_type"),
+                                              pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False),
+                        pc.invert(control))
+    is_tombstone = pc.is_null(column("value"))
+    fold_read = pc.and_(pc.and_(pc.invert(control), decoded), pc.invert(pc.and_(is_commit, is_tombstone)))
     for name in ("group_id", "batch_base_offset", "file_position", "partition", "offset"):
-        relevant = pc.and_(relevant, pc.is_valid(column(name)))
-    rows = np.flatnonzero(relevant.to_numpy(zero_copy_only=False))
+        fold_read = pc.and_(fold_read, pc.is_valid(column(name)))
+    value = column("offset_commit_value")
+    arrays = {
+        "group_id": column("group_id"), "topic": column("topic_name"),
+        "topic_partition": pc.cast(column("topic_partition"), pa.int64()),
+        "record_partition": pc.cast(column("partition"), pa.int64()),
+        "record_offset": pc.cast(column("offset"), pa.int64()),
+        "timestamp": pc.cast(column("timestamp"), pa.int64()),
+        "producer_id": pc.cast(column("producer_id"), pa.int64()), "is_tombstone": is_tombstone,
+        "committed_offset": pc.cast(pc.struct_field(value, "offset"), pa.int64()),
+        "topic_id": pc.struct_field(value, "topic_id"),
+        MARKER_COLUMN: pc.and_(control, decoded), "_commit": pc.and_(is_commit, decoded),
+        "_fold_read": fold_read, "batch_base_offset": pc.cast(column("batch_base_offset"), pa.int64()),
+        "file_position": pc.cast(column("file_position"), pa.int64()),
+    }
+    return pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
+
+
+def _commits_after_commits(inputs: pa.RecordBatch, *, by_batch: bool) -> np.ndarray:
+    """``COMMIT_AFTER_COMMIT_COLUMN`` of ``_mark_inputs`` rows (a batch's, or a whole segment's in one batch).
+
+    Among the rows the fold reads, per group and, ``by_batch``, per Kafka batch (partition, base offset, file
+    position), else per partition, in offset order: a commit whose predecessor there is a commit at a lower offset.
+    Every other record of the partition lies outside the Kafka batch's offsets (a healthy log never interleaves
+    batches; docs/replay.md for a damaged one), or outside the segment's (``mark_range``), so that predecessor is the
+    record's predecessor in the whole log, and the fold's own test (the previous record of the group is a commit)
+    drops it anyway."""
+    n = inputs.num_rows
+    flags = np.zeros(n, dtype=bool)
+    if n < 2:
+        return flags
+
+    def column(name):
+        return inputs.column(name)
+
+    rows = np.flatnonzero(column("_fold_read").to_numpy(zero_copy_only=False))
     if rows.size < 2:
-        return pa.array(flags)
+        return flags
     take = pa.array(rows)
 
     def values(name):
         return pc.take(column(name), take).to_numpy(zero_copy_only=False)
 
     group = pc.dictionary_encode(pc.take(column("group_id"), take)).indices.to_numpy(zero_copy_only=False)
-    partition, base, position, offset = (values(c) for c in ("partition", "batch_base_offset", "file_position",
-                                                               "offset"))
-    commit = pc.take(is_commit, take).to_numpy(zero_copy_only=False)
+    partition, offset = values("record_partition"), values("record_offset")
+    if by_batch:
+        base, position = values("batch_base_offset"), values("file_position")
+    else:
+        base = position = np.zeros(rows.size, dtype=np.int64)
+    commit = pc.take(column("_commit"), take).to_numpy(zero_copy_only=False)
     order = np.lexsort((offset, group, position, base, partition))
     key = np.stack([partition[order], base[order], position[order], group[order]])
     same = np.all(key[:, 1:] == key[:, :-1], axis=0)
     follows = same & commit[order][1:] & commit[order][:-1] & (offset[order][1:] > offset[order][:-1])
     flags[rows[order[1:][follows]]] = True
-    return pa.array(flags)
+    return flags
+
+
+def _commits_mid_run(inputs: pa.RecordBatch) -> np.ndarray:
+    """``COMMIT_MID_RUN_COLUMN`` of a whole segment's ``_mark_inputs`` rows: the commits ``thin_runs`` drops."""
+    mid = np.zeros(inputs.num_rows, dtype=bool)
+    commit = inputs.column("_commit").to_numpy(zero_copy_only=False)
+    read = np.flatnonzero(commit | inputs.column(MARKER_COLUMN).to_numpy(zero_copy_only=False))
+    if read.size < 3:
+        return mid
+    keep = thin_runs(inputs.take(pa.array(read)))
+    mid[read] = commit[read] & ~keep
+    return mid
 
 
 def output_schema(input_schema, with_decoded_record: bool = False):
@@ -321,9 +409,8 @@ def decode(df, *, with_decoded_record: bool = False):
 
 
 def without_decoded_record(df):
-    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` and ``COMMIT_AFTER_COMMIT_COLUMN`` (those it has): what the
-    tables hold."""
-    extra = [c for c in (DECODED_RECORD_COLUMN, COMMIT_AFTER_COMMIT_COLUMN) if c in df.columns]
+    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS`` (those it has): what the tables hold."""
+    extra = [c for c in (DECODED_RECORD_COLUMN, *MARK_COLUMNS) if c in df.columns]
     return df.drop(*extra) if extra else df
 
 
@@ -331,7 +418,7 @@ def without_decoded_record(df):
 WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "producer_id", "is_control", "control_type",
                    "read_error_code", "records_lost", "record_type", "record_name", "group_id", "topic_name",
                    "topic_partition", "error_code", "error_message", "offset_commit_value", DECODED_RECORD_COLUMN,
-                   COMMIT_AFTER_COMMIT_COLUMN)
+                   *MARK_COLUMNS)
 #: ``compact``'s struct of the other columns, on quarantine rows only; its metadata keeps the column order.
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 

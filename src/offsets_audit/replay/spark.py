@@ -226,8 +226,8 @@ def _group_inputs(decoded_df):
     read = (F.coalesce(F.col("is_control"), F.lit(False)) == F.lit(False)) & F.col("error_code").isNull() & F.col(
         "group_id").isNotNull() & ~(is_commit & tombstone(decoded_df))
     if COMMIT_AFTER_COMMIT_COLUMN in decoded_df.columns:
-        # The segments reader marked the commits whose group's previous record, in their Kafka batch, is a commit:
-        # the window below would drop them too, after shuffling them (~90 % of the log; codec.spark).
+        # The segments reader marked the commits whose group's previous record, in their segment (or Kafka batch),
+        # is a commit: the window below would drop them too, after shuffling them (~90 % of the log; codec.spark).
         read = read & ~F.coalesce(F.col(COMMIT_AFTER_COMMIT_COLUMN), F.lit(False))
     relevant = decoded_df.filter(read).select(
         "group_id", *[F.when(~is_commit & group_record.isNull(), F.col(c)).alias(c) for c in ("key", "value")],

@@ -170,10 +170,36 @@ class SegmentsReader(DataSourceReader):
         return ranges
 
     def read(self, partition: SegmentRange | PackedRanges) -> Iterator:
+        for batches, _ in self.read_ranges(partition):
+            yield from batches
+
+    def read_ranges(self, partition: SegmentRange | PackedRanges) -> Iterator[tuple[Iterator, bool]]:
+        """Per range of ``partition``: its Arrow batches (``read_arrow``), and whether no other range can hold an
+        offset of its partition between its first and last (``alone``)."""
         for r in partition.ranges if isinstance(partition, PackedRanges) else [partition]:
             if r.path:
-                yield from read_arrow(r.path, r.partition, self.topic, r.start, r.end, self.rows_per_batch,
-                                      previous_batch=r.previous_batch, next_base_offset=r.next_base_offset)
+                yield (read_arrow(r.path, r.partition, self.topic, r.start, r.end, self.rows_per_batch,
+                                  previous_batch=r.previous_batch, next_base_offset=r.next_base_offset),
+                       self.names == "kafka" and alone(r))
+
+
+def alone(r: SegmentRange) -> bool:
+    """Whether no other range of the log can hold an offset of ``r``'s partition between ``r``'s first and last.
+
+    True for a whole segment named by its base offset, of a source reading only such names: the reader quarantines
+    a batch outside ``[base offset, next segment's base offset)`` (``segments._walk_batches``) and ``plan`` refuses
+    two segments of a partition that claim the same offsets, so the segments' offsets never interleave. Two ranges
+    of one segment can (two swapped batches across the cut are read as they are)."""
+    import os
+
+    from offsets_audit.sources.segments import segment_base_offset
+
+    if r.partition is None or r.start != 0 or segment_base_offset(r.path) is None:
+        return False
+    try:
+        return r.end is None or r.end >= os.path.getsize(r.path)
+    except OSError:
+        return False
 
 
 def source_arrow_schema():
