@@ -375,3 +375,24 @@ def test_a_range_is_alone_when_it_is_a_whole_segment_named_by_its_base_offset(tm
     assert not alone(SegmentRange(str(named), None, 0, None))
     assert not alone(SegmentRange(str(other), 3, 0, None))
     assert not alone(SegmentRange(str(tmp_path / "00000000000000000200.log"), 3, 0, 10))  # gone
+
+
+def test_a_segment_too_large_to_hold_is_marked_batch_by_batch(monkeypatch):
+    """The reader holds a whole segment's decoded batches to mark them across it, up to ``RANGE_BYTES_LIMIT``;
+    past it, and in a range that is not a whole segment, each batch is marked alone (no commit mid-run)."""
+    from offsets_audit.codec import source
+
+    batches = [_mark_batch([(0, o, o, o, "a", 1, b"v", None), (0, o, o, o + 1, "a", 1, b"v", None)])
+               for o in range(0, 12, 2)]
+
+    def marks(whole):
+        out = list(source._marked(iter(batches), whole))
+        return ([m for b in out for m in b.column(COMMIT_AFTER_COMMIT_COLUMN).to_pylist()],
+                [m for b in out for m in b.column(COMMIT_MID_RUN_COLUMN).to_pylist()])
+
+    after, mid = marks(True)
+    assert after == [False] + [True] * 11 and mid == [False] + [True] * 9 + [False, False]
+    per_batch = ([False, True] * 6, [False] * 12)
+    assert marks(False) == per_batch
+    monkeypatch.setattr(source, "RANGE_BYTES_LIMIT", batches[0].nbytes * 2)
+    assert marks(True) == per_batch

@@ -9,8 +9,8 @@ records took 27.1 s on 2 cores that way and 20.8 s in one pass (alternated, one 
 each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
 column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord`` (``true``: also
 ``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS``, what the replay's fold and the commit log's digest read; the marks
-only here, where each Arrow batch holds whole Kafka batches and each segment is read in one piece). ``read_decoded`` picks it where the source is segments;
-Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
+only here, where each Arrow batch holds whole Kafka batches and a segment is read in one piece). ``read_decoded``
+picks it where the source is segments; Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ class DecodedSegmentsDataSource(DataSource):
         return DecodingReader(SegmentsReader(options), with_record)
 
 
-#: The most rows of one segment the reader holds to mark them across the segment (``mark_range``); a larger one is
-#: marked batch by batch as it is read. A segment of Kafka's default 100 MiB holds about a million commits.
-RANGE_ROWS_LIMIT = 2_000_000
+#: The most bytes of decoded batches the reader holds to mark a segment across (``mark_range``); a larger segment is
+#: marked batch by batch as it is read. Decoded rows take ~6x their segment's bytes (513 bytes per row at 5.3 M
+#: simulated records), so this holds a segment of up to ~80 MiB: a Python worker's memory, which a cluster's
+#: container counts in its memory overhead.
+RANGE_BYTES_LIMIT = 512 * 1024 * 1024
 
 
 class DecodingReader(DataSourceReader):
@@ -83,13 +85,13 @@ class DecodingReader(DataSourceReader):
 
 def _marked(batches: Iterator, whole: bool) -> Iterator:
     """The decoded batches of one range with their marks: across the range when it is ``whole`` (a segment no other
-    range shares offsets with) and holds at most ``RANGE_ROWS_LIMIT`` rows, else batch by batch."""
+    range shares offsets with) and its decoded batches take at most ``RANGE_BYTES_LIMIT``, else batch by batch."""
     if whole:
-        held, rows = [], 0
+        held, size = [], 0
         for batch in batches:
             held.append(batch)
-            rows += batch.num_rows
-            if rows > RANGE_ROWS_LIMIT:
+            size += batch.nbytes
+            if size > RANGE_BYTES_LIMIT:
                 break
         else:
             yield from mark_range(held)

@@ -187,9 +187,9 @@ def alone(r: SegmentRange) -> bool:
     """Whether no other range of the log can hold an offset of ``r``'s partition between ``r``'s first and last.
 
     True for a whole segment named by its base offset, of a source reading only such names: the reader quarantines
-    a batch outside ``[base offset, next segment's base offset)`` (``segments._walk_batches``) and ``plan`` refuses
-    two segments of a partition that claim the same offsets, so the segments' offsets never interleave. Two ranges
-    of one segment can (two swapped batches across the cut are read as they are)."""
+    a batch outside ``[base offset, next segment's base offset)`` (``segments._walk_batches``; ``plan`` refuses two
+    segments of a partition with the same base offset), so what is read of two segments never interleaves. Two
+    ranges of one segment can (two swapped batches across the cut are read as they are)."""
     import os
 
     from offsets_audit.sources.segments import segment_base_offset
