@@ -7,8 +7,9 @@ per group-hour). Then, on one local[2] SparkSession:
 * ``run_job`` reads the segments, decodes, replays, re-runs the assignors, audits and writes every table as
   Parquet; its own stage timings materialise each stage's outputs at the stage's end (persist + count), so
   every stage is the work it really did;
-* decode only: the same input read and decoded the way the job reads it (``codec.source.read_decoded``), nothing
-  else (a noop write);
+* decode only: the same input read and decoded into the whole decoded table (``codec.source.read_decoded``), nothing
+  else (a noop write); then read as the job reads it (``compact``: no JSON texts; the replay's decoded records and
+  marks), the part of the job's first stage before it caches;
 * the ratio end to end / decode-only (``decode-only s / end-to-end s``), the driver's peak RSS (Python and
   JVM, ``VmHWM``), and between consecutive sizes the time ratio against the records ratio (linear cost:
   10x the records within 11x the time).
@@ -88,12 +89,20 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
         if parts and name != "write":
             print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
+    source = {"kind": "segments", "path": str(root / "segments")}
     start = time.perf_counter()
-    codec_source.read_decoded(spark, {"kind": "segments", "path": str(root / "segments")}) \
-        .write.format("noop").mode("overwrite").save()
+    codec_source.read_decoded(spark, source).write.format("noop").mode("overwrite").save()
     decode_only = time.perf_counter() - start
     print(f"decode only: {decode_only:.1f} s = {records / decode_only:,.0f} records/s; "
           f"end to end / decode-only = {decode_only / wall:.3f}")
+    # The job's own read: compact (no JSON texts, file names or batch fields on decoded rows), with the decoded
+    # records and marks the replay reads; what the job's first stage costs before it caches and counts.
+    start = time.perf_counter()
+    codec_source.read_decoded(spark, source, with_decoded_record=True, compact=True) \
+        .write.format("noop").mode("overwrite").save()
+    job_read = time.perf_counter() - start
+    print(f"decode as the job reads it (compact, decoded records, marks): {job_read:.1f} s = "
+          f"{records / job_read:,.0f} records/s; end to end / that = {job_read / wall:.3f}")
     python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     jvm_mb = _peak_rss_mb(spark._jvm.java.lang.ProcessHandle.current().pid())
     print(f"peak driver RSS so far: python {python_mb:,.0f} MB, JVM {jvm_mb:,.0f} MB")
@@ -101,7 +110,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     # The machine may be shared: figures taken at different loads do not compare, ratios in one run do.
     print(f"load average at the end: {_load()}", flush=True)
     return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "timings_s": summary["timings_s"],
-            "decode_only_s": round(decode_only, 2),
+            "decode_only_s": round(decode_only, 2), "job_read_s": round(job_read, 2),
             "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb),
             "load_average": os.getloadavg()[0]}
 

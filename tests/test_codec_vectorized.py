@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import marshal
 import random
 import struct
 
@@ -205,6 +206,23 @@ def _generated_mix(golden_pairs, seed=3, n=3000):
 
 def test_generated_mix_equals_generic(golden_pairs):
     assert_same_as_generic(_batch(_generated_mix(golden_pairs)))
+
+
+def test_without_json_text_only_the_json_columns_of_decoded_rows_are_null(golden_pairs):
+    """``decode_batch(..., json_text=False)`` (a run that never writes the JSON texts, ``codec.source``'s
+    ``compact``): every column as with them, fast and generic rows alike, but ``key_json`` and ``value_json``."""
+    rows = _generated_mix(golden_pairs) + list(_corruptions(*golden_pairs[0]))
+    batch = _batch(rows)
+    full, lean = decode_batch(batch, True).to_pylist(), decode_batch(batch, True, json_text=False).to_pylist()
+    assert len(full) == len(lean) and any(r["error_code"] for r in full)
+    assert any(r["record_type"] not in (0, 1) and r["error_code"] is None for r in full)
+    for a, b in zip(full, lean):
+        assert b["key_json"] is None and b["value_json"] is None
+        same = {k: v for k, v in a.items() if k not in ("key_json", "value_json", "decoded_record")}
+        assert {k: b[k] for k in same} == same
+        assert (a["decoded_record"] is None) == (b["decoded_record"] is None)
+        if a["decoded_record"] is not None:
+            assert marshal.loads(a["decoded_record"]) == marshal.loads(b["decoded_record"])
 
 
 def test_offset_commit_values_are_typed_as_value_json_prints_them(golden_pairs):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import shutil
 import struct
 
 import pytest
 
-from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, MARK_COLUMNS
+from offsets_audit.codec.spark import (COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, DECODED_RECORD_COLUMN,
+                                      MARK_COLUMNS)
 from offsets_audit.sources.schema import SOURCE_SCHEMA, TIMESTAMP_TYPE_IDS
 from offsets_audit.sources.segments import read_segment
 from offsets_audit.sources.segments_spark import SegmentsReader, read_arrow
@@ -231,6 +233,56 @@ def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, l
     assert fused.schema == expected.schema
     assert_df_equality(fused, expected, ignore_row_order=True)
     assert fused.filter("read_error_code is not null").count() == 2
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("with_decoded_record", [False, True])
+def test_a_compact_read_is_the_same_log_once_compacted(spark, tmp_path, log_dir, golden, with_decoded_record):
+    """``read_decoded(..., compact=True)``, the job's read when it does not write the ``decoded`` table: decoded rows
+    come without the columns ``compact`` drops (their JSON texts never built), quarantine rows whole; ``compact`` of
+    it equals ``compact`` of the full read, through the segments reader and through ``decode`` (``mapInArrow``)
+    alike, on the golden log dir plus a damaged segment and an undecodable record."""
+    from chispa import assert_df_equality
+
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import compact, decode
+    from offsets_audit.sources import read
+    from offsets_audit.sources.segment_writer import SegmentWriter
+
+    root = tmp_path / "logs"
+    shutil.copytree(log_dir, root)
+    folder = root / "__consumer_offsets-49"
+    folder.mkdir()
+    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
+    data[100] ^= 0xFF
+    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    writer = SegmentWriter.create(root, 48)
+    writer.append_batch([(b"\x00\x63garbage", b"\x00\x00")], 1_700_000_000_000)  # an unknown record type
+    writer.flush()
+    source = {"kind": "segments", "path": str(root)}
+
+    full = read_decoded(spark, source, with_decoded_record=with_decoded_record)
+    lean = read_decoded(spark, source, with_decoded_record=with_decoded_record, compact=True)
+    assert lean.schema == full.schema
+    decoded = lean.filter("error_code is null and read_error_code is null")
+    assert decoded.count() > 0
+    assert decoded.filter("key_json is not null or value_json is not null or source_file is not null").count() == 0
+    quarantined = lean.filter("error_code is not null or read_error_code is not null")
+    assert quarantined.filter("source_file is null").count() == 0 and quarantined.count() >= 3
+    # ``decoded_record`` is ``marshal``-ed: the same record, but its bytes flag the strings the JSON form also held
+    # (marshal marks objects referenced more than once), so it is compared as the record it holds
+    assert_df_equality(compact(lean).drop(DECODED_RECORD_COLUMN), compact(full).drop(DECODED_RECORD_COLUMN),
+                       ignore_row_order=True)
+    if with_decoded_record:
+        def records(df):
+            rows = [(r["partition"], r["offset"], r["read_error_code"] or "",
+                     None if r[DECODED_RECORD_COLUMN] is None else marshal.loads(r[DECODED_RECORD_COLUMN]))
+                    for r in df.select("partition", "offset", "read_error_code", DECODED_RECORD_COLUMN).collect()]
+            return sorted(rows, key=lambda row: tuple(-1 if v is None else v for v in row[:3]))
+
+        assert records(lean) == records(full)
+    raw = read(spark, source)
+    assert_df_equality(compact(decode(raw, json_text=False)), compact(decode(raw)), ignore_row_order=True)
 
 
 def _mark_batch(rows):

@@ -98,10 +98,12 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     try:
         with stage("read+decode"):
             input_report: dict = {}  # files read and skipped, notes: summary["input"]
-            # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each)
+            # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each);
+            # compact: a run that does not write the decoded table never builds what only that table holds
+            keep_all = bool(out.get("write_decoded"))
             decoded_all = codec_source.read_decoded(spark, source_config(config), report=input_report,
-                                                   with_decoded_record=True)
-            if not out.get("write_decoded"):
+                                                   with_decoded_record=True, compact=not keep_all)
+            if not keep_all:
                 decoded_all = codec_spark.compact(decoded_all)
             decoded_all = decoded_all.persist()
             releases.append(decoded_all.unpersist)

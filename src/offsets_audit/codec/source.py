@@ -9,7 +9,9 @@ records took 27.1 s on 2 cores that way and 20.8 s in one pass (alternated, one 
 each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
 column for column, with one crossing. It takes ``kafka-segments``' options plus ``decodedRecord`` (``true``: also
 ``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS``, what the replay's fold and the commit log's digest read; the marks
-only here, where each Arrow batch holds whole Kafka batches and a segment is read in one piece). ``read_decoded``
+only here, where each Arrow batch holds whole Kafka batches and a segment is read in one piece) and ``compact``
+(``true``: the columns ``codec.spark.compact`` drops come null on decoded rows, and their JSON texts are never
+built: a run that does not write the ``decoded`` table; the rows after ``compact`` are the same). ``read_decoded``
 picks it where the source is segments; Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
 """
 
@@ -19,20 +21,23 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, decode, decode_batches,
-                                      mark_batch, mark_range)
+from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, compact_batch, decode,
+                                      decode_batches, mark_batch, mark_range)
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 from offsets_audit.sources.segments_spark import PackedRanges, SegmentRange, SegmentsReader
 
 DECODED_SEGMENTS_FORMAT = "kafka-segments+decoded"
-#: The option this wrapper reads itself (lower-case, as Spark hands options over); the rest go to the source.
+#: The options this wrapper reads itself (lower-case, as Spark hands options over); the rest go to the source.
 DECODED_RECORD_OPTION = "decodedrecord"
+COMPACT_OPTION = "compact"
 
 
-def _split_options(options) -> tuple[dict, bool]:
+def _split_options(options) -> tuple[dict, bool, bool]:
+    """(the source's options, ``decodedRecord``, ``compact``)."""
     options = {str(k).lower(): v for k, v in dict(options).items()}
     with_record = str(options.pop(DECODED_RECORD_OPTION, "false")).strip().lower() == "true"
-    return options, with_record
+    compact = str(options.pop(COMPACT_OPTION, "false")).strip().lower() == "true"
+    return options, with_record, compact
 
 
 class DecodedSegmentsDataSource(DataSource):
@@ -53,8 +58,8 @@ class DecodedSegmentsDataSource(DataSource):
         return ", ".join(f"`{name}` {ddl}" for name, ddl in fields)
 
     def reader(self, schema) -> DecodingReader:
-        options, with_record = _split_options(self.options)
-        return DecodingReader(SegmentsReader(options), with_record)
+        options, with_record, compact = _split_options(self.options)
+        return DecodingReader(SegmentsReader(options), with_record, compact)
 
 
 #: The most bytes of decoded batches the reader holds to mark a segment across (``mark_range``); a larger segment is
@@ -65,22 +70,25 @@ RANGE_BYTES_LIMIT = 512 * 1024 * 1024
 
 
 class DecodingReader(DataSourceReader):
-    """A source's reader whose Arrow batches are decoded before Spark sees them."""
+    """A source's reader whose Arrow batches are decoded before Spark sees them (``compact_batch``-ed with
+    ``compact``, after the marks, which read the batch fields)."""
 
-    def __init__(self, inner: SegmentsReader, with_decoded_record: bool):
-        self.inner, self.with_decoded_record = inner, with_decoded_record
+    def __init__(self, inner: SegmentsReader, with_decoded_record: bool, compact: bool = False):
+        self.inner, self.with_decoded_record, self.compact = inner, with_decoded_record, compact
 
     def partitions(self):
         return self.inner.partitions()
 
     def read(self, partition: SegmentRange | PackedRanges) -> Iterator:  # type: ignore[override]
+        json_text = not self.compact
         if not self.with_decoded_record:
-            yield from decode_batches(self.inner.read(partition), False)
-            return
-        # What the fold and the commit log's digest read (``codec.spark.MARK_COLUMNS``): each batch holds whole
-        # Kafka batches (``segments_spark._Columns``); a whole segment is marked as one.
-        for batches, whole in self.inner.read_ranges(partition):
-            yield from _marked(decode_batches(batches, True), whole)
+            decoded = decode_batches(self.inner.read(partition), False, json_text)
+        else:
+            # What the fold and the commit log's digest read (``codec.spark.MARK_COLUMNS``): each batch holds whole
+            # Kafka batches (``segments_spark._Columns``); a whole segment is marked as one.
+            decoded = (batch for batches, whole in self.inner.read_ranges(partition)
+                       for batch in _marked(decode_batches(batches, True, json_text), whole))
+        yield from (compact_batch(batch) for batch in decoded) if self.compact else decoded
 
 
 def _marked(batches: Iterator, whole: bool) -> Iterator:
@@ -114,18 +122,25 @@ def register(spark) -> None:
 _REGISTERED: set[int] = set()
 
 
-def read_decoded(spark, source_config, *, report: dict | None = None, with_decoded_record: bool = False):
+def read_decoded(spark, source_config, *, report: dict | None = None, with_decoded_record: bool = False,
+                 compact: bool = False):
     """``decode(sources.read(spark, source_config))``, in one Python pass where the source allows it.
 
     Log segments are read through ``kafka-segments+decoded`` (below), which decodes each batch in the
     task that reads it; other sources (Parquet, Spark's ``kafka`` source, ``kafka-python``) are read as they are
-    and decoded with ``mapInArrow``. The rows and columns are the same either way."""
+    and decoded with ``mapInArrow``. The rows and columns are the same either way.
+
+    ``compact``: the caller keeps only ``codec.spark.compact`` of the rows (a run that does not write the ``decoded``
+    table): the columns it drops come null on decoded rows, their JSON texts never built (the segments reader
+    and ``decode`` alike). ``compact`` of the rows is the same as without it."""
     from offsets_audit.sources import read
 
     kind = str(source_config.get("kind") or "").strip().lower() if hasattr(source_config, "get") else ""
     if kind == "segments":
         register(spark)
         formats = {"kafka-segments": (DECODED_SEGMENTS_FORMAT,
-                                      {DECODED_RECORD_OPTION: str(bool(with_decoded_record)).lower()})}
+                                      {DECODED_RECORD_OPTION: str(bool(with_decoded_record)).lower(),
+                                       COMPACT_OPTION: str(bool(compact)).lower()})}
         return read(spark, source_config, report=report, formats=formats)
-    return decode(read(spark, source_config, report=report), with_decoded_record=with_decoded_record)
+    return decode(read(spark, source_config, report=report), with_decoded_record=with_decoded_record,
+                  json_text=not compact)

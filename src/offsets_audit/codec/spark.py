@@ -81,9 +81,11 @@ def _where(topic, partition, offset) -> str:
 def decode_columns(keys: list, values: list, *, is_control: list | None = None,
                    read_error_codes: list | None = None, read_error_messages: list | None = None,
                    topics: list | None = None, partitions: list | None = None,
-                   offsets: list | None = None, with_decoded_record: bool = False) -> dict[str, list]:
+                   offsets: list | None = None, with_decoded_record: bool = False,
+                   json_text: bool = True) -> dict[str, list]:
     """Decode parallel lists of key/value bytes into the DECODED_COLUMNS lists (pure Python, no Spark), and
-    the ``DECODED_RECORD_COLUMN`` list too with ``with_decoded_record``."""
+    the ``DECODED_RECORD_COLUMN`` list too with ``with_decoded_record``. Without ``json_text`` a decoded row's
+    ``key_json`` and ``value_json`` stay null (``compact_batch``: a run that never writes them)."""
     n = len(keys)
     out: dict[str, list] = {name: [None] * n for name in DECODED_COLUMNS}
     decoded_records: list | None = None
@@ -105,11 +107,14 @@ def decode_columns(keys: list, values: list, *, is_control: list | None = None,
         key, value = keys[i], values[i]
         try:
             record = decode_record(key, value)
-            k_json, v_json = record.kafka_json()
-            key_json[i] = _dumps(k_json)
-            if v_json is not None:
-                value_json[i] = _dumps(v_json)
-                if record.record_type in OFFSET_COMMIT_RECORD_TYPES:
+            is_commit = record.record_type in OFFSET_COMMIT_RECORD_TYPES
+            if json_text or is_commit:  # a commit's typed value is read from its JSON form
+                k_json, v_json = record.kafka_json()
+                if json_text:
+                    key_json[i] = _dumps(k_json)
+                    if v_json is not None:
+                        value_json[i] = _dumps(v_json)
+                if v_json is not None and is_commit:
                     commit_value[i] = {name: v_json.get(field) for name, field in OFFSET_COMMIT_VALUE_SOURCES.items()}
             if decoded_records is not None and record.record_type not in OFFSET_COMMIT_RECORD_TYPES:
                 decoded_records[i] = marshal.dumps((record.record_type, record.key, record.value))
@@ -154,14 +159,14 @@ def _column(batch: pa.RecordBatch, name: str) -> list | None:
     return None if index < 0 else batch.column(index).to_pylist()
 
 
-def _decode_lists(batch: pa.RecordBatch, with_decoded_record: bool = False) -> dict[str, list]:
+def _decode_lists(batch: pa.RecordBatch, with_decoded_record: bool = False, json_text: bool = True) -> dict[str, list]:
     return decode_columns(
         _column(batch, "key"), _column(batch, "value"),
         is_control=_column(batch, "is_control"),
         read_error_codes=_column(batch, "read_error_code"),
         read_error_messages=_column(batch, "read_error_message"),
         topics=_column(batch, "topic"), partitions=_column(batch, "partition"), offsets=_column(batch, "offset"),
-        with_decoded_record=with_decoded_record,
+        with_decoded_record=with_decoded_record, json_text=json_text,
     )
 
 
@@ -185,18 +190,19 @@ def decode_batch_generic(batch: pa.RecordBatch) -> pa.RecordBatch:
     return _with_decoded(batch, _decode_lists(batch))
 
 
-def decode_batch(batch: pa.RecordBatch, with_decoded_record: bool = False) -> pa.RecordBatch:
+def decode_batch(batch: pa.RecordBatch, with_decoded_record: bool = False, json_text: bool = True) -> pa.RecordBatch:
     """Decode one Arrow batch of Kafka-source rows; the input columns come back unchanged.
 
     Flat records (offset commits, tombstones) are decoded column-wise by ``codec.vectorized``; every other
     row goes through ``decode_columns``. The result equals ``decode_batch_generic(batch)`` (plus
-    ``DECODED_RECORD_COLUMN`` with ``with_decoded_record``).
+    ``DECODED_RECORD_COLUMN`` with ``with_decoded_record``; with ``key_json`` and ``value_json`` null on decoded
+    rows without ``json_text``).
     """
     from offsets_audit.codec.vectorized import decode_batch_columns
 
-    generic = functools.partial(_decode_lists, with_decoded_record=with_decoded_record)
-    return _with_decoded(batch, decode_batch_columns(batch, _arrow_types(with_decoded_record), generic),
-                         with_decoded_record)
+    generic = functools.partial(_decode_lists, with_decoded_record=with_decoded_record, json_text=json_text)
+    return _with_decoded(batch, decode_batch_columns(batch, _arrow_types(with_decoded_record), generic,
+                                                     json_text=json_text), with_decoded_record)
 
 
 #: Spark hands mapInArrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
@@ -220,12 +226,12 @@ def _coalesce(batches, max_rows: int = COALESCE_ROWS, max_bytes: int = COALESCE_
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
-def decode_batches(batches, with_decoded_record: bool = False):
+def decode_batches(batches, with_decoded_record: bool = False, json_text: bool = True):
     """Decoded Arrow batches of an iterator of Kafka-source Arrow batches (``decode_batch``, after joining small
     ones): ``decode``'s ``mapInArrow`` body, and the ``kafka-segments+decoded`` reader's (``codec.source``)."""
     for batch in _coalesce(batches):
         try:
-            yield decode_batch(batch, with_decoded_record)
+            yield decode_batch(batch, with_decoded_record, json_text)
         except Exception as exc:  # noqa: BLE001 - last resort: quarantine the whole batch, never fail the job
             n = batch.num_rows
             extra = {name: pa.nulls(n, type=t) for name, t in _arrow_types(with_decoded_record).items()}
@@ -396,15 +402,16 @@ def output_schema(input_schema, with_decoded_record: bool = False):
     return schema
 
 
-def decode(df, *, with_decoded_record: bool = False):
+def decode(df, *, with_decoded_record: bool = False, json_text: bool = True):
     """Add the decoded columns to a DataFrame of Spark Kafka-source rows (one output row per input row).
 
     ``with_decoded_record``: also ``DECODED_RECORD_COLUMN``, which ``replay.spark.replay`` folds group records
-    from without decoding them again (drop it before writing: ``without_decoded_record``)."""
+    from without decoding them again (drop it before writing: ``without_decoded_record``). Without ``json_text``,
+    ``key_json`` and ``value_json`` are null on decoded rows (for a caller that ``compact``s the rows)."""
     existing = [c for c in (*DECODED_COLUMNS, DECODED_RECORD_COLUMN) if c in df.columns]
     if existing:
         df = df.drop(*existing)
-    body = functools.partial(decode_batches, with_decoded_record=with_decoded_record)
+    body = functools.partial(decode_batches, with_decoded_record=with_decoded_record, json_text=json_text)
     return df.mapInArrow(body, output_schema(df.schema, with_decoded_record))
 
 
@@ -459,6 +466,32 @@ def compact(decoded_df):
     return decoded_df.select(
         *working, F.col("value").isNull().alias(TOMBSTONE_COLUMN),
         F.when(kept, F.struct(*rest)).alias(QUARANTINE_ONLY_COLUMN, metadata={"columns": decoded_df.columns}))
+
+
+def compact_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``compact`` where a batch is decoded, as far as the schema stays: every column outside ``WORKING_COLUMNS``
+    null on the rows that are not quarantine rows, which is all ``compact`` keeps of them. ``compact`` of the result
+    equals ``compact`` of ``batch``; the rows cross to the JVM without the JSON texts, file names and batch fields
+    of nearly every record (``codec.source``'s ``compact`` option, with the JSON texts never built)."""
+    n = batch.num_rows
+    names = batch.schema.names
+    if not n or not [name for name in names if name not in WORKING_COLUMNS]:
+        return batch
+    kept = None
+    for name in ("error_code", "read_error_code"):
+        index = batch.schema.get_field_index(name)
+        if index >= 0 and batch.column(index).null_count < n:
+            valid = pc.is_valid(batch.column(index))
+            kept = valid if kept is None else pc.or_(kept, valid)
+    arrays = []
+    for name, column in zip(names, batch.columns):
+        if name in WORKING_COLUMNS or column.null_count == n:
+            arrays.append(column)
+        elif kept is None:
+            arrays.append(pa.nulls(n, column.type))
+        else:
+            arrays.append(pc.if_else(kept, column, pa.scalar(None, column.type)))
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
 
 
 def split(decoded_df):

@@ -470,8 +470,10 @@ def _materialise(pieces: list, m: int) -> pa.Array:
 
 
 def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, rows: np.ndarray,
-                  keys: _Binary, values: _Binary, columns: dict) -> tuple[np.ndarray, dict] | None:
-    """Decode rows of one (record type, value version or tombstone); returns (decoded rows, columns)."""
+                  keys: _Binary, values: _Binary, columns: dict,
+                  json_text: bool = True) -> tuple[np.ndarray, dict] | None:
+    """Decode rows of one (record type, value version or tombstone); returns (decoded rows, columns). Without
+    ``json_text`` the JSON columns stay null (their pieces are read, never joined into text)."""
     ok = np.ones(len(rows), dtype=bool)
     key_end = keys.end[rows]
     key_json, key_values, ok, key_pos = _Reader(keys, key_end).struct(layouts.key, keys.start[rows] + 2, ok)
@@ -484,9 +486,9 @@ def _decode_group(record_type: int, layouts: _TypeLayouts, version: int | None, 
         ok &= value_pos == value_end
     if not ok.any():
         return None
-    out = {"key_json": _materialise(key_json, len(rows))}
+    out = {"key_json": _materialise(key_json, len(rows)) if json_text else pa.nulls(len(rows), pa.string())}
     if value_layout is not None:
-        out["value_json"] = _materialise(value_json, len(rows))
+        out["value_json"] = _materialise(value_json, len(rows)) if json_text else pa.nulls(len(rows), pa.string())
         if record_type in OFFSET_COMMIT_RECORD_TYPES:
             out["offset_commit_value"] = _typed_struct(value_values, columns["offset_commit_value"], len(rows))
     for name, column in _KEY_COLUMNS.items():
@@ -543,11 +545,12 @@ def _column(batch: pa.RecordBatch, name: str):
 
 
 def decode_batch_columns(batch: pa.RecordBatch, columns: dict[str, pa.DataType],
-                         generic) -> dict[str, pa.Array]:
+                         generic, *, json_text: bool = True) -> dict[str, pa.Array]:
     """The decoded columns of one batch: flat records vectorised, every other row through ``generic``.
 
     ``generic(batch)`` decodes a (sub-)batch of the same schema to a dict of column lists, the way
-    ``decode_columns`` does; ``columns`` maps each decoded column to its Arrow type.
+    ``decode_columns`` does; ``columns`` maps each decoded column to its Arrow type. Without ``json_text`` the
+    vectorised rows' ``key_json`` and ``value_json`` are null (``generic`` is asked the same by its caller).
     """
     n = batch.num_rows
     key_array, value_array = _column(batch, "key"), _column(batch, "value")
@@ -579,7 +582,7 @@ def decode_batch_columns(batch: pa.RecordBatch, columns: dict[str, pa.DataType],
             for v, mask in shapes:
                 rows = np.flatnonzero(mask)
                 if len(rows) and len(rows) >= types.min_rows(v):
-                    decoded = _decode_group(int(rt), types, v, rows, keys, values, columns)
+                    decoded = _decode_group(int(rt), types, v, rows, keys, values, columns, json_text)
                     if decoded is not None:
                         groups.append(decoded)
     done = np.zeros(n, dtype=bool)
