@@ -470,9 +470,11 @@ def compact(decoded_df):
 
 def compact_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``compact`` where a batch is decoded, as far as the schema stays: every column outside ``WORKING_COLUMNS``
-    null on the rows that are not quarantine rows, which is all ``compact`` keeps of them. ``compact`` of the result
-    equals ``compact`` of ``batch``; the rows cross to the JVM without the JSON texts, file names and batch fields
-    of nearly every record (``codec.source``'s ``compact`` option, with the JSON texts never built)."""
+    null on the rows that are not quarantine rows, which is all ``compact`` keeps of them, and a decoded offset
+    commit's key and value empty (``compact`` drops both, after reading whether the value was null: a tombstone
+    keeps its null). ``compact`` of the result equals ``compact`` of ``batch``; the rows cross to the JVM
+    without the JSON texts, file names, batch fields and commit bytes of nearly every record (``codec.source``'s
+    ``compact`` option, with the JSON texts never built)."""
     n = batch.num_rows
     names = batch.schema.names
     if not n or not [name for name in names if name not in WORKING_COLUMNS]:
@@ -483,9 +485,18 @@ def compact_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
         if index >= 0 and batch.column(index).null_count < n:
             valid = pc.is_valid(batch.column(index))
             kept = valid if kept is None else pc.or_(kept, valid)
+    commit = None
+    if "record_type" in names:
+        commit = pc.fill_null(pc.is_in(batch.column(names.index("record_type")),
+                                       pa.array(OFFSET_COMMIT_TYPE_IDS, batch.schema.field("record_type").type)), False)
+        if kept is not None:
+            commit = pc.and_(commit, pc.invert(kept))
     arrays = []
     for name, column in zip(names, batch.columns):
-        if name in WORKING_COLUMNS or column.null_count == n:
+        if name in ("key", "value") and commit is not None and column.null_count < n:
+            # empty, not null: a tombstone's value stays null, and the array keeps no bytes of the rows emptied
+            arrays.append(pc.if_else(pc.and_(commit, pc.is_valid(column)), pa.scalar(b"", column.type), column))
+        elif name in WORKING_COLUMNS or column.null_count == n:
             arrays.append(column)
         elif kept is None:
             arrays.append(pa.nulls(n, column.type))
