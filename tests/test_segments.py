@@ -128,3 +128,38 @@ def test_list_segments_of_a_broker_log_dir_keeps_only_the_offsets_topic(tmp_path
     assert [part for _, part in list_segments(tmp_path)] == [3]
     assert len(list_segments(tmp_path, topic=None)) == 3
     assert len(list_segments(tmp_path / "orders-0")) == 1
+
+
+@pytest.mark.parametrize("chunk", [17, 100, 4096, 1 << 20])
+def test_batch_ends_walked_from_chunks_equal_one_header_at_a_time(monkeypatch, tmp_path, chunk):
+    """``complete_batch_ends`` reads headers from chunks read ahead: the same ends as reading each header where it
+    starts (``batch_end``), whatever the chunk size, on every golden segment whole, cut short, with garbage after
+    its batches and from a batch boundary inside it."""
+    import os
+
+    from offsets_audit.sources import segments
+    from offsets_audit.sources.segments import batch_end, complete_batch_ends
+
+    def one_at_a_time(handle, start, end):
+        pos, ends = start, []
+        while pos < end:
+            next_pos = batch_end(handle, pos, end)
+            if next_pos <= pos:
+                break
+            pos = next_pos
+            ends.append(pos)
+        return ends
+
+    monkeypatch.setattr(segments, "_WALK_CHUNK", chunk)
+    for case in CASES:
+        data = case.log.read_bytes()
+        for name, content in (("whole", data), ("cut", data[:len(data) * 2 // 3]), ("garbage", data + b"\x07" * 40)):
+            path = tmp_path / f"{name}.log"
+            path.write_bytes(content)
+            size = os.path.getsize(path)
+            with open(path, "rb") as handle:
+                expected = one_at_a_time(handle, 0, size)
+                assert list(complete_batch_ends(handle, 0, size)) == expected, (case.log.name, name)
+                if expected:
+                    start = expected[len(expected) // 2 - 1] if len(expected) > 1 else 0
+                    assert list(complete_batch_ends(handle, start, size)) == one_at_a_time(handle, start, size)
