@@ -43,11 +43,12 @@ def test_a_backwards_commit_keeps_itself_and_the_commit_before_it():
     assert _keep([_row(o, c) for o, c in enumerate(committed)]) == [True, False, True, True, False, True, True]
 
 
-def test_a_marker_between_two_commits_ends_the_run():
-    rows = [_row(0), _row(1), _row(2), _row(3, marker=True), _row(4), _row(5), _row(6)]
-    assert _keep(rows) == [True] * 3 + [False] + [True] * 3  # a marker is read, never kept
-    rows = [_row(0), _row(1), _row(2), _row(3, marker=True, partition=1), _row(4), _row(5), _row(6)]
-    assert _keep(rows) == [True, False, False, False, False, True, True]  # another partition's marker: no end
+def test_a_marker_between_two_commits_does_not_end_the_run():
+    """A transactional commit resolved at a marker inside a run is never applied there (its record is before the
+    run, or it would end it): the run goes on, and the marker is read, never kept."""
+    for partition in (0, 1):
+        rows = [_row(0), _row(1), _row(2), _row(3, marker=True, partition=partition), _row(4), _row(5), _row(6)]
+        assert _keep(rows) == [True, False, False, False, False, True, True]
 
 
 def test_a_tombstone_or_a_transactional_commit_of_the_key_ends_the_run_and_is_kept():

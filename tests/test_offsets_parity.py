@@ -322,8 +322,13 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
             ("named", "orders", (14, 11, "tdSMm_pWjo9nwTbCqMDntA")), ("named", "payments", (15, 10, "YEmEmknrDMNB0wEESWyKEA"))]
         backwards = F.col("applied") & (F.col("committed_offset") < F.col("previous_committed_offset"))
         transactional = F.col("outcome").startswith("txn_")
+        # the digest's ``previous_*``: on applied rows only, where the backwards rule reads them
+        previous = ("previous_committed_offset", "previous_partition", "previous_offset")
+        on_applied = log.select(*[F.when(F.coalesce(F.col("applied"), F.lit(False)), F.col(c)).alias(c)
+                                  if c in previous else c for c in log.columns])
         for only in (backwards, transactional):
-            assert rows(digest.filter(only).select(*log.columns)) == rows(log.filter(only))
+            assert rows(digest.filter(only).select(*log.columns)) == rows(on_applied.filter(only))
+        assert log.filter(transactional & F.col("previous_committed_offset").isNotNull() & ~F.col("applied")).count()
         assert ("txn-behind", 40) in rows(digest.filter(backwards).select("group_id", "committed_offset"))
     finally:
         log.unpersist()
@@ -388,7 +393,8 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     """The segments reader marks plain commits in the middle of a run of their key (``commit_mid_run``) and the
     digest leaves them out: its rows equal the digest of the same records without the mark, on the golden
     histories and ``_digest_records``' cases written as segments, plus long runs with a backwards commit, a
-    marker and another key's commits inside, and a group whose later partition's commits all fail to apply."""
+    marker and another key's commits inside, runs of a key with its own transactional commits resolved (committed,
+    aborted) by markers inside them, and a group whose later partition's commits all fail to apply."""
     from pyspark.sql import functions as F
 
     from offsets_audit.codec.source import read_decoded
@@ -403,6 +409,15 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     records += [_commit(16, 40, t + 40, "orders", 9, 1, producer_id=5, group="runs"), _marker(16, 45, t + 45, 5, "COMMIT")]
     records += [_commit(16, 41 + o if o < 4 else 42 + o, t + 50 + o, "orders", 0, 200 + o, group="runs")
                 for o in range(8)]
+    # a transactional commit of a key resolved (COMMIT, then ABORT) by markers inside a run of the same key
+    records += [_commit(16, 60, t + 60, "orders", 3, 500, producer_id=9, group="runs")]
+    records += [_commit(16, 61 + o, t + 61 + o, "orders", 3, 600 + o, group="runs") for o in range(4)]
+    records += [_marker(16, 65, t + 65, 9, "COMMIT")]
+    records += [_commit(16, 66 + o, t + 66 + o, "orders", 3, 610 + o, group="runs") for o in range(4)]
+    records += [_commit(16, 70, t + 70, "orders", 3, 700, producer_id=11, group="runs")]
+    records += [_commit(16, 71 + o, t + 71 + o, "orders", 3, 800 + o, group="runs") for o in range(4)]
+    records += [_marker(16, 75, t + 75, 11, "ABORT")]
+    records += [_commit(16, 76 + o, t + 76 + o, "orders", 3, 810 + o, group="runs") for o in range(4)]
     records += [_commit(17, 100 + o, t + o, "payments", 0, 1000 + o, group="spread") for o in range(8)]
     records += [_commit(18, 10 + o, t + 20 + o, "payments", 0, 2000 + o, group="spread") for o in range(8)]
     _write_segments(tmp_path / "log", records)
@@ -423,3 +438,6 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     backwards = marked.filter((F.col("group_id") == "runs") & (F.col("committed_offset") < F.col(
         "previous_committed_offset"))).select("record_offset", "previous_committed_offset")
     assert rows(backwards) == [(3, 30)]
+    inside = marked.filter((F.col("group_id") == "runs") & (F.col("topic_partition") == 3)
+                           & F.col("outcome").startswith("txn_")).select("record_offset", "outcome", "applied")
+    assert rows(inside) == [(60, "txn_committed", False), (70, "txn_aborted", None)]

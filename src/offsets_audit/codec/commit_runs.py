@@ -34,11 +34,18 @@ def thin_runs(table: pa.RecordBatch) -> np.ndarray:
     there (``codec.spark.mark_range``: one whole segment).
 
     A run is a longest sequence of a key's commits in one partition, in offset order, of plain commits with a
-    committed offset and no marker of the partition between two of them. In the coordinator's order of a key's
-    commits (``commit_log.resolve_commits``: plain ones at their record, transactional ones at their marker), no
-    other commit of the key lies between two rows of a run, and within a run the record offsets rise, so the
-    commit stored before a row of a run is the row before it, and the one stored after a run is its last row.
-    Each row of a run is kept that is:
+    committed offset. Within a run the record offsets rise, and the commit stored before a row of a run is the row
+    before it, the one stored after a run its last row. In the coordinator's order of a key's commits
+    (``commit_log.resolve_commits``: plain ones at their record, transactional ones at their marker) only a
+    transactional commit of the key resolved at a marker between two rows of a run can lie between them, and it is
+    never applied there: its record is not between them (it would end the run), so it is before the run's first
+    row, whose record offset the stored commit's is at least (``OffsetMetadataManager`` stores a transactional
+    commit only above the stored commit's record offset). Nor does it change what the rows after it store. So a
+    marker does not end a run: transactional producers' markers come every few records in a partition, and runs cut
+    at each of them thinned a third of a simulated log's commits where whole runs thin nine tenths. Such a commit's
+    row is kept (every transactional commit is), and what the digest reads of it comes out the same (``applied``,
+    its outcome, its marker); its ``previous_*`` columns, read on applied rows only, the digest leaves null
+    (``commit_log.resolve_commits``). Each row of a run is kept that is:
 
     * the first, the second-to-last or the last of its run: what comes after the run reads the last, and the
       last's ``previous_*`` columns (the key's last row) the one before it;
@@ -87,17 +94,6 @@ def thin_runs(table: pa.RecordBatch) -> np.ndarray:
     if plain.sum() < 3:
         return keep
 
-    # The markers of each partition before each commit: two commits with the same count have none between them.
-    markers_before = np.zeros(commits.size, dtype=np.int64)
-    marker_rows = np.flatnonzero(marker)
-    if marker_rows.size:
-        marker_partition = longs("record_partition", -1, marker_rows)
-        marker_offset = longs("record_offset", -1, marker_rows)
-        for p in np.unique(marker_partition):
-            at = np.sort(marker_offset[marker_partition == p])
-            mine = partition == p
-            markers_before[mine] = np.searchsorted(at, offset[mine], side="left")
-
     order = np.lexsort((offset, partition, topic_partition, topic, group))
     o_plain = plain[order]
     o_offset = offset[order]
@@ -107,7 +103,6 @@ def thin_runs(table: pa.RecordBatch) -> np.ndarray:
                 & (group[order][1:] == group[order][:-1]) & (topic[order][1:] == topic[order][:-1])
                 & (topic_partition[order][1:] == topic_partition[order][:-1])
                 & (partition[order][1:] == partition[order][:-1])
-                & (markers_before[order][1:] == markers_before[order][:-1])
                 & (o_offset[1:] > o_offset[:-1]))
     next_link = np.append(link[1:], False)
     after_next_link = np.append(next_link[1:], False)

@@ -251,6 +251,11 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
         "applied", F.when(effective, F.col("_previous").isNull() | (F.col("_previous.segment") != F.col("segment"))
                           | (F.col("record_offset") > F.col("_previous.record_offset"))))
     same_segment = F.col("_previous.segment") == F.col("segment")
+    if digest:
+        # The digest's ``previous_*`` only where the rules read them, on applied rows: a transactional commit resolved
+        # between two rows of a run the segments reader thinned sees the nearest row kept before it, not the one
+        # stored (``codec.commit_runs.thin_runs``), and is never applied there.
+        same_segment = same_segment & F.coalesce(F.col("applied"), F.lit(False))
     resolved = F.when(F.col("outcome") == "txn_cleared", F.col("_last_tombstone")).otherwise(F.col("marker_offset"))
     if digest:
         # The commit stored after the key's last row: that row if it was applied, else the one stored before it (an
