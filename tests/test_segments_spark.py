@@ -204,6 +204,18 @@ def test_bad_min_partitions_is_a_user_error(log_dir):
         SegmentsReader({"path": str(log_dir), "minPartitions": "-1"})
 
 
+def _with_a_damaged_segment(tmp_path, log_dir, golden):
+    """A copy of the golden log dir plus a segment with a flipped byte and a cut tail (two unreadable stretches)."""
+    root = tmp_path / "logs"
+    shutil.copytree(log_dir, root)
+    folder = root / "__consumer_offsets-49"
+    folder.mkdir()
+    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
+    data[100] ^= 0xFF
+    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    return root
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("with_decoded_record", [False, True])
 def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, log_dir, golden, with_decoded_record):
@@ -215,13 +227,7 @@ def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, l
     from offsets_audit.codec.spark import decode
     from offsets_audit.sources import read
 
-    root = tmp_path / "logs"
-    shutil.copytree(log_dir, root)
-    folder = root / "__consumer_offsets-49"
-    folder.mkdir()
-    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
-    data[100] ^= 0xFF
-    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    root = _with_a_damaged_segment(tmp_path, log_dir, golden)
     source = {"kind": "segments", "path": str(root)}
 
     fused = read_decoded(spark, source, with_decoded_record=with_decoded_record)
@@ -249,13 +255,7 @@ def test_a_compact_read_is_the_same_log_once_compacted(spark, tmp_path, log_dir,
     from offsets_audit.sources import read
     from offsets_audit.sources.segment_writer import SegmentWriter
 
-    root = tmp_path / "logs"
-    shutil.copytree(log_dir, root)
-    folder = root / "__consumer_offsets-49"
-    folder.mkdir()
-    data = bytearray((golden / "segments" / "v2-gzip-00000000000000000000.log").read_bytes())
-    data[100] ^= 0xFF
-    (folder / "00000000000000000000.log").write_bytes(bytes(data[:-5]))
+    root = _with_a_damaged_segment(tmp_path, log_dir, golden)
     writer = SegmentWriter.create(root, 48)
     writer.append_batch([(b"\x00\x63garbage", b"\x00\x00")], 1_700_000_000_000)  # an unknown record type
     writer.flush()
