@@ -69,15 +69,15 @@ def thin_runs(table: pa.RecordBatch) -> np.ndarray:
     if commits.size < 3:
         return keep
 
-    def column(name, rows=commits):
-        return pc.take(table.column(name), pa.array(rows))
+    def column(name):
+        return pc.take(table.column(name), pa.array(commits))
 
     def codes(name):
         indices = pc.fill_null(pc.dictionary_encode(column(name)).indices, -1)
         return indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
-    def longs(name, fill, rows=commits):
-        return pc.fill_null(pc.cast(column(name, rows), pa.int64()), fill).to_numpy(zero_copy_only=False)
+    def longs(name, fill):
+        return pc.fill_null(pc.cast(column(name), pa.int64()), fill).to_numpy(zero_copy_only=False)
 
     def valid(name):
         return pc.is_valid(column(name)).to_numpy(zero_copy_only=False)

@@ -301,6 +301,11 @@ def _with_marks(batch: pa.RecordBatch, after: np.ndarray, mid: np.ndarray) -> pa
                                       names=[*batch.schema.names, *MARK_COLUMNS])
 
 
+def _offset_commit_type(record_type: pa.Array) -> pa.Array:
+    """Per row of a decoded batch's ``record_type``: an offset commit's type (false where null)."""
+    return pc.fill_null(pc.is_in(record_type, pa.array(OFFSET_COMMIT_TYPE_IDS, record_type.type)), False)
+
+
 def _mark_inputs(batch: pa.RecordBatch) -> pa.RecordBatch | None:
     """What the marks read of a decoded batch, as ``codec.commit_runs.READ_COLUMNS`` plus ``_commit`` (a decoded
     offset commit), ``MARKER_COLUMN`` (a transaction marker), ``_fold_read`` (a record the fold reads) and the
@@ -313,9 +318,7 @@ def _mark_inputs(batch: pa.RecordBatch) -> pa.RecordBatch | None:
 
     control = pc.fill_null(column("is_control"), False)
     decoded = pc.is_null(column("error_code"))
-    is_commit = pc.and_(pc.fill_null(pc.is_in(column("record_type"),
-                                              pa.array(OFFSET_COMMIT_TYPE_IDS, column("record_type").type)), False),
-                        pc.invert(control))
+    is_commit = pc.and_(_offset_commit_type(column("record_type")), pc.invert(control))
     is_tombstone = pc.is_null(column("value"))
     fold_read = pc.and_(pc.and_(pc.invert(control), decoded), pc.invert(pc.and_(is_commit, is_tombstone)))
     for name in ("group_id", "batch_base_offset", "file_position", "partition", "offset"):
@@ -487,8 +490,7 @@ def compact_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
             kept = valid if kept is None else pc.or_(kept, valid)
     commit = None
     if "record_type" in names:
-        commit = pc.fill_null(pc.is_in(batch.column(names.index("record_type")),
-                                       pa.array(OFFSET_COMMIT_TYPE_IDS, batch.schema.field("record_type").type)), False)
+        commit = _offset_commit_type(batch.column(names.index("record_type")))
         if kept is not None:
             commit = pc.and_(commit, pc.invert(kept))
     arrays = []

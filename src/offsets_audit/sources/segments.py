@@ -1097,6 +1097,8 @@ def is_index_file(path: str | os.PathLike) -> bool:
 
 #: What ``batch_end`` returns for a header that cannot start a batch (unknown magic, length below its minimum).
 NOT_A_BATCH = -1
+#: What ``batch_end`` reads of a batch header: base offset, length, partition leader epoch and magic.
+_HEADER_READ = LOG_OVERHEAD + 5
 
 
 def batch_end(handle: BinaryIO, pos: int, end: int) -> int:
@@ -1106,14 +1108,19 @@ def batch_end(handle: BinaryIO, pos: int, end: int) -> int:
     before reading a whole batch. Returns ``pos`` itself when the header or the batch it claims is cut short by
     ``end`` (a batch still being appended, or a truncated tail), ``NOT_A_BATCH`` when the header cannot be one.
     """
-    if pos + LOG_OVERHEAD + 5 > end:
+    if pos + _HEADER_READ > end:
         return pos
     handle.seek(pos)
-    head = handle.read(LOG_OVERHEAD + 5)
-    if len(head) < LOG_OVERHEAD + 5:
+    head = handle.read(_HEADER_READ)
+    if len(head) < _HEADER_READ:
         return pos
-    _, length = _OFFSET_LENGTH.unpack_from(head)
-    magic = head[16]
+    return _header_end(head, 0, pos, end)
+
+
+def _header_end(buf: bytes, at: int, pos: int, end: int) -> int:
+    """``batch_end`` of the header at ``pos`` of the file, its ``_HEADER_READ`` bytes at ``buf[at:]``."""
+    _, length = _OFFSET_LENGTH.unpack_from(buf, at)
+    magic = buf[at + 16]
     if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
         return NOT_A_BATCH
     if pos + LOG_OVERHEAD + length > end:
@@ -1131,24 +1138,19 @@ def complete_batch_ends(handle: BinaryIO, start: int, end: int) -> Iterator[int]
 
     The headers come from chunks of ``_WALK_CHUNK`` bytes read ahead (a batch of a few records is a few hundred
     bytes: one read and one seek per header made planning a 5 M-record log take a second)."""
-    head = LOG_OVERHEAD + 5
     pos = start
     chunk, chunk_start = b"", start
     while pos < end:
-        if pos + head > end:
+        if pos + _HEADER_READ > end:
             return
         at = pos - chunk_start
-        if at < 0 or at + head > len(chunk):
+        if at < 0 or at + _HEADER_READ > len(chunk):
             handle.seek(pos)
             chunk, chunk_start, at = handle.read(min(_WALK_CHUNK, end - pos)), pos, 0
-            if len(chunk) < head:
+            if len(chunk) < _HEADER_READ:
                 return
-        _, length = _OFFSET_LENGTH.unpack_from(chunk, at)
-        magic = chunk[at + 16]
-        if magic not in _MIN_LENGTH or length < _MIN_LENGTH[magic]:
-            return
-        next_pos = pos + LOG_OVERHEAD + length
-        if next_pos > end:
+        next_pos = _header_end(chunk, at, pos, end)
+        if next_pos <= pos:  # cut short by ``end`` (itself) or not a batch (``NOT_A_BATCH``)
             return
         pos = next_pos
         yield pos
