@@ -328,11 +328,13 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         return result
 
     source = source_config(config)
+    # Neither query writes decoded rows (the fold reads the bytes, the records query the typed commit values and
+    # the quarantine rows, which never have JSON texts): the codec builds none (``json_text=False``).
     ran_fold = stage("fold+audit", lambda: replay_incremental.run_fold_query(
-        spark, codec_spark.decode(replay_incremental.read_stream(spark, source)), checkpoint,
+        spark, codec_spark.decode(replay_incremental.read_stream(spark, source), json_text=False), checkpoint,
         GroupAuditStep(config)))
     ran_records = stage("offsets", lambda: replay_incremental.run_records_query(
-        spark, codec_spark.decode(replay_incremental.read_stream(spark, source)), checkpoint))
+        spark, codec_spark.decode(replay_incremental.read_stream(spark, source), json_text=False), checkpoint))
 
     all_fold = replay_incremental.fold_batches(checkpoint)
     all_records = replay_incremental.counted_batches(checkpoint)
