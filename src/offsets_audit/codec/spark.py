@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_audit.codec.commit_runs import MARKER_COLUMN, thin_runs
+from offsets_audit.codec.commit_runs import MARKER_COLUMN, READ_COLUMNS, thin_runs
 from offsets_audit.codec.errors import DecodeError
 from offsets_audit.codec.offset_commits import (
     OFFSET_COMMIT_RECORD_TYPES,
@@ -384,11 +384,13 @@ def _commits_mid_run(inputs: pa.RecordBatch) -> np.ndarray:
     """``COMMIT_MID_RUN_COLUMN`` of a whole segment's ``_mark_inputs`` rows: the commits ``thin_runs`` drops."""
     mid = np.zeros(inputs.num_rows, dtype=bool)
     commit = inputs.column("_commit").to_numpy(zero_copy_only=False)
-    read = np.flatnonzero(commit | inputs.column(MARKER_COLUMN).to_numpy(zero_copy_only=False))
+    # The commits only: a marker no longer ends a run (``thin_runs``), so the markers would only be read and dropped.
+    read = np.flatnonzero(commit)
     if read.size < 3:
         return mid
-    keep = thin_runs(inputs.take(pa.array(read)))
-    mid[read] = commit[read] & ~keep
+    columns = inputs.select([*READ_COLUMNS, MARKER_COLUMN])
+    keep = thin_runs(columns if read.size == inputs.num_rows else columns.take(pa.array(read)))
+    mid[read] = ~keep
     return mid
 
 
