@@ -1,4 +1,5 @@
-"""Builds the optional compiled kernels (the ``simple``, ``range`` and ``uniform`` assignors', and the segment walk's);
+"""Builds the optional compiled kernels (the ``simple``, ``range`` and ``uniform`` assignors', the segment walk's and
+the flat record decoder's);
 the rest is in pyproject.toml.
 
 * ``pip install -e .`` (``make install``, ``make test``) compiles them in place when a C compiler and the Python
@@ -20,7 +21,8 @@ from setuptools import Extension, setup
 _KERNELS = [
     Extension(module, [f"src/{module.replace('.', '/')}.c"], extra_compile_args=["-O2"], optional=True)
     for module in ("offsets_audit.assignors._simple_kernel", "offsets_audit.assignors._range_kernel",
-                   "offsets_audit.assignors.uniform._kernel", "offsets_audit.sources._segments_kernel")
+                   "offsets_audit.assignors.uniform._kernel", "offsets_audit.sources._segments_kernel",
+                   "offsets_audit.codec._flat_kernel")
 ]
 
 _distributable_wheel = "bdist_wheel" in sys.argv and os.environ.get("OFFSETS_AUDIT_BUILD_KERNEL") != "1"

@@ -14,6 +14,7 @@ import random
 import struct
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,7 +57,28 @@ def _batch(pairs, *, partition=7, first_offset=0, is_control=None, read_errors=N
 
 
 def assert_same_as_generic(batch: pa.RecordBatch) -> None:
-    fast, generic = decode_batch(batch), decode_batch_generic(batch)
+    """The vectorised decode equals the generic one, with JSON texts, and without them (where the compiled kernel
+    reads the simple layouts: ``_flat_kernel``) with and without the kernel."""
+    from offsets_audit.codec import vectorized
+
+    generic = decode_batch_generic(batch)
+    _assert_columns_equal(decode_batch(batch), generic)
+    # Without JSON texts: the same columns but for the JSON ones, null on decoded rows.
+    decoded = pa.array([e is None for e in generic.column("error_code").to_pylist()])
+    lean_generic = {name: (pc.if_else(decoded, pa.scalar(None, generic.column(name).type), generic.column(name))
+                           if name in ("key_json", "value_json") else generic.column(name))
+                    for name in generic.schema.names}
+    lean = pa.RecordBatch.from_pydict(lean_generic, schema=generic.schema)
+    _assert_columns_equal(decode_batch(batch, json_text=False), lean)
+    kernel = vectorized._KERNEL
+    try:
+        vectorized._KERNEL = None
+        _assert_columns_equal(decode_batch(batch, json_text=False), lean)
+    finally:
+        vectorized._KERNEL = kernel
+
+
+def _assert_columns_equal(fast: pa.RecordBatch, generic: pa.RecordBatch) -> None:
     assert fast.schema == generic.schema
     for name in generic.schema.names:
         if not fast.column(name).equals(generic.column(name)):
@@ -453,3 +475,37 @@ def test_decode_batches_equals_generic_per_batch(golden_pairs):
     batches = [_batch(pairs[i:i + 100], first_offset=i) for i in range(0, len(pairs), 100)]
     got = pa.Table.from_batches(list(decode_batches(iter(batches))))
     assert got.equals(pa.Table.from_batches([decode_batch_generic(b) for b in batches]))
+
+
+def test_the_compiled_kernel_reads_every_offset_commit_layout():
+    """Where setup.py built ``_flat_kernel``, decoding without JSON texts reads offset commit keys and values (every
+    version, tombstones too) in C; ``assert_same_as_generic`` compares its rows with the generic decoder's."""
+    from offsets_audit.codec import vectorized
+
+    if vectorized._KERNEL is None:
+        pytest.skip("the compiled kernel is not built here (a pure-Python install)")
+    layouts = flat_record_types()
+    for record_type in (0, 1):
+        assert vectorized._kernel_layouts(layouts[record_type].key, None) is not None
+        for version, layout in layouts[record_type].values.items():
+            assert vectorized._kernel_layouts(layouts[record_type].key, layout) is not None, version
+    rng = random.Random(5)
+    rows = [_commit(rng, version) for version in range(5) for _ in range(20)]
+    batch = _batch(rows)
+    calls = []
+    real = vectorized._KERNEL.read_flat
+
+    class Spy:
+        @staticmethod
+        def read_flat(*args):
+            calls.append(len(args[1]))
+            return real(*args)
+
+    kernel = vectorized._KERNEL
+    vectorized._KERNEL = Spy
+    try:
+        decode_batch(batch, json_text=False)
+    finally:
+        vectorized._KERNEL = kernel
+    assert sum(calls) == 2 * len(rows)  # each row's key and value, in C
+    assert_same_as_generic(batch)
