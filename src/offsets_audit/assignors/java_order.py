@@ -24,8 +24,25 @@ def _to_int32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
+#: ``java_string_hash`` of the strings seen last: the assignor re-runs hash the same member and topic ids for every
+#: assignment of a group (at 5.3 M simulated records, 146 k calls for a few thousand distinct strings).
+_HASHES: dict[str, int] = {}
+_MAX_HASHES = 1 << 16
+
+
 def java_string_hash(s: str) -> int:
     """``String.hashCode()`` as a signed int32 (over UTF-16 code units, so non-BMP chars count twice)."""
+    h = _HASHES.get(s)
+    if h is not None:
+        return h
+    h = _string_hash(s)
+    if len(_HASHES) >= _MAX_HASHES:
+        _HASHES.clear()
+    _HASHES[s] = h
+    return h
+
+
+def _string_hash(s: str) -> int:
     h = 0
     data = s.encode("utf-16-be")
     for i in range(0, len(data), 2):
