@@ -13,8 +13,9 @@
  * 's' string, 'S' nullable string; a tagged field: one of the integer codes or 'u' (uuid, 16 bytes).
  *
  * Output, as bytes objects for numpy and Arrow (native endian): ok (one byte a row); per untagged field either the
- * values (int64 a row) or, for a string, (int32 offsets, characters, is-null bytes); per tagged field (its 16 bytes
- * a row for a uuid, else nothing, present bytes). A row not ok has zeros and empty strings.
+ * values (int64 a row) or, for a string, (int32 offsets, characters, is-null bytes); per tagged field, for a uuid
+ * (its Uuid.toString, 22 characters a row, and whether it is printed: present and not all zero), else (None,
+ * present bytes). A row not ok has zeros and empty strings.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -147,7 +148,7 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t t = 0; t < n_tags && !failed; t++)
-        failed |= !buf_reserve(&present[t], m) || (tag_codes[t] == 'u' && !buf_reserve(&values[MAX_FIELDS - 1 - t], m * 16));
+        failed |= !buf_reserve(&present[t], m) || (tag_codes[t] == 'u' && !buf_reserve(&values[MAX_FIELDS - 1 - t], m * 22));
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -239,12 +240,23 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
             int here = ok && tag_at[t] >= 0;
             present[t].data[present[t].len++] = (char) here;
             if (tag_codes[t] == 'u') {
-                Buf *raw = &values[MAX_FIELDS - 1 - t];
+                /* Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding; printed unless all zero */
+                static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+                uint8_t id[18] = {0};
                 if (here)
-                    memcpy(raw->data + raw->len, buf + tag_at[t], 16);
-                else
-                    memset(raw->data + raw->len, 0, 16);
-                raw->len += 16;
+                    memcpy(id, buf + tag_at[t], 16);
+                int printed = 0;
+                for (int k = 0; k < 16; k++)
+                    printed |= id[k] != 0;
+                present[t].data[present[t].len - 1] = (char) (here && printed);
+                Buf *text = &values[MAX_FIELDS - 1 - t];
+                for (int k = 0, at = 0; k < 18; k += 3) {
+                    uint32_t bits = ((uint32_t) id[k] << 16) | ((uint32_t) id[k + 1] << 8) | id[k + 2];
+                    char quad[4] = {alphabet[(bits >> 18) & 63], alphabet[(bits >> 12) & 63], alphabet[(bits >> 6) & 63],
+                                    alphabet[bits & 63]};
+                    for (int q = 0; q < 4 && at < 22; q++, at++)
+                        text->data[text->len++] = quad[q];
+                }
             }
         }
         ok_buf.data[ok_buf.len++] = (char) ok;

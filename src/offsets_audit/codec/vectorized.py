@@ -609,10 +609,13 @@ def _kernel_struct(layout: FlatLayout, spec: tuple, col: _Binary, starts: np.nda
             value = np.frombuffer(out, dtype=np.int64)
             values[f.name] = (f.type, value.astype(np.uint8) if f.type == "bool" else value, None)
     for f, (raw, present) in zip([f for f in layout.fields if f.tag is not None], tagged):
-        here = np.frombuffer(present, dtype=np.uint8).astype(bool)
-        if f.type == "uuid" and here.any():  # as ``_Reader._tags``: a tag no row has gives no value (all null)
-            raw_ids = np.frombuffer(raw, dtype=np.uint8).reshape(m, 16)
-            values[f.name] = ("uuid", _uuid_strings(raw_ids), ~(here & raw_ids.any(axis=1)))
+        if f.type != "uuid":
+            continue
+        printed = np.frombuffer(present, dtype=np.uint8).astype(bool)  # present and not all zero
+        if printed.any():  # none printed: no value, all null (as ``_Reader._tags`` gives when no row has the tag)
+            offsets = np.arange(0, 22 * (m + 1), 22, dtype=np.int32)
+            values[f.name] = ("uuid", pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(raw)),
+                              ~printed)
     return values, ok
 
 
