@@ -275,7 +275,7 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
         PyObject *item;
         if (fields[f] == 's' || fields[f] == 'S')
             item = Py_BuildValue("(y#y#y#)", offsets[f].data, offsets[f].len, chars[f].data ? chars[f].data : "",
-                                 chars[f].len, nulls[f].data, nulls[f].len);
+                                 chars[f].len, nulls[f].data ? nulls[f].data : "", nulls[f].len);
         else
             item = PyBytes_FromStringAndSize(values[f].data, values[f].len);
         if (item == NULL) {
@@ -288,8 +288,9 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
     for (Py_ssize_t t = 0; t < n_tags; t++) {
         Buf *raw = &values[MAX_FIELDS - 1 - t];
         PyObject *item = tag_codes[t] == 'u'
-            ? Py_BuildValue("(y#y#)", raw->data, raw->len, present[t].data, present[t].len)
-            : Py_BuildValue("(Oy#)", Py_None, present[t].data, present[t].len);
+            ? Py_BuildValue("(y#y#)", raw->data ? raw->data : "", raw->len, present[t].data ? present[t].data : "",
+                            present[t].len)
+            : Py_BuildValue("(Oy#)", Py_None, present[t].data ? present[t].data : "", present[t].len);
         if (item == NULL) {
             Py_DECREF(untagged);
             Py_DECREF(tagged);
