@@ -105,14 +105,16 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int64_t tags[MAX_FIELDS];
     Py_ssize_t m = starts_view.len / (Py_ssize_t) sizeof(int64_t);
-    Buf values[MAX_FIELDS], chars[MAX_FIELDS], offsets[MAX_FIELDS], nulls[MAX_FIELDS], present[MAX_FIELDS];
+    Buf values[MAX_FIELDS], chars[MAX_FIELDS], offsets[MAX_FIELDS], nulls[MAX_FIELDS], present[MAX_FIELDS],
+        uuid_texts[MAX_FIELDS];
     Buf ok_buf = {0};
     memset(values, 0, sizeof values);
     memset(chars, 0, sizeof chars);
     memset(offsets, 0, sizeof offsets);
     memset(nulls, 0, sizeof nulls);
     memset(present, 0, sizeof present);
-    if (n_fields + n_tags > MAX_FIELDS || !PyTuple_Check(tag_numbers) ||
+    memset(uuid_texts, 0, sizeof uuid_texts);
+    if (n_fields > MAX_FIELDS || n_tags > MAX_FIELDS || !PyTuple_Check(tag_numbers) ||
         PyTuple_GET_SIZE(tag_numbers) != n_tags || ends_view.len != starts_view.len) {
         PyErr_SetString(PyExc_ValueError, "read_flat: bad layout or row arrays");
         goto done;
@@ -148,7 +150,7 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t t = 0; t < n_tags && !failed; t++)
-        failed |= !buf_reserve(&present[t], m) || (tag_codes[t] == 'u' && !buf_reserve(&values[MAX_FIELDS - 1 - t], m * 22));
+        failed |= !buf_reserve(&present[t], m) || (tag_codes[t] == 'u' && !buf_reserve(&uuid_texts[t], m * 22));
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -238,7 +240,6 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
         ok = ok && pos == end;
         for (Py_ssize_t t = 0; t < n_tags; t++) {
             int here = ok && tag_at[t] >= 0;
-            present[t].data[present[t].len++] = (char) here;
             if (tag_codes[t] == 'u') {
                 /* Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding; printed unless all zero */
                 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -248,8 +249,8 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
                 int printed = 0;
                 for (int k = 0; k < 16; k++)
                     printed |= id[k] != 0;
-                present[t].data[present[t].len - 1] = (char) (here && printed);
-                Buf *text = &values[MAX_FIELDS - 1 - t];
+                here = here && printed;
+                Buf *text = &uuid_texts[t];
                 for (int k = 0, at = 0; k < 18; k += 3) {
                     uint32_t bits = ((uint32_t) id[k] << 16) | ((uint32_t) id[k + 1] << 8) | id[k + 2];
                     char quad[4] = {alphabet[(bits >> 18) & 63], alphabet[(bits >> 12) & 63], alphabet[(bits >> 6) & 63],
@@ -258,6 +259,7 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
                         text->data[text->len++] = quad[q];
                 }
             }
+            present[t].data[present[t].len++] = (char) here;
         }
         ok_buf.data[ok_buf.len++] = (char) ok;
     }
@@ -286,9 +288,9 @@ static PyObject *read_flat(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(untagged, f, item);
     }
     for (Py_ssize_t t = 0; t < n_tags; t++) {
-        Buf *raw = &values[MAX_FIELDS - 1 - t];
+        Buf *text = &uuid_texts[t];
         PyObject *item = tag_codes[t] == 'u'
-            ? Py_BuildValue("(y#y#)", raw->data ? raw->data : "", raw->len, present[t].data ? present[t].data : "",
+            ? Py_BuildValue("(y#y#)", text->data ? text->data : "", text->len, present[t].data ? present[t].data : "",
                             present[t].len)
             : Py_BuildValue("(Oy#)", Py_None, present[t].data ? present[t].data : "", present[t].len);
         if (item == NULL) {
@@ -306,6 +308,7 @@ done:
         free(offsets[f].data);
         free(nulls[f].data);
         free(present[f].data);
+        free(uuid_texts[f].data);
     }
     free(ok_buf.data);
     PyBuffer_Release(&data);

@@ -608,13 +608,13 @@ def _kernel_struct(layout: FlatLayout, spec: tuple, col: _Binary, starts: np.nda
         else:
             value = np.frombuffer(out, dtype=np.int64)
             values[f.name] = (f.type, value.astype(np.uint8) if f.type == "bool" else value, None)
-    for f, (raw, present) in zip([f for f in layout.fields if f.tag is not None], tagged):
+    for f, (text, flags) in zip([f for f in layout.fields if f.tag is not None], tagged):
         if f.type != "uuid":
             continue
-        printed = np.frombuffer(present, dtype=np.uint8).astype(bool)  # present and not all zero
+        printed = np.frombuffer(flags, dtype=np.uint8).astype(bool)  # present and not all zero
         if printed.any():  # none printed: no value, all null (as ``_Reader._tags`` gives when no row has the tag)
             offsets = np.arange(0, 22 * (m + 1), 22, dtype=np.int32)
-            values[f.name] = ("uuid", pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(raw)),
+            values[f.name] = ("uuid", pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(text)),
                               ~printed)
     return values, ok
 
