@@ -139,7 +139,11 @@ def _assert_same(pure, findings, got):
                     for e in pure.events if e["event"] not in offset_kinds)
     assert sorted((r["partition"], r["offset"], r["event"], r["member_id"] or "",
                    json.dumps(json.loads(r["details"]), sort_keys=True)) for r in got["group_events"]) == events
-    # findings: every field
+    _assert_same_findings(findings, got)
+
+
+def _assert_same_findings(findings, got):
+    """The findings, every field."""
     spark_findings = sorted((r["id"], r["rule"], r["group_id"], r["severity"],
                              None if r["time"] is None else int(r["time"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
                              r["message"], tuple(r["evidence"]), r["details"]) for r in got["findings"])
@@ -221,6 +225,34 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
     assert not [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
     _assert_same(pure, findings, got)
     assert [r["group_id"] for s in searched for r in s.collect()] == ["orders-app"]  # a suspect, cleared
+
+
+def test_pending_transactions_of_a_group_in_two_partitions(spark):
+    """A group whose records lie in two ``__consumer_offsets`` partitions (each key's commits in one partition, but
+    for the transactions', which are aborted: the two stores never compare a key's commits across partitions
+    alike): each partition's transaction is tracked on its own, though both markers sit at the same offset (the pending rule once merged the two and reported the
+    lesser record offset only), and of a key's commits left open in both partitions the walk tracks the earlier
+    partition's, in log order, as the Spark rule does."""
+    t = 1_700_000_000_000
+    records = [
+        _commit(0, 0, t, "orders", 1, 1, group="split"),
+        _commit(0, 1, t + 1, "orders", 0, 5, producer_id=7, group="split"),
+        _commit(0, 2, t + 1, "orders", 0, 6, producer_id=8, group="split-open"),   # never resolved
+        _commit(0, 3, t + 20 * MINUTE, "orders", 1, 2, group="split"),             # past the first's limit
+        _marker(0, 4, t + 21 * MINUTE, 7, "ABORT"),
+        _commit(1, 0, t, "orders", 0, 3, producer_id=7, group="split"),
+        _commit(1, 1, t, "orders", 0, 4, producer_id=8, group="split-open"),       # never resolved, lower offset
+        _commit(1, 2, t + 20 * MINUTE, "orders", 2, 3, group="split"),
+        _commit(1, 3, t + 20 * MINUTE, "orders", 3, 1, group="split"),
+        _marker(1, 4, t + 21 * MINUTE, 7, "ABORT"),                                # the same offset as partition 0's
+    ]
+    pure, findings, got = _both(spark, records, load_config())
+    pending = sorted((f.group_id, f.evidence[0]) for f in findings if f.rule == "transactional_offset_pending_too_long")
+    assert len(pending) == 3 and [g for g, _ in pending].count("split") == 2, pending
+    # The findings only: the two offset stores differ on a key left pending in two partitions (the commit log keeps
+    # the later one, the pure store both). Kafka writes a group's records to one partition while the topic's
+    # partition count stays, so neither is Kafka's; the pending rule tracks as the walk does either way.
+    _assert_same_findings(findings, got)
 
 
 def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):

@@ -262,16 +262,26 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     A bound too high can only make a suspect, which the search then judges exactly. On a healthy cluster none arises:
     records are written in time order, so a partition's block holds no time much past its transactions' commits, and
     an open transaction past its threshold is a finding anyway."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
     txn = commit_log.rows.filter(~F.col("carried") & F.col("outcome").startswith("txn_")
                                  & F.col("timestamp").isNotNull())
-    # The rule tracks one commit per (producer, key) until its resolution: the first of each transaction.
-    tracked = (txn.groupBy("group_id", "topic", "topic_partition", "producer_id", "resolved_offset")
-               .agg(F.min_by(F.struct("record_partition", "record_offset", "timestamp"), F.col("record_offset"))
-                    .alias("p"))
-               .select("group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "p.*")
+    # The rule tracks one commit per (producer, key) until its resolution: the first of each transaction. A
+    # marker (or clearing tombstone) sits in its commits' partition, so a transaction is one of the partition's
+    # too, and its first commit is its least record offset: scalar aggregates, hashed (a ``min_by`` of a struct
+    # would sort every transactional commit of the log).
+    transaction = ["group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "record_partition"]
+    tracked = txn.groupBy(*transaction).agg(F.min("record_offset").alias("record_offset"),
+                                            F.min_by("timestamp", "record_offset").alias("timestamp"))
+    # A key's commits left open in two partitions (a group whose records moved): the walk, in log order, tracks the
+    # earlier partition's and ignores the later one while it is open.
+    is_open = F.col("resolved_offset").isNull()
+    first_open = F.min(F.when(is_open, F.col("record_partition"))).over(
+        Window.partitionBy("group_id", "topic", "topic_partition", "producer_id"))
+    tracked = (tracked.withColumn("_first_open", first_open)
+               .filter(~is_open | (F.col("record_partition") == F.col("_first_open"))).drop("_first_open")
                .withColumn("_threshold", F.col("timestamp") + F.lit(limit)))
 
     # Each of these is read several times below (``_kept``).
