@@ -228,11 +228,12 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
 
 
 def test_pending_transactions_of_a_group_in_two_partitions(spark):
-    """A group whose records lie in two ``__consumer_offsets`` partitions (each key's commits in one partition, but
-    for the transactions', which are aborted: the two stores never compare a key's commits across partitions
-    alike): each partition's transaction is tracked on its own, though both markers sit at the same offset (the pending rule once merged the two and reported the
-    lesser record offset only), and of a key's commits left open in both partitions the walk tracks the earlier
-    partition's, in log order, as the Spark rule does."""
+    """A group whose records lie in two ``__consumer_offsets`` partitions, a transaction of one producer and key in
+    each: each is tracked on its own though both markers sit at the same offset (the pending rule once merged the
+    two and reported the lesser record offset only), and of a key's commits left open in both partitions the
+    earlier partition's is tracked, as the walk does in log order. The transactions are aborted and the plain
+    commits' keys differ between the partitions: the two offset stores order one key's commits across partitions
+    differently, which is not what this test is about."""
     t = 1_700_000_000_000
     records = [
         _commit(0, 0, t, "orders", 1, 1, group="split"),

@@ -29,8 +29,9 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         # (README, "JVM warm-up"). A cluster's executors keep their own settings.
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
         # The decoded log's cache without column compression: the job's first stage builds it over every record, and
-        # choosing each column's encoding cost ~2-3.5 of its ~5 s of caching at 5.3 M records (561 MiB compressed,
-        # 935 MiB not; scans as fast). Local sessions only: a cluster's memory is the user's to trade.
+        # the compression statistics cost ~2-3.5 s of its 4-6 s of caching at 5.3 M records (561 MiB compressed,
+        # 935 MiB not; scans as fast; README, "Caches"). Local sessions only: a cluster's memory is its owner's to
+        # trade (``spark.conf`` in the config).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # Output tables are partitioned by run_id; keep it a string when reading them back
