@@ -208,3 +208,50 @@ def test_short_runs_between_compressed_batches_join_one_arrow_batch(tmp_path):
     assert_same_rows(path)
     batches = list(read_arrow(str(path), 3, rows_per_batch=250))
     assert [b.num_rows for b in batches] == [252, 252, 96]
+
+
+def assert_same_header_walk(path, max_bytes: int) -> None:
+    """``plan_ranges``' header walk by the kernel as the Python walk does it: cuts and last batches."""
+    import os
+
+    size = os.path.getsize(path)
+    if size == 0:
+        return
+    with open(path, "rb") as handle:
+        assert segments._header_walk(handle, size, max_bytes) == segments._header_walk(handle, size, max_bytes,
+                                                                                       kernel=False)
+
+
+@pytest.mark.parametrize("max_bytes", [1, 100, 5000, 1 << 30])
+def test_the_kernel_plans_ranges_as_the_python_walk(tmp_path, max_bytes):
+    """Every golden segment whole, cut short, with garbage after its batches and with a header of an unknown magic
+    or a length below its magic's minimum in the middle: the same cuts and the same last batches."""
+    for case in SEGMENT_CASES:
+        data = case.log.read_bytes()
+        ends = list(segments.complete_batch_ends(open(case.log, "rb"), 0, len(data)))
+        middle = ends[len(ends) // 2 - 1] if len(ends) > 1 else 0
+        bad_magic = bytearray(data)
+        bad_length = bytearray(data)
+        if middle + 17 <= len(data):
+            bad_magic[middle + 16] = 3
+            bad_length[middle + 8:middle + 12] = struct.pack(">i", 13)
+        for name, content in (("whole", data), ("cut", data[:len(data) * 2 // 3]), ("garbage", data + b"\x07" * 40),
+                              ("magic", bytes(bad_magic)), ("length", bytes(bad_length))):
+            path = tmp_path / f"{name}.log"
+            path.write_bytes(content)
+            assert_same_header_walk(path, max_bytes)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case_index=st.integers(0, len(SEGMENT_CASES) - 1),
+       flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), max_size=4),
+       cut=st.one_of(st.none(), st.floats(0, 1)), max_bytes=st.sampled_from([1, 64, 700, 1 << 20]))
+def test_damaged_golden_segments_plan_the_same_with_the_kernel(tmp_path, case_index, flips, cut, max_bytes):
+    data = bytearray(SEGMENT_CASES[case_index].log.read_bytes())
+    for where, mask in flips:
+        data[int(where * len(data))] ^= mask
+    if cut is not None:
+        data = data[:int(cut * len(data))]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    assert_same_header_walk(path, max_bytes)
