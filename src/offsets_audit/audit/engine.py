@@ -65,7 +65,7 @@ class GroupTimeline:
         if ev.event in _CONTEXT_EVENT_KINDS or (ev.group_type and ev.group_type != (self._signature or (None,))[0]):
             self._record_context(view, ev, seq)
         if ev.event in _OWNERSHIP_EVENT_KINDS:
-            owned = set(view.owners())
+            owned = view.held()
             for topic_id, partition in sorted(owned ^ self._owned, key=str):
                 self.ownership.append({"partition": ev.partition, "offset": ev.offset, "seq": seq,
                                        "topic_id": topic_id, "topic_partition": int(partition),

@@ -77,14 +77,21 @@ def fold_rows(fold: GroupFold, keys: list, values: list, partitions: list, offse
         record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
                   "partition": int(partition), "offset": int(offset), "timestamp": None if _isnull(ts) else int(ts)}
         for event in fold.apply(record, None if blob is None else decoded_record_of(blob)):
-            event["details"] = json.dumps(event["details"], sort_keys=True)
+            event["details"] = _SORTED_JSON.encode(event["details"])
             yield "event", event
     for row in fold.pop_target_assignment_rows():
         for column in _JSON_COLUMNS_OF_TARGETS:
             if column in row:
                 # Targets keep record order (no sort_keys): the assignor re-runs' tie-breaks follow it.
-                row[column] = json.dumps(row[column], sort_keys=column not in ("target", "previous_target"))
+                encoder = _RECORD_ORDER_JSON if column in ("target", "previous_target") else _SORTED_JSON
+                row[column] = encoder.encode(row[column])
         yield "target", row
+
+
+#: ``json.dumps(..., sort_keys=True)`` and ``json.dumps`` themselves, made once: ``dumps`` with an option builds an
+#: encoder per call, and the fold encodes every event's details.
+_SORTED_JSON = json.JSONEncoder(sort_keys=True)
+_RECORD_ORDER_JSON = json.JSONEncoder()
 
 
 def _isnull(value) -> bool:

@@ -465,8 +465,9 @@ class ModernGroup:
                 "old_member_epoch": old_epochs[0],
             }))
         if old_assignment != member.assignment():
+            # The fold's ``_event`` makes the details JSON-friendly (new containers: the member's stay its own).
             events.append((EventKind.MEMBER_ASSIGNMENT_CHANGED, member_id,
-                           {f: jsonable(getattr(member, f)) for f in member.assignment_fields}))
+                           {f: getattr(member, f) for f in member.assignment_fields}))
         return events
 
     def target_of(self, value: dict):

@@ -79,6 +79,21 @@ class GroupView:
             return GroupState.NOT_READY
         return modern_group_state(self.members, self.group_epoch, self.assignment_epoch, self.is_reconciled)
 
+    def _holdings(self) -> list:
+        """Per member the (topic_id, partition)s it holds (assigned or pending revocation): ``owners()`` by member."""
+        return [m.assigned.keys() | m.pending.keys() if m.pending else m.assigned.keys()
+                for m in self.members.values()]
+
+    def held(self) -> set[tuple]:
+        """The (topic_id, partition)s some member holds: ``owners()``' keys, without building its lists."""
+        return set().union(*self._holdings())
+
+    def held_twice(self) -> bool:
+        """Whether some (topic_id, partition) is held by two members: told by set sizes, the common answer (no)
+        without ``owners()``' per-partition lists, which the audit would otherwise build at every batch's end."""
+        holdings = self._holdings()
+        return len(set().union(*holdings)) != sum(map(len, holdings))
+
     def owners(self) -> dict[tuple, list[str]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
         out: dict[tuple, list[str]] = {}

@@ -71,7 +71,7 @@ class OffsetRules(RuleFamily):
         if topic_id is None:
             return
         tp = (topic_id, int(ev.get("partition")))
-        if tp in view.owners():
+        if tp in view.held():
             return
         self.ctx.emit("offset_commit_by_non_owner", view, ev.timestamp,
                       *commit_by_non_owner(ev.get("topic"), ev.get("partition"), ev.get("committed_offset"),

@@ -38,6 +38,8 @@ class OwnershipRules(RuleFamily):
             self._streams_tasks(view, last)
 
     def _partition_owned_twice(self, view: GroupView, last: Event) -> None:
+        if not view.held_twice():
+            return
         for (topic, partition), members in view.owners().items():
             if len(members) > 1:
                 key = (topic, partition, tuple(sorted(members)))
