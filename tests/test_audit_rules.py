@@ -319,6 +319,35 @@ def test_transactional_offset_pending_too_long():
     assert "transactional_offset_pending_too_long" not in fired(ok.events, end_time_ms=ok.now + 3_600_000)
 
 
+def test_a_transaction_pending_too_long_is_reported_once_until_its_marker():
+    """The pending map holds a transaction's first commit of a key; reported, the transaction stays reported: its
+    producer's later commits of the key before the marker are the same transaction (the Spark rule tracks one
+    row per transaction). After the marker the key's next transactional commit is a new one."""
+    h = stable_group(History())
+    h.after(10).add("txn_offset_pending", topic="t", partition=0, producer_id=7, committed_offset=5)
+    h.after(20 * 60_000).add("txn_offset_pending", topic="t", partition=0, producer_id=7, committed_offset=6)
+    h.after(20 * 60_000).add("txn_offset_pending", topic="t", partition=0, producer_id=7, committed_offset=7)
+    h.after(20 * 60_000).commit("t", 1, 10)
+    assert fired(h.events).count("transactional_offset_pending_too_long") == 1
+    h.after(10).add("txn_offset_committed", topic="t", partition=0, producer_id=7, committed_offset=7, applied=True)
+    h.after(10).add("txn_offset_pending", topic="t", partition=0, producer_id=7, committed_offset=8)
+    h.after(20 * 60_000).commit("t", 1, 11)
+    assert fired(h.events).count("transactional_offset_pending_too_long") == 2
+
+
+def test_a_marker_that_applies_nothing_still_moves_the_groups_clock():
+    """A transactional commit not applied (below the stored one) is an event of the group at its marker's time:
+    another producer's transaction pending since more than the limit is reported there."""
+    h = stable_group(History())
+    h.after(10).add("txn_offset_pending", topic="t", partition=0, producer_id=7, committed_offset=5)
+    h.add("txn_offset_pending", topic="t", partition=1, producer_id=8, committed_offset=1)
+    h.after(20 * 60_000).add("txn_offset_committed", topic="t", partition=1, producer_id=8, committed_offset=1,
+                             applied=False)
+    findings, _ = audit_group(h.events, BASE, end_time_ms=h.now + 3_600_000)
+    assert [(f.rule, f.time) for f in findings if f.rule == "transactional_offset_pending_too_long"] == [
+        ("transactional_offset_pending_too_long", h.now)]   # at the marker, not at the log's end
+
+
 def _classic(generation, members, protocol="range", leader=None, old=None, **extra):
     return dict(generation=generation, old_generation=old, protocol_type="consumer", protocol=protocol,
                 leader=members[0] if leader is None and members else leader, members=members, **extra)

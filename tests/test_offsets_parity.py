@@ -227,6 +227,45 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
     assert [r["group_id"] for s in searched for r in s.collect()] == ["orders-app"]  # a suspect, cleared
 
 
+@pytest.mark.parametrize("seed", [3, 17])
+def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monkeypatch, seed):
+    """The pending rule tracks only the transactions of "hot" start blocks (``offsets_spark._judged``): those whose
+    span holds a time past the block's earliest commit time plus the limit, and the open ones. On histories whose
+    clocks run back and jump ahead (transactional and plain commits of two groups per partition, markers COMMIT
+    and ABORT, blocks of four offsets) the findings are the pure walk's, and some transactions were left out."""
+    import random
+
+    from offsets_audit.audit import offsets_spark
+
+    monkeypatch.setattr(offsets_spark, "BLOCK_BITS", 2)
+    judged = []
+    original = offsets_spark._judged
+    monkeypatch.setattr(offsets_spark, "_judged", lambda *args: judged.append(original(*args)) or judged[-1])
+    rng = random.Random(seed)
+    t = 1_700_000_000_000
+    records = []
+    for partition in (0, 1):
+        open_producers: set[int] = set()
+        for offset in range(150):
+            at = t + offset * MINUTE // 2 + rng.choice([0, 0, 0, 0, -20 * MINUTE, 17 * MINUTE])
+            producer = rng.choice([7000, 7001, 7002, -1])
+            if producer in open_producers and rng.random() < 0.35:
+                records.append(_marker(partition, offset, at, producer, rng.choice(["COMMIT", "COMMIT", "ABORT"])))
+                open_producers.discard(producer)
+                continue
+            group = f"{rng.choice(['orders-app', 'billing-app'])}-{partition}"
+            records.append(_commit(partition, offset, at, "orders", rng.randrange(3), rng.randrange(1, 100),
+                                   producer_id=producer, group=group))
+            if producer != -1:
+                open_producers.add(producer)
+    config = load_config()
+    pure, findings, got = _both(spark, records, config)
+    _assert_same_findings(findings, got)
+    assert [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
+    transactional = sum(1 for r in records if r["producer_id"] != -1 and not r["is_control"])
+    assert 0 < judged[-1].count() < transactional
+
+
 def test_pending_transactions_of_a_group_in_two_partitions(spark):
     """A group whose records lie in two ``__consumer_offsets`` partitions, a transaction of one producer and key in
     each: each is tracked on its own though both markers sit at the same offset (the pending rule once merged the

@@ -268,13 +268,20 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
     txn = commit_log.rows.filter(~F.col("carried") & F.col("outcome").startswith("txn_")
                                  & F.col("timestamp").isNotNull())
+    events = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull())
+    blocks = events.groupBy(F.col("partition").alias("record_partition"),
+                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
+    # Read several times below (``_kept``), as ``tracked`` and ``suspects`` are.
+    blocks = _kept(blocks, cached)
+    transaction = ["group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "record_partition"]
     # The rule tracks one commit per (producer, key) until its resolution: the first of each transaction. A
     # marker (or clearing tombstone) sits in its commits' partition, so a transaction is one of the partition's
     # too, and its first commit is its least record offset: scalar aggregates, hashed (a ``min_by`` of a struct
-    # would sort every transactional commit of the log).
-    transaction = ["group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "record_partition"]
-    tracked = txn.groupBy(*transaction).agg(F.min("record_offset").alias("record_offset"),
-                                            F.min_by("timestamp", "record_offset").alias("timestamp"))
+    # would sort every transactional commit of the log). Only the transactions that can fire are tracked
+    # (``_judged``): the open ones, and the resolved ones with a commit in a block whose transactions' span holds
+    # a time past the earliest of them plus the limit (none on a healthy cluster).
+    tracked = _judged(txn, blocks, transaction, limit).groupBy(*transaction).agg(
+        F.min("record_offset").alias("record_offset"), F.min_by("timestamp", "record_offset").alias("timestamp"))
     # A key's commits left open in two partitions (a group whose records moved): the walk, in log order, tracks the
     # earlier partition's and ignores the later one while it is open.
     is_open = F.col("resolved_offset").isNull()
@@ -283,13 +290,7 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     tracked = (tracked.withColumn("_first_open", first_open)
                .filter(~is_open | (F.col("record_partition") == F.col("_first_open"))).drop("_first_open")
                .withColumn("_threshold", F.col("timestamp") + F.lit(limit)))
-
-    # Each of these is read several times below (``_kept``).
     tracked = _kept(tracked, cached)
-    events = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull())
-    blocks = events.groupBy(F.col("partition").alias("record_partition"),
-                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
-    blocks = _kept(blocks, cached)
     # Suspects: a block from the commit's to its resolution's (or any later one while open) is past the threshold.
     first_block, last_block = F.shiftright("record_offset", BLOCK_BITS), F.shiftright("resolved_offset", BLOCK_BITS)
     short = F.col("resolved_offset").isNotNull() & (last_block - first_block < _MAX_SPAN)
@@ -306,10 +307,17 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
                 F.col("t.resolved_offset").isNull()
                 | (F.col("b._block") <= F.shiftright("t.resolved_offset", BLOCK_BITS))))))
     suspects = _kept(in_span.unionByName(late.select(*[F.col(f"t.{c}") for c in position])).distinct(), cached)
-    cleared = tracked.join(suspects, position, "left_anti")
-    groups = tracked.select("group_id").distinct()
-    clock = events.join(F.broadcast(groups), "group_id", "left_semi")
-    searched = _first_late_events(tracked.join(suspects, position, "left_semi"), clock)
+    # A transaction that is no suspect cannot fire before its resolution: only an open one can fire, at the end.
+    # (Nearly every tracked transaction resolves: the resolved ones that are no suspects go no further.)
+    cleared = tracked.filter(F.col("resolved_offset").isNull()).join(suspects, position, "left_anti")
+    probes = tracked.join(suspects, position, "left_semi")
+    # The clock of the groups whose transactions are judged below: the suspects', and without the log's end the
+    # open transactions' too (their group's last event ends them).
+    groups = probes.select("group_id")
+    if end_time_ms is None:
+        groups = groups.unionByName(cleared.select("group_id"))
+    clock = events.join(F.broadcast(groups.distinct()), "group_id", "left_semi")
+    searched = _first_late_events(probes, clock)
     found = searched.unionByName(cleared.withColumn(
         "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
     # the marker (or clearing tombstone) sits in the commit's partition, at ``resolved_offset``
@@ -331,6 +339,39 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
         "group_type", time.alias("time"), "topic", "topic_partition",
         "producer_id", (time - F.col("timestamp")).alias("pending_ms"),
         _where(F.col("record_partition"), F.col("record_offset")).alias("where")))
+
+
+def _judged(txn, blocks, transaction: list[str], limit: int):
+    """The transactional commits (``txn``) of the transactions the pending rule must judge: every commit of each
+    open transaction, and of each resolved one with a commit in a "hot" start block.
+
+    A resolved transaction fires early only if an event in its span (from its first commit's block to its
+    resolution's) is later than its first commit's time plus ``limit``. Per block of offsets where its commits
+    start, the earliest of their times and the last block their transactions resolve in bound every such
+    transaction whose first commit is there: its first commit is no earlier than that earliest time, and its span
+    lies within the block's. So where no block of that span has an event past the earliest time plus ``limit``
+    (``blocks``' latest time per block), none of the transactions starting in the block can fire, and the rule's
+    result is the same without them. A start block whose transactions span more than ``_MAX_SPAN`` blocks is hot
+    as it is. Per block, not per transaction: a few thousand rows where a healthy log has a transaction every few
+    records, and none hot."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    resolved = txn.filter(F.col("resolved_offset").isNotNull()).withColumn(
+        "_start", F.shiftright("record_offset", BLOCK_BITS))
+    starts = resolved.groupBy("record_partition", "_start").agg(
+        F.min("timestamp").alias("_earliest"), F.max(F.shiftright("resolved_offset", BLOCK_BITS)).alias("_last"))
+    near = F.col("_last") - F.col("_start") < _MAX_SPAN
+    hot = (starts.filter(near).withColumn("_block", F.explode(F.sequence("_start", "_last")))
+           .join(F.broadcast(blocks), ["record_partition", "_block"])
+           .filter(F.col("_top") > F.col("_earliest") + F.lit(limit)).select("record_partition", "_start")
+           .unionByName(starts.filter(~near).select("record_partition", "_start")).distinct())
+    hot_transactions = resolved.join(F.broadcast(hot), ["record_partition", "_start"], "left_semi").select(
+        *transaction).distinct().alias("h")
+    same = reduce(lambda a, b: a & b, [F.col(f"c.{c}").eqNullSafe(F.col(f"h.{c}")) for c in transaction])
+    judged = resolved.drop("_start").alias("c").join(F.broadcast(hot_transactions), same, "left_semi")
+    return judged.select(*txn.columns).unionByName(txn.filter(F.col("resolved_offset").isNull()))
 
 
 def _first_late_events(tracked, clock):

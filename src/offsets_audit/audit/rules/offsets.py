@@ -14,6 +14,10 @@ from .base import ZERO_UUID, GroupView, RuleFamily, timer_horizon
 
 class OffsetRules(RuleFamily):
     family = "offsets"
+    #: (producer id, topic, partition) of the transactions reported pending too long and not resolved since: their
+    #: later commits of the key are the same transaction, reported once. A class default: a state pickled in an
+    #: incremental checkpoint before this field loads with none.
+    reported: frozenset = frozenset()
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -27,29 +31,37 @@ class OffsetRules(RuleFamily):
             if ev.get("topic_id") and ev.get("topic_id") != ZERO_UUID:
                 self.topic_ids.setdefault(ev.get("topic"), ev.get("topic_id"))
         if kind in (EventKind.OFFSET_COMMITTED, EventKind.TXN_OFFSET_COMMITTED):
-            if kind == EventKind.TXN_OFFSET_COMMITTED and ev.details.get("applied") is False:
-                self._resolve(ev)
-                return
-            self._backwards(ev, view)
-            self._non_owner(ev, view)
-            self.last_commit[(ev.get("topic"), ev.get("partition"))] = ev
+            # A transactional commit not applied (below the stored one) is resolved all the same, and its marker's
+            # time is the group's clock as any event's (the pending check below).
+            if not (kind == EventKind.TXN_OFFSET_COMMITTED and ev.details.get("applied") is False):
+                self._backwards(ev, view)
+                self._non_owner(ev, view)
+                self.last_commit[(ev.get("topic"), ev.get("partition"))] = ev
             self._resolve(ev)
         elif kind == EventKind.TXN_OFFSET_PENDING:
             self._pending_check_all(view, ev.timestamp)
-            self.pending.setdefault((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), ev)
+            key = (ev.get("producer_id"), ev.get("topic"), ev.get("partition"))
+            if key not in self.reported:
+                self.pending.setdefault(key, ev)
         elif kind == EventKind.TXN_OFFSET_ABORTED:
             self._resolve(ev)
         elif kind == EventKind.OFFSET_EXPIRED_OR_DELETED:
             self.last_commit.pop((ev.get("topic"), ev.get("partition")), None)
             for producer_id in ev.get("pending_cleared_producer_ids", []) or []:
-                self.pending.pop((producer_id, ev.get("topic"), ev.get("partition")), None)
+                self._resolve_key((producer_id, ev.get("topic"), ev.get("partition")))
         if ev.timestamp is not None and self.pending:
             # A marker resolves all of its producer's commits at once (its events come one key at a time).
             resolving = ev.get("producer_id") if kind in (EventKind.TXN_OFFSET_COMMITTED, EventKind.TXN_OFFSET_ABORTED) else None
             self._pending_check_all(view, ev.timestamp, resolving)
 
     def _resolve(self, ev: Event) -> None:
-        self.pending.pop((ev.get("producer_id"), ev.get("topic"), ev.get("partition")), None)
+        self._resolve_key((ev.get("producer_id"), ev.get("topic"), ev.get("partition")))
+
+    def _resolve_key(self, key: tuple) -> None:
+        """The key's transaction ends (a marker, or a tombstone clearing it): its next commit is a new one."""
+        self.pending.pop(key, None)
+        if key in self.reported:
+            self.reported = self.reported - {key}
 
     def _backwards(self, ev: Event, view: GroupView) -> None:
         previous = self.last_commit.get((ev.get("topic"), ev.get("partition")))
@@ -93,6 +105,7 @@ class OffsetRules(RuleFamily):
                               *pending_too_long(ev.get("topic"), ev.get("partition"), ev.get("producer_id"),
                                                 now - ev.timestamp, limit, ev.where))
                 del self.pending[key]
+                self.reported = self.reported | {key}
 
     def finish(self, view: GroupView) -> None:
         end = self.ctx.config.get("_end_time_ms") or view.last_time
