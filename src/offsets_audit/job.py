@@ -117,7 +117,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
         # work it really did, and the write stage only writes.
         with stage("replay"):
-            replayed = replay_spark.replay(decoded)
+            replayed = replay_spark.replay(decoded, whole_log=False)  # the audit reads the digest
             # The commit log's digest feeds the offsets table and the audit's offset rules: resolved once, before
             # the offsets table (whose plan holds it) is computed, so that table reads it from the cache. The whole
             # log is never kept (``ReplayTables``: the decoded commit records stand in for the rest of it).

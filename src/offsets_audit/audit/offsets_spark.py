@@ -57,11 +57,6 @@ def commit_events(commit_log):
     return _resolved(commit_log).events()
 
 
-def latest_commit_time(commit_log):
-    """The latest time in the commit log's events (``commit_events``), or None."""
-    return _resolved(commit_log).latest_time()
-
-
 def _resolved(commit_log) -> ResolvedCommits:
     """``commit_log`` as the rules read it: a ``ResolvedCommits`` as it is, a whole log (a DataFrame) wrapped."""
     return commit_log if isinstance(commit_log, ResolvedCommits) else ResolvedCommits.of_log(commit_log)

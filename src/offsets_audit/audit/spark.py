@@ -20,7 +20,7 @@ from offsets_audit.replay.spark import ReplayTables, StageTables, cached_interme
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
 from .model import FINDING_ROW_DDL, Event
-from .offsets_spark import TIMELINE_DDL, latest_commit_time, offset_findings
+from .offsets_spark import TIMELINE_DDL, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
 from .rules.registry import rule_settings
@@ -220,12 +220,12 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
     commit_log = _resolved_commits(tables, decoded)
     group_times = events.select("group_id", "partition", "offset", "timestamp")
-    # The log's end: the latest time of any group event or offset event (two aggregates, not a union's scans).
-    times = [group_times.agg(F.max("timestamp")).first()[0]]
+    # The log's end: the latest time of any group event or offset event, one query over both (the digest's few rows
+    # stand for the commit records: ``ResolvedCommits.times``).
+    times = group_times.select("timestamp")
     if commit_log is not None:
-        times.append(latest_commit_time(commit_log))
-    times = [t for t in times if t is not None]
-    end_time_ms = max(times) if times else None
+        times = times.unionByName(commit_log.times())
+    end_time_ms = times.agg(F.max("timestamp")).first()[0]
     # The walk's context rows leave the members out (``GroupTimeline``): only the non-owner rule reports them, and
     # only the groups it reports are walked again with them (``with_members``), on a healthy cluster none.
     out = walk_groups(events, config, end_time_ms, members=False).persist()

@@ -469,19 +469,24 @@ class ResolvedCommits:
         return records.unionByName(self.rows.select("group_id", at_marker.alias("_e"))
                                    .filter(F.col("_e").isNotNull()).select("group_id", "_e.*"))
 
+    def times(self):
+        """One column, ``timestamp``, whose greatest value is the latest time of ``events`` (null rows aside): each
+        row's record time (on a digest, each key's latest, on its last row) or its resolved marker's, the later."""
+        from pyspark.sql import functions as F
+
+        named = F.col("group_id").isNotNull()
+        marker = F.when(~F.col("carried") & F.col("outcome").isin(*RESOLVED), F.col("resolved_timestamp"))
+        if self.whole:
+            return self.rows.filter(~F.col("carried") & named).select(
+                F.greatest(F.col("timestamp"), marker).alias("timestamp"))
+        return self.rows.filter(named).select(  # each key's latest record time is on its last row
+            F.greatest(F.when(F.col("last_of_key"), F.col("key_latest_time")), marker).alias("timestamp"))
+
     def latest_time(self):
         """The latest time of ``events`` (epoch ms), or None: one Spark job."""
         from pyspark.sql import functions as F
 
-        named = F.col("group_id").isNotNull()
-        marker = F.max(F.when(~F.col("carried") & F.col("outcome").isin(*RESOLVED), F.col("resolved_timestamp")))
-        if self.whole:
-            row = self.rows.filter(~F.col("carried") & named).agg(F.max("timestamp"), marker).first()
-        else:  # each key's latest record time is on its last row
-            row = self.rows.filter(named).agg(F.max(F.when(F.col("last_of_key"), F.col("key_latest_time"))),
-                                              marker).first()
-        times = [t for t in row if t is not None]
-        return max(times) if times else None
+        return self.times().agg(F.max("timestamp")).first()[0]
 
 
 #: Outcomes of a transactional commit whose marker the group's clock includes.

@@ -381,9 +381,12 @@ class ReplayTables(StageTables):
     cached: tuple = cached_intermediates()
 
 
-def replay(decoded_df) -> ReplayTables:
+def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables
-    (docs/replay.md); ``commit_digest``, the resolved commit log's digest, also feeds the ``offsets`` table."""
+    (docs/replay.md); ``commit_digest``, the resolved commit log's digest, also feeds the ``offsets`` table.
+
+    ``whole_log``: plan ``offset_commits``, the whole resolved commit log, too (notebooks and tests read it). The job
+    never computes it and leaves it out: planning its windows cost the driver ~0.6 s a run, with cores idle."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
@@ -416,7 +419,7 @@ def replay(decoded_df) -> ReplayTables:
         group_events=part("event").unionByName(undecodable),
         target_assignments=part("target"),
         offsets=offsets_table(digest_snapshot(digest)),
-        offset_commits=resolve_commits(decoded_df),
+        offset_commits=resolve_commits(decoded_df) if whole_log else None,
         commit_digest=digest,
         commit_records=commit_records(decoded_df),
         cached=(folded,),
