@@ -145,9 +145,16 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
             tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
                       "quarantine": quarantined, **({"decoded": codec_spark.without_decoded_record(decoded)} if out.get("write_decoded") else {})}
-            paths = sinks.write_run(spark, out["path"], run_id, out["format"], tables, timings=timings)
+            # The summary's figures (a few small jobs over the cached tables) beside the writes, which mostly wait on
+            # file commits: their time is the stage's "write:summary_figures".
+            from offsets_audit.sinks.summary import run_figures
 
-        summary = _summary(config, counts, tables, timings, paths)
+            done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: sinks.write_run(
+                spark, out["path"], run_id, out["format"], tables, timings=timings)}, workers=2)
+            (figures, figures_s), (paths, _) = done["summary_figures"], done["tables"]
+            timings["write:summary_figures"] = round(figures_s, 3)
+
+        summary = _summary(config, counts, figures, timings, paths)
         summary["input"] = input_report
         if out.get("html_report"):
             from offsets_audit.sinks.report import write_report
@@ -237,11 +244,10 @@ def _counts(decoded_all) -> dict:
             "by_error_code": dict(sorted(by_error.items()))}
 
 
-def _summary(config, counts, tables, timings, paths) -> dict:
-    from offsets_audit.sinks.summary import run_figures
-
+def _summary(config, counts, figures: dict, timings, paths) -> dict:
+    """The run's summary: ``figures`` are ``sinks.summary.run_figures`` of its tables."""
     summary = {"run_id": config["run_id"], "records": counts, "timings_s": timings, "tables": paths}
-    summary.update(run_figures(tables))
+    summary.update(figures)
     return summary
 
 
