@@ -223,9 +223,12 @@ def assert_same_header_walk(path, max_bytes: int) -> None:
 
 
 @pytest.mark.parametrize("max_bytes", [1, 100, 5000, 1 << 30])
-def test_the_kernel_plans_ranges_as_the_python_walk(tmp_path, max_bytes):
+@pytest.mark.parametrize("chunk", [17, 200, 4096, 8 << 20])
+def test_the_kernel_plans_ranges_as_the_python_walk(tmp_path, monkeypatch, max_bytes, chunk):
     """Every golden segment whole, cut short, with garbage after its batches and with a header of an unknown magic
-    or a length below its magic's minimum in the middle: the same cuts and the same last batches."""
+    or a length below its magic's minimum in the middle, read by the kernel in chunks of a header, of a few batches
+    (batches across chunks, batches longer than a chunk) or whole: the same cuts and the same last batches."""
+    monkeypatch.setattr(segments, "_KERNEL_CHUNK", chunk)
     for case in SEGMENT_CASES:
         data = case.log.read_bytes()
         ends = list(segments.complete_batch_ends(open(case.log, "rb"), 0, len(data)))
@@ -245,8 +248,10 @@ def test_the_kernel_plans_ranges_as_the_python_walk(tmp_path, max_bytes):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case_index=st.integers(0, len(SEGMENT_CASES) - 1),
        flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), max_size=4),
-       cut=st.one_of(st.none(), st.floats(0, 1)), max_bytes=st.sampled_from([1, 64, 700, 1 << 20]))
-def test_damaged_golden_segments_plan_the_same_with_the_kernel(tmp_path, case_index, flips, cut, max_bytes):
+       cut=st.one_of(st.none(), st.floats(0, 1)), max_bytes=st.sampled_from([1, 64, 700, 1 << 20]),
+       chunk=st.sampled_from([17, 300, 8 << 20]))
+def test_damaged_golden_segments_plan_the_same_with_the_kernel(tmp_path, case_index, flips, cut, max_bytes, chunk):
+    segments._KERNEL_CHUNK, saved = chunk, segments._KERNEL_CHUNK  # hypothesis: no function-scoped monkeypatch
     data = bytearray(SEGMENT_CASES[case_index].log.read_bytes())
     for where, mask in flips:
         data[int(where * len(data))] ^= mask
@@ -254,4 +259,7 @@ def test_damaged_golden_segments_plan_the_same_with_the_kernel(tmp_path, case_in
         data = data[:int(cut * len(data))]
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(bytes(data))
-    assert_same_header_walk(path, max_bytes)
+    try:
+        assert_same_header_walk(path, max_bytes)
+    finally:
+        segments._KERNEL_CHUNK = saved

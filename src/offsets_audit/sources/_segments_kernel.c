@@ -317,68 +317,50 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* plan_walk(buf, end, max_bytes, keep_last) -> (cuts, recent): segments.plan_ranges' walk of batch headers over
- * buf[0:end], the consecutive batches from position 0 as complete_batch_ends reads them (base offset, length and
- * magic: a known magic, a length at least that magic's minimum, the batch whole before end), stopping at the first
- * header that is not one. ``cuts``: packed native int64 pairs (position, position of the batch ending there), each
- * the end of the first batch at which the range begun at the previous cut (0 first) holds at least max_bytes, and
- * before end; ``recent``: the last keep_last batches walked as packed (position, size) pairs, oldest first. */
-static PyObject *plan_walk(PyObject *self, PyObject *args) {
+/* batch_ends(buf, pos, end) -> (ends, stop, invalid): the walk of batch headers segments.plan_ranges makes (as
+ * complete_batch_ends reads them: base offset, length and magic; a known magic, a length at least that magic's
+ * minimum, the batch whole before end) over buf[pos:end], the consecutive batches from pos. ``ends``: their end
+ * positions as packed native int64; ``stop``: where the walk stopped; ``invalid``: 1 when at a header that cannot
+ * be a batch's, 0 when the next header or batch is cut short by end (the caller reads on from stop, or the file
+ * ends there). The caller hands the file a chunk at a time: the walk keeps no file in memory. */
+static PyObject *batch_ends(PyObject *self, PyObject *args) {
     static const int64_t min_length[3] = {14, 22, MIN_LENGTH};
     Py_buffer view;
-    Py_ssize_t end, max_bytes, keep_last;
-    if (!PyArg_ParseTuple(args, "y*nnn", &view, &end, &max_bytes, &keep_last))
+    Py_ssize_t pos, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &pos, &end))
         return NULL;
     if (end > view.len)
         end = view.len;
-    if (keep_last < 1)
-        keep_last = 1;
     const uint8_t *buf = (const uint8_t *) view.buf;
-    Buf cuts;
-    memset(&cuts, 0, sizeof cuts);
-    int64_t *ring = malloc(sizeof(int64_t) * 2 * (size_t) keep_last);
-    Py_ssize_t walked = 0, pos = 0, range_start = 0;
-    int failed = ring == NULL;
+    Buf ends;
+    memset(&ends, 0, sizeof ends);
+    int failed = 0, invalid = 0;
     Py_BEGIN_ALLOW_THREADS
-    while (!failed && pos + LOG_OVERHEAD + 5 <= end) {
+    while (pos >= 0 && pos + LOG_OVERHEAD + 5 <= end) {
         const uint8_t *b = buf + pos;
         int64_t length = be32(b + 8);
         uint8_t magic = b[16];
-        if (magic > 2 || length < min_length[magic] || pos + LOG_OVERHEAD + length > end)
+        if (magic > 2 || length < min_length[magic]) {
+            invalid = 1;
             break;
-        Py_ssize_t slot = (walked % keep_last) * 2;
-        ring[slot] = (int64_t) pos;
-        ring[slot + 1] = LOG_OVERHEAD + length;
-        walked++;
-        int64_t previous = (int64_t) pos;
+        }
+        if (pos + LOG_OVERHEAD + length > end)
+            break;
         pos += LOG_OVERHEAD + (Py_ssize_t) length;
-        if (pos - range_start >= max_bytes && pos < end) {
-            int64_t cut[2] = {(int64_t) pos, previous};
-            if (!buf_put(&cuts, cut, sizeof cut))
-                failed = 1;
-            range_start = pos;
+        int64_t at = (int64_t) pos;
+        if (!buf_put(&ends, &at, sizeof at)) {
+            failed = 1;
+            break;
         }
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *result = NULL;
-    if (failed) {
+    if (failed)
         PyErr_NoMemory();
-    } else {
-        Py_ssize_t kept = walked < keep_last ? walked : keep_last;
-        PyObject *recent = PyBytes_FromStringAndSize(NULL, kept * 2 * (Py_ssize_t) sizeof(int64_t));
-        if (recent) {
-            int64_t *out = (int64_t *) PyBytes_AS_STRING(recent);
-            for (Py_ssize_t i = 0; i < kept; i++) { /* oldest first */
-                Py_ssize_t slot = ((walked - kept + i) % keep_last) * 2;
-                out[2 * i] = ring[slot];
-                out[2 * i + 1] = ring[slot + 1];
-            }
-            result = Py_BuildValue("(y#N)", cuts.data ? cuts.data : "", cuts.used, recent);
-        }
-    }
-    free(ring);
-    free(cuts.data);
+    else
+        result = Py_BuildValue("(y#ni)", ends.data ? ends.data : "", ends.used, pos, invalid);
+    free(ends.data);
     return result;
 }
 
@@ -394,8 +376,8 @@ static PyObject *crc32c_py(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS,
      "walk_v2(buf, pos, end, expected, floor, next_base_offset, max_records) -> None | (pos, batches, *columns)"},
-    {"plan_walk", plan_walk, METH_VARARGS,
-     "plan_walk(buf, end, max_bytes, keep_last) -> (cuts, recent): segments.plan_ranges' header walk"},
+    {"batch_ends", batch_ends, METH_VARARGS,
+     "batch_ends(buf, pos, end) -> (ends, stop, invalid): segments.plan_ranges' walk of batch headers"},
     {"crc32c", crc32c_py, METH_VARARGS, "crc32c(data) -> int: the CRC32C walk_v2 checks batches with"},
     {NULL, NULL, 0, NULL},
 };

@@ -506,30 +506,68 @@ def _header_walk(handle: BinaryIO, size: int, max_bytes: int,
     positions where a range of at least ``max_bytes`` ends (before ``size``), each with the position of the batch
     ending there, and the last ``_VERIFY_LAST`` batches walked as (position, size).
 
-    The compiled kernel walks them when it is built (``kernel``): a 5 M-record log has about 1.8 M batches, whose
-    headers cost the driver 0.8 s in Python before any Spark work, growing with the log. The Python walk
-    (``complete_batch_ends``) is the reference it is tested against."""
-    walk = getattr(_KERNEL, "plan_walk", None) if kernel else None
-    if walk is not None:
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            packed_cuts, packed_recent = walk(buf, size, max_bytes, _VERIFY_LAST)
-        return list(_PAIRS.iter_unpack(packed_cuts)), list(_PAIRS.iter_unpack(packed_recent))
-    cuts: list[tuple[int, int]] = []
-    recent: list[tuple[int, int]] = []
-    range_start = pos = 0
-    for end in complete_batch_ends(handle, 0, size):
-        recent.append((pos, end - pos))
-        if len(recent) > _VERIFY_LAST:
-            del recent[0]
-        previous, pos = pos, end
-        if pos - range_start >= max_bytes and pos < size:
-            cuts.append((pos, previous))
-            range_start = pos
-    return cuts, recent
+    The compiled kernel walks the headers when it is built (``kernel``), a chunk of ``_KERNEL_CHUNK`` bytes at a
+    time (no file is held in memory), and numpy finds the cuts among the batch ends: a 5 M-record log has about
+    1.8 M batches, whose headers cost the driver 0.8 s in Python before any Spark work, growing with the log. The
+    Python walk (``complete_batch_ends``) is the reference it is tested against."""
+    walk = getattr(_KERNEL, "batch_ends", None) if kernel else None
+    if walk is None:
+        cuts: list[tuple[int, int]] = []
+        recent: list[tuple[int, int]] = []
+        range_start = pos = 0
+        for end in complete_batch_ends(handle, 0, size):
+            recent.append((pos, end - pos))
+            if len(recent) > _VERIFY_LAST:
+                del recent[0]
+            previous, pos = pos, end
+            if pos - range_start >= max_bytes and pos < size:
+                cuts.append((pos, previous))
+                range_start = pos
+        return cuts, recent
+    import numpy as np
+
+    ends = _kernel_batch_ends(walk, handle, size)
+    starts = np.concatenate(([0], ends[:-1])) if len(ends) else ends
+    cuts = []
+    range_start = 0
+    while True:  # the first batch end at least max_bytes past the range's start, before the file's end
+        i = int(np.searchsorted(ends, range_start + max_bytes))
+        if i >= len(ends) or ends[i] >= size:
+            break
+        cuts.append((int(ends[i]), int(starts[i])))
+        range_start = int(ends[i])
+    tail = slice(max(0, len(ends) - _VERIFY_LAST), len(ends))
+    return cuts, [(int(a), int(b - a)) for a, b in zip(starts[tail], ends[tail])]
 
 
-#: The kernel's packed (int64, int64) pairs (``_header_walk``), native byte order.
-_PAIRS = struct.Struct("=qq")
+#: Bytes of a segment the kernel's header walk reads at once (``_header_walk``); a longer batch grows it.
+_KERNEL_CHUNK = 8 << 20
+
+
+def _kernel_batch_ends(walk, handle: BinaryIO, size: int):
+    """The end positions of the consecutive batches from the start of the segment (``complete_batch_ends``' walk),
+    by the kernel's ``batch_ends`` over chunks read one after another, as an int64 numpy array."""
+    import numpy as np
+
+    parts = []
+    chunk = bytearray(min(_KERNEL_CHUNK, size))
+    pos = 0
+    while size - pos >= _HEADER_READ:
+        handle.seek(pos)
+        n = handle.readinto(memoryview(chunk)[:min(len(chunk), size - pos)])
+        packed, stop, invalid = walk(chunk, 0, n)
+        if packed:
+            parts.append(np.frombuffer(packed, dtype=np.int64) + pos)
+        if invalid or pos + n >= size:  # a header that is no batch's, or the file's end (a cut batch: its tail)
+            break
+        if stop == 0:  # a batch longer than the chunk: read it whole, unless the file ends before it does
+            batch_end = _header_end(chunk, 0, pos, size)
+            if batch_end <= pos:
+                break
+            chunk = bytearray(batch_end - pos)
+            continue
+        pos += stop
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _try_batch(buf, pos: int, end: int) -> RecordBatch | None:
