@@ -541,7 +541,7 @@ def _header_walk(handle: BinaryIO, size: int, max_bytes: int,
 
 
 #: Bytes of a segment the kernel's header walk reads at once (``_header_walk``); a longer batch grows it.
-_KERNEL_CHUNK = 8 << 20
+_KERNEL_CHUNK = 1 << 20
 
 
 def _kernel_batch_ends(walk, handle: BinaryIO, size: int):
@@ -550,11 +550,14 @@ def _kernel_batch_ends(walk, handle: BinaryIO, size: int):
     import numpy as np
 
     parts = []
-    chunk = bytearray(min(_KERNEL_CHUNK, size))
+    want = _KERNEL_CHUNK
     pos = 0
     while size - pos >= _HEADER_READ:
         handle.seek(pos)
-        n = handle.readinto(memoryview(chunk)[:min(len(chunk), size - pos)])
+        chunk = handle.read(min(want, size - pos))
+        n = len(chunk)
+        if n < _HEADER_READ:
+            break
         packed, stop, invalid = walk(chunk, 0, n)
         if packed:
             parts.append(np.frombuffer(packed, dtype=np.int64) + pos)
@@ -564,8 +567,9 @@ def _kernel_batch_ends(walk, handle: BinaryIO, size: int):
             batch_end = _header_end(chunk, 0, pos, size)
             if batch_end <= pos:
                 break
-            chunk = bytearray(batch_end - pos)
+            want = batch_end - pos
             continue
+        want = _KERNEL_CHUNK
         pos += stop
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
