@@ -141,11 +141,14 @@ def test_records_of_any_shape_behind_a_right_crc_read_as_the_python_walk_reads_t
     assert_same_rows(path)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case_index=st.integers(0, len(SEGMENT_CASES) - 1),
-       flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), max_size=4),
-       cut=st.one_of(st.none(), st.floats(0, 1)), rows=st.sampled_from([1, 3, 10_000]))
-def test_damaged_golden_segments_read_the_same_with_the_kernel(tmp_path, case_index, flips, cut, rows):
+#: A golden segment damaged: which one, bytes flipped (where, mask) and where it is cut (``damaged_segment``).
+DAMAGE = {"case_index": st.integers(0, len(SEGMENT_CASES) - 1),
+          "flips": st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), max_size=4),
+          "cut": st.one_of(st.none(), st.floats(0, 1))}
+
+
+def damaged_segment(tmp_path, case_index: int, flips: list, cut: float | None):
+    """A golden segment with ``flips`` applied and cut at ``cut`` of its length, written under ``tmp_path``."""
     data = bytearray(SEGMENT_CASES[case_index].log.read_bytes())
     for where, mask in flips:
         data[int(where * len(data))] ^= mask
@@ -153,7 +156,13 @@ def test_damaged_golden_segments_read_the_same_with_the_kernel(tmp_path, case_in
         data = data[:int(cut * len(data))]
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(bytes(data))
-    assert_same_rows(path, rows_per_batch=rows)
+    return path
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(**DAMAGE, rows=st.sampled_from([1, 3, 10_000]))
+def test_damaged_golden_segments_read_the_same_with_the_kernel(tmp_path, case_index, flips, cut, rows):
+    assert_same_rows(damaged_segment(tmp_path, case_index, flips, cut), rows_per_batch=rows)
 
 
 def test_ranges_and_bounds_read_the_same_with_the_kernel(tmp_path):
@@ -246,19 +255,10 @@ def test_the_kernel_plans_ranges_as_the_python_walk(tmp_path, monkeypatch, max_b
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case_index=st.integers(0, len(SEGMENT_CASES) - 1),
-       flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), max_size=4),
-       cut=st.one_of(st.none(), st.floats(0, 1)), max_bytes=st.sampled_from([1, 64, 700, 1 << 20]),
-       chunk=st.sampled_from([17, 300, 1 << 20]))
+@given(**DAMAGE, max_bytes=st.sampled_from([1, 64, 700, 1 << 20]), chunk=st.sampled_from([17, 300, 1 << 20]))
 def test_damaged_golden_segments_plan_the_same_with_the_kernel(tmp_path, case_index, flips, cut, max_bytes, chunk):
+    path = damaged_segment(tmp_path, case_index, flips, cut)
     segments._KERNEL_CHUNK, saved = chunk, segments._KERNEL_CHUNK  # hypothesis: no function-scoped monkeypatch
-    data = bytearray(SEGMENT_CASES[case_index].log.read_bytes())
-    for where, mask in flips:
-        data[int(where * len(data))] ^= mask
-    if cut is not None:
-        data = data[:int(cut * len(data))]
-    path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(bytes(data))
     try:
         assert_same_header_walk(path, max_bytes)
     finally:
