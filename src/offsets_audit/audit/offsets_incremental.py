@@ -99,11 +99,14 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
         clock = group_times.unionByName(commit_events(news).filter(F.col("group_id").isNotNull()))
         starts = timeline.filter((F.col("kind") == "context") & (F.col("seq") == -1)).unionByName(
             seeds.filter(F.col("kind") == "start").withColumn("kind", F.lit("context")))
-        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER, cached=cached)
+        # A row per transaction already, a micro-batch's few: the pending rule's hot-block prefilter would add jobs.
+        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER, cached=cached,
+                                hot_blocks_only=False)
         if cached is not None:
             early = early.persist()
             cached.append(early)
-        at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms, cached=cached)
+        at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms, cached=cached,
+                                 hot_blocks_only=False)
         provisional = at_end.join(early.select("id"), "id", "left_anti")
         findings.append(early)
     result = None

@@ -63,7 +63,7 @@ def _resolved(commit_log) -> ResolvedCommits:
 
 
 def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
-                    *, cached: list | None = None, members_context=None):
+                    *, cached: list | None = None, members_context=None, hot_blocks_only: bool = True):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
     ``commit_log``: the resolved log, whole (a ``COMMIT_LOG_DDL`` DataFrame) or as a ``ResolvedCommits``;
@@ -75,7 +75,11 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
 
     ``members_context``: when ``timeline``'s context rows leave the members out (``GroupTimeline(members=False)``),
     a function from a DataFrame of group ids to those groups' timeline rows with the members; the non-owner rule's
-    candidates take their context in force from it."""
+    candidates take their context in force from it.
+
+    ``hot_blocks_only``: the pending rule tracks only the transactions that can fire (``_judged``), a few stages
+    more that pay for themselves over a log's every transaction; off for a commit log of a few transactions (the
+    incremental audit's micro-batches), where those stages only add jobs."""
     from pyspark.sql import functions as F
 
     commit_log = _resolved(commit_log)
@@ -84,7 +88,8 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
         parts.append(_commit_rules(commit_log, timeline, settings, config, members_context=members_context,
                                    cached=cached))
     if settings["transactional_offset_pending_too_long"]["enabled"]:
-        parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached))
+        parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached,
+                                   hot_blocks_only=hot_blocks_only))
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
@@ -242,7 +247,7 @@ _MAX_SPAN = 64
 
 
 def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: dict, end_time_ms: int | None, *,
-                  cached: list | None = None):
+                  cached: list | None = None, hot_blocks_only: bool = True):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
     later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end.
 
@@ -275,7 +280,8 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     # would sort every transactional commit of the log). Only the transactions that can fire are tracked
     # (``_judged``): the open ones, and the resolved ones with a commit in a block whose transactions' span holds
     # a time past the earliest of them plus the limit (none on a healthy cluster).
-    tracked = _judged(txn, blocks, transaction, limit).groupBy(*transaction).agg(
+    judged = _judged(txn, blocks, transaction, limit) if hot_blocks_only else txn
+    tracked = judged.groupBy(*transaction).agg(
         F.min("record_offset").alias("record_offset"), F.min_by("timestamp", "record_offset").alias("timestamp"))
     # A key's commits left open in two partitions (a group whose records moved): the walk, in log order, tracks the
     # earlier partition's and ignores the later one while it is open.
