@@ -97,10 +97,9 @@ class GroupView:
     def owners(self) -> dict[tuple, list[str]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
         out: dict[tuple, list[str]] = {}
-        for m in self.members.values():
-            member_id = m.member_id
-            for tp in (m.assigned.keys() | m.pending.keys()) if m.pending else m.assigned:
-                out.setdefault(tp, []).append(member_id)
+        for m, held in zip(self.members.values(), self._holdings()):
+            for tp in held:
+                out.setdefault(tp, []).append(m.member_id)
         return out
 
     # -- applying events ---------------------------------------------------------------------------
