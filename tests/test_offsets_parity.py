@@ -266,6 +266,36 @@ def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monk
     assert 0 < judged[-1].count() < transactional
 
 
+def test_a_small_log_tracks_every_transaction_with_the_same_findings(spark, monkeypatch):
+    """Told the log is small (``records`` below ``HOT_BLOCKS_MIN_RECORDS``, as the job tells it its count), the
+    audit tracks every transaction without the hot-block prefilter (``_judged``, stages that pay only on large logs)
+    and finds what the pure walk finds: a transaction left open past the limit, another resolved in time."""
+    from offsets_audit.audit import offsets_spark
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.replay import spark as replay_spark
+
+    def never(*args):
+        raise AssertionError("a small log's audit ran the hot-block prefilter")
+
+    monkeypatch.setattr(offsets_spark, "_judged", never)
+    t = 1_700_000_000_000
+    records = [
+        _commit(0, 0, t, "orders", 0, 1, producer_id=7000),
+        _commit(0, 1, t + MINUTE, "orders", 1, 5, producer_id=7001),
+        _marker(0, 2, t + 2 * MINUTE, 7001, "COMMIT"),
+        _commit(0, 3, t + 30 * MINUTE, "orders", 2, 9),
+    ]
+    config = load_config()
+    pure = replay_records(records)
+    end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
+    findings, _ = audit_events(pure.events, config, end_time_ms=end)
+    decoded, _ = split(decode(_source_df(spark, records)))
+    got = audit_spark.audit(replay_spark.replay(decoded), None, config, records=len(records))["findings"].collect()
+    _assert_same_findings(findings, {"findings": got})
+    assert [f.rule for f in findings] == ["transactional_offset_pending_too_long"]
+
+
 def test_pending_transactions_of_a_group_in_two_partitions(spark):
     """A group whose records lie in two ``__consumer_offsets`` partitions, a transaction of one producer and key in
     each: each is tracked on its own though both markers sit at the same offset (the pending rule once merged the

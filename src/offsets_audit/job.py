@@ -137,7 +137,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
                 assignor_audit = cached_leaf(assignor_audit)
 
         with stage("audit"):
-            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined)
+            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined,
+                                        records=counts["decoded"])
             releases.append(audited.release)  # before materialising: a failure half-way still frees its caches
             audited = _materialized_tables(audited, "audit", timings).map(cached_leaf)
 

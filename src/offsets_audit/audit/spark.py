@@ -20,7 +20,7 @@ from offsets_audit.replay.spark import ReplayTables, StageTables, cached_interme
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
 from .model import FINDING_ROW_DDL, Event
-from .offsets_spark import TIMELINE_DDL, offset_findings
+from .offsets_spark import HOT_BLOCKS_MIN_RECORDS, TIMELINE_DDL, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
 from .rules.registry import rule_settings
@@ -196,14 +196,16 @@ def _plain(v):
 
 
 def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict | None = None, *,
-          quarantined=None, decoded=None) -> AuditTables:
+          quarantined=None, decoded=None, records: int | None = None) -> AuditTables:
     """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
     audit's rows (``None`` when the assignor audit is off).
 
     Group events go through the pure per-group walk (``walk_groups``, ``applyInArrow``); the offset rules run as Spark SQL
     over the replay's resolved commit log (``replay_tables.offset_commits``, or resolved here from
     ``decoded`` when the replay mode left it out); with ``quarantined`` (the codec's quarantine rows) the
-    findings carry the data-gap columns (``audit.gaps``) as the ``findings`` table is written."""
+    findings carry the data-gap columns (``audit.gaps``) as the ``findings`` table is written. ``records``: how
+    many records the log held, when the caller knows (the job's counts): below ``HOT_BLOCKS_MIN_RECORDS`` the pending
+    rule tracks every transaction, as it would judge them anyway, without the stages that leave most of them out."""
     from pyspark.sql import functions as F
 
     if isinstance(assignor_audit, dict) and config is None:
@@ -242,7 +244,8 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     if commit_log is not None:
         timeline = out.filter(F.col("kind").isin("context", "ownership")).select(*timeline_columns)
         offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached,
-                                  members_context=with_members)
+                                  members_context=with_members,
+                                  hot_blocks_only=records is None or records >= HOT_BLOCKS_MIN_RECORDS)
         if offsets is not None:
             findings = findings.unionByName(offsets)
     mismatches = _assignor_mismatches(assignor_audit, config)
