@@ -97,17 +97,24 @@ def _source_df(spark, records):
     return spark.createDataFrame(rows, schema)
 
 
-def _both(spark, records, config):
+def _both(spark, records, config, *, tallied_clock: bool = False):
+    """The pure replay and audit of ``records``, and the Spark replay's tables and audit's findings; with
+    ``tallied_clock`` the pending rule's clock bound is the job's (``offsets_spark.clock_blocks`` of its record
+    tallies), else the rule's own aggregate of the events."""
     from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.audit.offsets_spark import clock_blocks
     from offsets_audit.codec.spark import decode, split
+    from offsets_audit.job import _tallies
     from offsets_audit.replay import spark as replay_spark
 
     pure = replay_records(records)
     end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
     findings, _ = audit_events(pure.events, config, end_time_ms=end)
-    decoded, _ = split(decode(_source_df(spark, records)))
+    decoded_all = decode(_source_df(spark, records))
+    decoded, _ = split(decoded_all)
     tables = replay_spark.replay(decoded)
-    audited = audit_spark.audit(tables, None, config)
+    audited = audit_spark.audit(tables, None, config,
+                                clock_blocks=clock_blocks(_tallies(decoded_all)) if tallied_clock else None)
     got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
     got["findings"] = audited["findings"].collect()
     return pure, findings, got
@@ -227,12 +234,14 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
     assert [r["group_id"] for s in searched for r in s.collect()] == ["orders-app"]  # a suspect, cleared
 
 
-@pytest.mark.parametrize("seed", [3, 17])
-def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monkeypatch, seed):
+@pytest.mark.parametrize("seed, tallied_clock", [(3, False), (17, True)])
+def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monkeypatch, seed, tallied_clock):
     """The pending rule tracks only the transactions of "hot" start blocks (``offsets_spark._judged``): those whose
     span holds a time past the block's earliest commit time plus the limit, and the open ones. On histories whose
     clocks run back and jump ahead (transactional and plain commits of two groups per partition, markers COMMIT
-    and ABORT, blocks of four offsets) the findings are the pure walk's, and some transactions were left out."""
+    and ABORT, blocks of four offsets) the findings are the pure walk's, and some transactions were left out. The
+    clock's bound per block is the events' own, or (``tallied_clock``) the job's: every decoded record's latest time
+    per block (``job._tallies``), at least as high, which can only add suspects."""
     import random
 
     from offsets_audit.audit import offsets_spark
@@ -259,7 +268,7 @@ def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monk
             if producer != -1:
                 open_producers.add(producer)
     config = load_config()
-    pure, findings, got = _both(spark, records, config)
+    pure, findings, got = _both(spark, records, config, tallied_clock=tallied_clock)
     _assert_same_findings(findings, got)
     assert [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
     transactional = sum(1 for r in records if r["producer_id"] != -1 and not r["is_control"])

@@ -68,6 +68,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     """Run the whole audit once (batch) and return the summary dict (also written as summary.json)."""
     from offsets_audit import sinks
     from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.audit.offsets_spark import clock_blocks
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.codec import source as codec_source
     from offsets_audit.replay import spark as replay_spark
@@ -107,10 +108,13 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
                 decoded_all = codec_spark.compact(decoded_all)
             decoded_all = decoded_all.persist()
             releases.append(decoded_all.unpersist)
-            counts = _counts(decoded_all)  # computes the cache
+            # One aggregate over the whole log: the run's counts, and the pending rule's clock per block of offsets
+            tallies = _tallies(decoded_all).persist()
+            releases.append(tallies.unpersist)
+            counts = _counts(tallies)  # computes the cache
             # Later stages plan over the cache, not over the read and decode (``cached_leaf``): every DataFrame
             # operation re-analyses the whole plan on the driver, and they are a few hundred.
-            decoded_all = cached_leaf(decoded_all)
+            decoded_all, tallies = cached_leaf(decoded_all), cached_leaf(tallies)
             decoded, quarantined = codec_spark.split(decoded_all)
             quarantined = codec_spark.without_decoded_record(quarantined)
 
@@ -138,7 +142,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
 
         with stage("audit"):
             audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined,
-                                        records=counts["decoded"])
+                                        records=counts["decoded"], clock_blocks=clock_blocks(tallies))
             releases.append(audited.release)  # before materialising: a failure half-way still frees its caches
             audited = _materialized_tables(audited, "audit", timings).map(cached_leaf)
 
@@ -210,8 +214,28 @@ def _assignor_audit(spark, config: dict, replayed):
                                 what_if=what_if, offsets=replayed.offsets)
 
 
-def _counts(decoded_all) -> dict:
-    """Records read, decoded and quarantined, and what unreadable input cost (one Spark job).
+def _tallies(decoded_all):
+    """The decoded log tallied per ``record_name``, ``error_code``, ``unreadable`` (a row that stands for a stretch
+    of bytes no source could read), record ``partition`` and ``_block`` of offsets (``offsets_spark.block_of``):
+    ``n`` rows, ``lost`` records (unreadable rows), ``_top`` the latest record time (epoch ms). A few rows per block
+    of 256 offsets: ``_counts`` sums them, and they bound the pending rule's clock (``offsets_spark.clock_blocks``),
+    which otherwise aggregates the log's events once more."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.offsets_spark import block_of
+    from offsets_audit.replay.commit_log import record_time_ms
+
+    columns = set(decoded_all.columns)  # a log decoded from a frame no source read has neither read column
+    unreadable = F.col("read_error_code").isNotNull() if "read_error_code" in columns else F.lit(False)
+    lost = F.coalesce(F.col("records_lost"), F.lit(0)) if "records_lost" in columns else F.lit(0)
+    return decoded_all.groupBy(
+        "record_name", "error_code", unreadable.alias("unreadable"), "partition",
+        block_of(F.col("offset")).alias("_block")).agg(
+        F.count("*").alias("n"), F.sum(lost).alias("lost"), F.max(record_time_ms()).alias("_top"))
+
+
+def _counts(tallies) -> dict:
+    """Records read, decoded and quarantined, and what unreadable input cost, from ``_tallies`` (one Spark job).
 
     ``read`` counts records (each with its offset); a stretch of bytes a source could not read at all is not a
     record but one ``unreadable`` quarantine row that says how many offsets it cost (``records_lost``). So
@@ -220,10 +244,8 @@ def _counts(decoded_all) -> dict:
     """
     from pyspark.sql import functions as F
 
-    unreadable_row = F.col("read_error_code").isNotNull()
-    rows = (decoded_all.groupBy("record_name", "error_code", unreadable_row.alias("unreadable"))
-            .agg(F.count("*").alias("n"), F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost"))
-            .collect())
+    rows = (tallies.groupBy("record_name", "error_code", "unreadable")
+            .agg(F.sum("n").alias("n"), F.sum("lost").alias("lost")).collect())
     by_type: dict = {}
     by_error: dict = {}
     read = decoded = quarantined = unreadable = lost = 0

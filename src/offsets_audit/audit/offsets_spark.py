@@ -63,7 +63,8 @@ def _resolved(commit_log) -> ResolvedCommits:
 
 
 def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
-                    *, cached: list | None = None, members_context=None, hot_blocks_only: bool = True):
+                    *, cached: list | None = None, members_context=None, hot_blocks_only: bool = True,
+                    clock_blocks=None):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
     ``commit_log``: the resolved log, whole (a ``COMMIT_LOG_DDL`` DataFrame) or as a ``ResolvedCommits``;
@@ -79,7 +80,11 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
 
     ``hot_blocks_only``: the pending rule tracks only the transactions that can fire (``_judged``), a few stages
     more that pay for themselves over a log's every transaction; off for a commit log of a few transactions (the
-    incremental audit's micro-batches), where those stages only add jobs."""
+    incremental audit's micro-batches), where those stages only add jobs.
+
+    ``clock_blocks``: the pending rule's clock bound per block (``clock_blocks``' rows), when the caller has it
+    from an aggregate it runs anyway (the job's record tallies); without it the rule aggregates ``group_times`` and
+    the commit log's events."""
     from pyspark.sql import functions as F
 
     commit_log = _resolved(commit_log)
@@ -89,7 +94,7 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
                                    cached=cached))
     if settings["transactional_offset_pending_too_long"]["enabled"]:
         parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached,
-                                   hot_blocks_only=hot_blocks_only))
+                                   hot_blocks_only=hot_blocks_only, clock_blocks=clock_blocks))
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
@@ -252,7 +257,7 @@ _MAX_SPAN = 64
 
 
 def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: dict, end_time_ms: int | None, *,
-                  cached: list | None = None, hot_blocks_only: bool = True):
+                  cached: list | None = None, hot_blocks_only: bool = True, clock_blocks=None):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
     later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end.
 
@@ -274,8 +279,9 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     txn = commit_log.rows.filter(~F.col("carried") & F.col("outcome").startswith("txn_")
                                  & F.col("timestamp").isNotNull())
     events = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull())
-    blocks = events.groupBy(F.col("partition").alias("record_partition"),
-                            F.shiftright("offset", BLOCK_BITS).alias("_block")).agg(F.max("timestamp").alias("_top"))
+    blocks = clock_blocks if clock_blocks is not None else events.groupBy(
+        F.col("partition").alias("record_partition"), block_of(F.col("offset")).alias("_block")).agg(
+        F.max("timestamp").alias("_top"))
     # Read several times below (``_kept``), as ``tracked`` and ``suspects`` are.
     blocks = _kept(blocks, cached)
     transaction = ["group_id", "topic", "topic_partition", "producer_id", "resolved_offset", "record_partition"]
@@ -345,6 +351,28 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
         "group_type", time.alias("time"), "topic", "topic_partition",
         "producer_id", (time - F.col("timestamp")).alias("pending_ms"),
         _where(F.col("record_partition"), F.col("record_offset")).alias("where")))
+
+
+def block_of(offset):
+    """The clock block of a record offset (a column): its offset's ``2 ** BLOCK_BITS`` block in its partition."""
+    from pyspark.sql import functions as F
+
+    return F.shiftright(offset, BLOCK_BITS)
+
+
+def clock_blocks(tallies):
+    """The pending rule's clock bound from a tally of the decoded log (``job._tallies``: per ``record_name``,
+    ``error_code``, ``unreadable``, ``partition`` and ``_block`` = ``block_of(offset)``, the latest record time
+    ``_top`` in epoch ms): per (``record_partition``, ``_block``) the latest time of any decoded record there.
+
+    Every event of the rule's clock (a group record's, an offset commit's, a marker's) is a decoded record at its own
+    position and time, so this is at least the events' own latest time in each block: a bound, and a bound too high
+    only makes a suspect, which the search judges exactly (``_pending_rule``). A quarantined record's time is
+    left out: corrupt bytes could hold any time, and no event comes of it."""
+    from pyspark.sql import functions as F
+
+    return (tallies.filter(F.col("error_code").isNull() & ~F.col("unreadable") & F.col("_top").isNotNull())
+            .groupBy(F.col("partition").alias("record_partition"), "_block").agg(F.max("_top").alias("_top")))
 
 
 def _judged(txn, blocks, transaction: list[str], limit: int):

@@ -196,7 +196,7 @@ def _plain(v):
 
 
 def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict | None = None, *,
-          quarantined=None, decoded=None, records: int | None = None) -> AuditTables:
+          quarantined=None, decoded=None, records: int | None = None, clock_blocks=None) -> AuditTables:
     """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
     audit's rows (``None`` when the assignor audit is off).
 
@@ -205,7 +205,9 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     ``decoded`` when the replay mode left it out); with ``quarantined`` (the codec's quarantine rows) the
     findings carry the data-gap columns (``audit.gaps``) as the ``findings`` table is written. ``records``: how
     many records the log held, when the caller knows (the job's counts): below ``HOT_BLOCKS_MIN_RECORDS`` the pending
-    rule tracks every transaction, as it would judge them anyway, without the stages that leave most of them out."""
+    rule tracks every transaction, as it would judge them anyway, without the stages that leave most of them out.
+    ``clock_blocks``: the pending rule's clock bound per block, from the caller's tally of the decoded log
+    (``offsets_spark.clock_blocks``); without it the rule aggregates the events."""
     from pyspark.sql import functions as F
 
     if isinstance(assignor_audit, dict) and config is None:
@@ -245,7 +247,8 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
         timeline = out.filter(F.col("kind").isin("context", "ownership")).select(*timeline_columns)
         offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached,
                                   members_context=with_members,
-                                  hot_blocks_only=records is None or records >= HOT_BLOCKS_MIN_RECORDS)
+                                  hot_blocks_only=records is None or records >= HOT_BLOCKS_MIN_RECORDS,
+                                  clock_blocks=clock_blocks)
         if offsets is not None:
             findings = findings.unionByName(offsets)
     mismatches = _assignor_mismatches(assignor_audit, config)
