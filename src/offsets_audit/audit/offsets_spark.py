@@ -193,13 +193,18 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
         # Only groups that ever had modern (KIP-848) members can fail the rule; the context in force decides.
         modern = timeline.filter((F.col("kind") == "context") & (F.col("group_type") == "consumer")
                                  & F.col("has_modern_members")).select("group_id").distinct()
-        candidates = commit_log.applied(modern).select(
-            "*", F.lit(None).cast("long").alias("previous_committed_offset"),
-            F.lit(None).cast("string").alias("previous_where"))
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
         known = dict(config.get("_topic_ids") or {})
         first_id = commit_log.first_topic_ids(modern)
-        candidates = candidates.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"], "left")
+        if known:
+            candidates = commit_log.applied(modern).drop("topic_id").join(
+                F.broadcast(first_id), ["group_id", "topic"], "left")
+        else:
+            # Only a commit of a (group, topic) some commit of it named can be judged, and ``first_id`` holds the
+            # modern groups' only: one join of the commits where there were two (the groups, then the names).
+            candidates = commit_log.applied().drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"])
+        candidates = candidates.select("*", F.lit(None).cast("long").alias("previous_committed_offset"),
+                                       F.lit(None).cast("string").alias("previous_where"))
         configured = F.create_map(*[x for k, v in known.items() for x in (F.lit(k), F.lit(v))]) if known else None
         seen = F.when(_at_or_after(F.col("partition"), F.col("offset"), F.col("_first.p"), F.col("_first.o")),
                       F.col("_first.id"))
