@@ -327,16 +327,20 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     # A transaction that is no suspect cannot fire before its resolution: only an open one can fire, at the end.
     # (Nearly every tracked transaction resolves: the resolved ones that are no suspects go no further.)
     cleared = tracked.filter(F.col("resolved_offset").isNull()).join(suspects, position, "left_anti")
-    probes = tracked.join(suspects, position, "left_semi")
     # The clock of the groups whose transactions are judged below: the suspects', and without the log's end the
     # open transactions' too (their group's last event ends them).
+    no_search = cached is not None and suspects.isEmpty()  # persisted: one small job, the common case on a healthy log
+    probes = tracked.join(suspects, position, "left_semi")
     groups = probes.select("group_id")
     if end_time_ms is None:
         groups = groups.unionByName(cleared.select("group_id"))
     clock = events.join(F.broadcast(groups.distinct()), "group_id", "left_semi")
-    searched = _first_late_events(probes, clock)
-    found = searched.unionByName(cleared.withColumn(
-        "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
+    if no_search:  # no suspect: no event to search for, and the plan of the search is not even built
+        found = cleared.withColumn("_first", F.lit(None).cast(clock.select(_tick()).schema[0].dataType))
+    else:
+        searched = _first_late_events(probes, clock)
+        found = searched.unionByName(cleared.withColumn(
+            "_first", F.lit(None).cast(searched.schema["_first"].dataType)).select(*searched.columns))
     # the marker (or clearing tombstone) sits in the commit's partition, at ``resolved_offset``
     before_resolution = F.col("resolved_offset").isNull() | ~_at_or_after(
         F.col("_first.partition"), F.col("_first.offset"), F.col("record_partition"), F.col("resolved_offset"))
@@ -413,6 +417,13 @@ def _judged(txn, blocks, transaction: list[str], limit: int):
     return judged.select(*txn.columns).unionByName(txn.filter(F.col("resolved_offset").isNull()))
 
 
+def _tick():
+    """A clock event's position and time (``_first_late_events``' ``_first`` is the first late one's)."""
+    from pyspark.sql import functions as F
+
+    return F.struct("partition", "offset", F.col("timestamp").alias("time")).alias("_tick")
+
+
 def _first_late_events(tracked, clock):
     """``tracked`` (few rows: the suspects) with ``_first``: the first event of its group after the commit (in log
     order) whose time is past ``_threshold`` (``partition``, ``offset``, ``time``), or null. ``clock``: the
@@ -420,8 +431,7 @@ def _first_late_events(tracked, clock):
     from pyspark.sql import functions as F
 
     probes = tracked.alias("t")
-    events = clock.select(F.col("group_id").alias("_g"),
-                          F.struct("partition", "offset", F.col("timestamp").alias("time")).alias("_tick"))
+    events = clock.select(F.col("group_id").alias("_g"), _tick())
     # strictly after the commit: the commit is not at or after the tick
     later = (F.col("_g") == F.col("t.group_id")) & (F.col("_tick.time") > F.col("t._threshold")) & ~_at_or_after(
         F.col("t.record_partition"), F.col("t.record_offset"), F.col("_tick.partition"), F.col("_tick.offset"))
