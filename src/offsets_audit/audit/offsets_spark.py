@@ -327,10 +327,11 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     # A transaction that is no suspect cannot fire before its resolution: only an open one can fire, at the end.
     # (Nearly every tracked transaction resolves: the resolved ones that are no suspects go no further.)
     cleared = tracked.filter(F.col("resolved_offset").isNull()).join(suspects, position, "left_anti")
+    # Persisted, the suspects are known by one small job: none is the common case on a healthy log.
+    no_search = cached is not None and suspects.isEmpty()
+    probes = tracked.join(suspects, position, "left_semi")
     # The clock of the groups whose transactions are judged below: the suspects', and without the log's end the
     # open transactions' too (their group's last event ends them).
-    no_search = cached is not None and suspects.isEmpty()  # persisted: one small job, the common case on a healthy log
-    probes = tracked.join(suspects, position, "left_semi")
     groups = probes.select("group_id")
     if end_time_ms is None:
         groups = groups.unionByName(cleared.select("group_id"))
