@@ -251,7 +251,7 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
 
 
 #: Below this many decoded records a batch audit tracks every transaction (``hot_blocks_only`` off): the hot-block
-#: prefilter (``_judged``) adds five query stages, ~0.5 s of every audit of a small log (a two-record history:
+#: prefilter (``_judged``) adds a few query stages, ~0.5 s of every audit of a small log (a two-record history:
 #: 8.8-10.4 s with it, 8.2-9.4 s without, alternated), and saves the per-transaction aggregate over a log's every
 #: transaction, which only a log of millions of records makes dear (384 k transactions at 5.3 M records).
 HOT_BLOCKS_MIN_RECORDS = 1_000_000
