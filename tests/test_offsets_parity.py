@@ -97,10 +97,11 @@ def _source_df(spark, records):
     return spark.createDataFrame(rows, schema)
 
 
-def _both(spark, records, config, *, tallied_clock: bool = False):
+def _both(spark, records, config, *, tallied_clock: bool = False, record_count: int | None = None):
     """The pure replay and audit of ``records``, and the Spark replay's tables and audit's findings; with
     ``tallied_clock`` the pending rule's clock bound is the job's (``offsets_spark.clock_blocks`` of its record
-    tallies), else the rule's own aggregate of the events."""
+    tallies), else the rule's own aggregate of the events; ``record_count``: the log's size as the job tells the
+    audit (``audit(..., records=...)``), unknown without it."""
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import clock_blocks
     from offsets_audit.codec.spark import decode, split
@@ -113,7 +114,7 @@ def _both(spark, records, config, *, tallied_clock: bool = False):
     decoded_all = decode(_source_df(spark, records))
     decoded, _ = split(decoded_all)
     tables = replay_spark.replay(decoded)
-    audited = audit_spark.audit(tables, None, config,
+    audited = audit_spark.audit(tables, None, config, records=record_count,
                                 clock_blocks=clock_blocks(_tallies(decoded_all)) if tallied_clock else None)
     got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
     got["findings"] = audited["findings"].collect()
@@ -280,9 +281,6 @@ def test_a_small_log_tracks_every_transaction_with_the_same_findings(spark, monk
     audit tracks every transaction without the hot-block prefilter (``_judged``, stages that pay only on large logs)
     and finds what the pure walk finds: a transaction left open past the limit, another resolved in time."""
     from offsets_audit.audit import offsets_spark
-    from offsets_audit.audit import spark as audit_spark
-    from offsets_audit.codec.spark import decode, split
-    from offsets_audit.replay import spark as replay_spark
 
     def never(*args):
         raise AssertionError("a small log's audit ran the hot-block prefilter")
@@ -295,13 +293,8 @@ def test_a_small_log_tracks_every_transaction_with_the_same_findings(spark, monk
         _marker(0, 2, t + 2 * MINUTE, 7001, "COMMIT"),
         _commit(0, 3, t + 30 * MINUTE, "orders", 2, 9),
     ]
-    config = load_config()
-    pure = replay_records(records)
-    end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
-    findings, _ = audit_events(pure.events, config, end_time_ms=end)
-    decoded, _ = split(decode(_source_df(spark, records)))
-    got = audit_spark.audit(replay_spark.replay(decoded), None, config, records=len(records))["findings"].collect()
-    _assert_same_findings(findings, {"findings": got})
+    pure, findings, got = _both(spark, records, load_config(), record_count=len(records))
+    _assert_same_findings(findings, got)
     assert [f.rule for f in findings] == ["transactional_offset_pending_too_long"]
 
 

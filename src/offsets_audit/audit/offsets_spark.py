@@ -196,13 +196,12 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
         known = dict(config.get("_topic_ids") or {})
         first_id = commit_log.first_topic_ids(modern)
-        if known:
-            candidates = commit_log.applied(modern).drop("topic_id").join(
-                F.broadcast(first_id), ["group_id", "topic"], "left")
-        else:
-            # Only a commit of a (group, topic) some commit of it named can be judged, and ``first_id`` holds the
-            # modern groups' only: one join of the commits where there were two (the groups, then the names).
-            candidates = commit_log.applied().drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"])
+        # Without configured ids only a commit of a (group, topic) some commit of it named can be judged, and
+        # ``first_id`` holds the modern groups' only: one inner join of the commits where there were two (the
+        # groups, then the names). A configured topic is judged from the group's first commit: a left join.
+        applied = commit_log.applied(modern) if known else commit_log.applied()
+        candidates = applied.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"],
+                                                   "left" if known else "inner")
         candidates = candidates.select("*", F.lit(None).cast("long").alias("previous_committed_offset"),
                                        F.lit(None).cast("string").alias("previous_where"))
         configured = F.create_map(*[x for k, v in known.items() for x in (F.lit(k), F.lit(v))]) if known else None
