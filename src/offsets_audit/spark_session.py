@@ -13,6 +13,10 @@ from importlib import resources
 from pathlib import Path
 
 
+#: Generated classes a local session keeps compiled (``spark.sql.codegen.cache.maxEntries``): a few runs' worth.
+CODEGEN_CACHE_ENTRIES = 1000
+
+
 def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[str, str]:
     return {
         "spark.master": master,
@@ -33,6 +37,13 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         # 935 MiB not; scans as fast; README, "Caches"). Local sessions only: a cluster's memory is its owner's to
         # trade (``spark.conf`` in the config).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # Generated code is compiled (Janino) and cached per code text, 100 entries by default; one run of the job
+        # makes ~384 distinct ones, so a second run in the same JVM (a notebook, the tests, the bench after its
+        # first size) compiled them all again, and the JIT then compiled the new classes again: ~20-30 s of
+        # compiler threads on 2 cores. With room for them a warm run at 5.3 M records took 29.5-34.6 s against
+        # 37.0-42.2 s (``bench/audit.py``, README "JVM warm-up"); a first run is unchanged (~56-58 s). Static: it
+        # applies to sessions this function builds; a cluster's is set in its Spark config.
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # Output tables are partitioned by run_id; keep it a string when reading them back
         # (Spark would otherwise turn a date-like run id into a DATE column).
