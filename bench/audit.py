@@ -10,6 +10,8 @@ per group-hour). Then, on one local[2] SparkSession:
 * decode only: the same input read and decoded into the whole decoded table (``codec.source.read_decoded``), nothing
   else (a noop write); then read as the job reads it (``compact``: no JSON texts; the replay's decoded records and
   marks), the part of the job's first stage before it caches;
+* the CPU the job used: the driver JVM's (which is the executor too) with the part HotSpot spent compiling and
+  the collectors' pauses, and its Python workers';
 * the ratio end to end / decode-only (``decode-only s / end-to-end s``), the driver's peak RSS (Python and
   JVM, ``VmHWM``), and between consecutive sizes the time ratio against the records ratio (linear cost:
   10x the records within 11x the time).
@@ -44,6 +46,55 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``); 0 for one that has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (the JVM's Python workers), from the parent ids in ``/proc``."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        out += children
+        todo += children
+    return out
+
+
+def _jvm_figures(spark) -> dict:
+    """Cumulative figures of the driver JVM (the executor too, locally): its CPU seconds, its Python workers' CPU
+    seconds (those alive now), HotSpot's compile time and the collectors' time (``java.lang.management``), and
+    Spark's generated classes compiled (``CodegenMetrics``)."""
+    jvm = spark._jvm
+    management = jvm.java.lang.management.ManagementFactory
+    pid = jvm.java.lang.ProcessHandle.current().pid()
+    return {"pid": pid, "jvm_cpu": _cpu_seconds(pid),
+            "workers": {child: _cpu_seconds(child) for child in _descendants(pid)},
+            "compile": management.getCompilationMXBean().getTotalCompilationTime() / 1000,
+            "gc": sum(b.getCollectionTime() for b in management.getGarbageCollectorMXBeans()) / 1000,
+            "classes": jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()}
+
+
+def _cpu_during(before: dict, after: dict) -> dict:
+    """What the job used between two ``_jvm_figures``: a worker started meanwhile counts from zero."""
+    workers = sum(cpu - before["workers"].get(pid, 0.0) for pid, cpu in after["workers"].items())
+    return {"jvm_cpu_s": round(after["jvm_cpu"] - before["jvm_cpu"], 1), "workers_cpu_s": round(workers, 1),
+            "jit_s": round(after["compile"] - before["compile"], 1), "gc_s": round(after["gc"] - before["gc"], 1),
+            "generated_classes": after["classes"] - before["classes"]}
+
+
 def _load() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
 
@@ -75,9 +126,11 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
         "run_id": "bench",
         "broker": {"group_overrides": info.get("group_overrides") or {}},
     })
+    figures = _jvm_figures(spark)
     start = time.perf_counter()
     summary = run_job(spark, config, progress=False)
     wall = time.perf_counter() - start
+    cpu = _cpu_during(figures, _jvm_figures(spark))
     stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
     staged = sum(stages.values())
     print(f"end to end: {wall:.1f} s wall = {records / wall:,.0f} records/s "
@@ -89,6 +142,11 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
         if parts and name != "write":
             print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
+    # Where the CPU went (2 cores give 2 s a second): HotSpot's compiler threads warming up take a real share of
+    # a JVM's first runs (README, "JVM warm-up"); its compile time is elapsed time, close to CPU time here.
+    print(f"CPU during the job: JVM {cpu['jvm_cpu_s']:.1f} s (HotSpot compiling {cpu['jit_s']:.1f} s, collectors "
+          f"{cpu['gc_s']:.1f} s), Python workers {cpu['workers_cpu_s']:.1f} s; {cpu['generated_classes']} "
+          "generated classes compiled")
     source = {"kind": "segments", "path": str(root / "segments")}
     start = time.perf_counter()
     codec_source.read_decoded(spark, source).write.format("noop").mode("overwrite").save()
@@ -112,7 +170,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "timings_s": summary["timings_s"],
             "decode_only_s": round(decode_only, 2), "job_read_s": round(job_read, 2),
             "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb),
-            "load_average": os.getloadavg()[0]}
+            "load_average": os.getloadavg()[0], "cpu": cpu}
 
 
 def main() -> None:
