@@ -38,11 +38,10 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         # trade (``spark.conf`` in the config).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Generated code is compiled (Janino) and cached per code text, 100 entries by default; one run of the job
-        # makes ~384 distinct ones, so a second run in the same JVM (a notebook, the tests, the bench after its
-        # first size) compiled them all again, and the JIT then compiled the new classes again: ~20-30 s of
-        # compiler threads on 2 cores. With room for them a warm run at 5.3 M records took 29.5-34.6 s against
-        # 37.0-42.2 s (``bench/audit.py``, README "JVM warm-up"); a first run is unchanged (~56-58 s). Static: it
-        # applies to sessions this function builds; a cluster's is set in its Spark config.
+        # makes ~384 distinct ones, so a second run in the same JVM (a notebook, the tests) compiled them all
+        # again, and HotSpot then compiled the new classes again. With room for them the job run again on the same
+        # 5.3 M history took 31.3-34.6 s against 37.0-39.5 s; a first run is unchanged (README, "JVM warm-up").
+        # Static: it applies to sessions this function builds; a cluster's is set in its Spark config.
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # Output tables are partitioned by run_id; keep it a string when reading them back
