@@ -1,0 +1,50 @@
+"""``bench/audit.py``'s CPU split: the JVM's CPU, HotSpot's compile time, the collectors' and the Python workers'
+CPU between two readings, from ``/proc`` and ``java.lang.management`` (the figures the README's rows quote)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "audit.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("offsets_audit_bench_audit", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_process_tree_and_its_cpu_come_from_proc(bench):
+    child = subprocess.Popen([sys.executable, "-c", "import time; sum(range(3_000_000)); time.sleep(30)"])
+    try:
+        assert child.pid in bench._descendants(os.getpid())
+        assert bench._cpu_seconds(os.getpid()) > 0
+        assert bench._cpu_seconds(child.pid) >= 0
+    finally:
+        child.kill()
+        child.wait()
+    assert bench._cpu_seconds(child.pid) == 0.0  # gone: nothing to read
+
+
+def test_a_worker_started_between_two_readings_counts_from_zero(bench):
+    before = {"jvm_cpu": 10.0, "workers": {7: 2.0}, "compile": 5.0, "gc": 1.0, "classes": 300}
+    after = {"jvm_cpu": 14.5, "workers": {7: 3.0, 9: 1.5}, "compile": 7.5, "gc": 1.5, "classes": 310}
+    assert bench._cpu_during(before, after) == {"jvm_cpu_s": 4.5, "workers_cpu_s": 2.5, "jit_s": 2.5, "gc_s": 0.5,
+                                                "generated_classes": 10}
+
+
+def test_the_jvm_figures_grow_with_a_spark_job(bench, spark):
+    before = bench._jvm_figures(spark)
+    assert before["pid"] != os.getpid() and before["jvm_cpu"] > 0
+    spark.range(200_000).selectExpr("id % 7 AS k", "id").groupBy("k").count().collect()
+    during = bench._cpu_during(before, bench._jvm_figures(spark))
+    assert during["jvm_cpu_s"] > 0 and during["jit_s"] >= 0 and during["gc_s"] >= 0
+    assert during["workers_cpu_s"] >= 0 and during["generated_classes"] >= 0
