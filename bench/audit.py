@@ -46,13 +46,15 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (``/proc``); 0 for one that has gone."""
+def _cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``), with ``reaped`` its ended children's too;
+    0 for one that has gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = sum(int(f) for f in fields[11:15 if reaped else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _descendants(pid: int) -> list[int]:
@@ -75,13 +77,13 @@ def _descendants(pid: int) -> list[int]:
 
 def _jvm_figures(spark) -> dict:
     """Cumulative figures of the driver JVM (the executor too, locally): its CPU seconds, its Python workers' CPU
-    seconds (those alive now), HotSpot's compile time and the collectors' time (``java.lang.management``), and
+    seconds (per process alive now, with its ended children's: PySpark's daemon forks the workers), HotSpot's compile time and the collectors' time (``java.lang.management``), and
     Spark's generated classes compiled (``CodegenMetrics``)."""
     jvm = spark._jvm
     management = jvm.java.lang.management.ManagementFactory
     pid = jvm.java.lang.ProcessHandle.current().pid()
     return {"pid": pid, "jvm_cpu": _cpu_seconds(pid),
-            "workers": {child: _cpu_seconds(child) for child in _descendants(pid)},
+            "workers": {child: _cpu_seconds(child, reaped=True) for child in _descendants(pid)},
             "compile": management.getCompilationMXBean().getTotalCompilationTime() / 1000,
             "gc": sum(b.getCollectionTime() for b in management.getGarbageCollectorMXBeans()) / 1000,
             "classes": jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()}

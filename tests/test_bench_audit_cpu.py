@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,21 @@ def bench():
 
 
 def test_a_process_tree_and_its_cpu_come_from_proc(bench):
-    child = subprocess.Popen([sys.executable, "-c", "import time; sum(range(3_000_000)); time.sleep(30)"])
+    busy = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", busy])
     try:
         assert child.pid in bench._descendants(os.getpid())
         assert bench._cpu_seconds(os.getpid()) > 0
-        assert bench._cpu_seconds(child.pid) >= 0
+        deadline = time.monotonic() + 20
+        while bench._cpu_seconds(child.pid) < 0.2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert bench._cpu_seconds(child.pid) >= 0.2
     finally:
         child.kill()
         child.wait()
     assert bench._cpu_seconds(child.pid) == 0.0  # gone: nothing to read
+    # an ended child's CPU moves to its parent's reaped count
+    assert bench._cpu_seconds(os.getpid(), reaped=True) >= bench._cpu_seconds(os.getpid()) + 0.15
 
 
 def test_a_worker_started_between_two_readings_counts_from_zero(bench):
