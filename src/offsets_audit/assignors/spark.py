@@ -15,6 +15,7 @@ import pandas as pd
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, GroupRerun, audit_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
+from offsets_audit.workers import fewer_collections
 
 _ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
                 "group_epoch", "metadata_hash", "members", "target", "previous_target", "topology",
@@ -88,7 +89,8 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
 
     def one_group(pdf: pd.DataFrame, offsets_pdf: pd.DataFrame | None = None) -> pd.DataFrame:
         snapshot = TopicMetadata(topics) if topics else None
-        rows = audit_group(_group_rows(pdf), snapshot, offsets=_offsets_by_topic(offsets_pdf), **options)
+        with fewer_collections():  # a few dicts per member and target (``workers.fewer_collections``)
+            rows = audit_group(_group_rows(pdf), snapshot, offsets=_offsets_by_topic(offsets_pdf), **options)
         return _result_frame(rows)
 
     return _per_group(targets, lambda pdf, offsets_pdf=None: one_group(pdf, offsets_pdf) if not pdf.empty
@@ -132,8 +134,10 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor)
         offsets = _offsets_by_topic(offsets_pdf)
         rows = [json.loads(p) for p in pdf.loc[pdf["kind"] == "target", "payload"]]
-        done = rerun.feed(rows, snapshot, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
-        waiting = rerun.provisional(snapshot, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
+        with fewer_collections():
+            done = rerun.feed(rows, snapshot, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
+            waiting = rerun.provisional(snapshot, what_if=what_if, offsets=offsets,
+                                        auto_offset_reset=auto_offset_reset)
         out: list[tuple] = [(group_id, "rerun", json.dumps(r), None, None) for r in done]
         out += [(group_id, "provisional", json.dumps(r), None, None) for r in waiting]
         out.append((group_id, "state", None, len(rerun.pending), rerun.to_bytes()))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
+from offsets_audit.workers import fewer_collections
 
 from .engine import GroupTimeline, audit_group
 from .gaps import GAP_COLUMNS_DDL
@@ -83,7 +84,8 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: boo
     rows, not the findings, rebalances and ownership rows.
 
     The columns go to Python lists once each and the events are built straight from them: no pandas frame, no
-    per-row dicts (the pandas form spent about as long on frames and ``to_dict`` as the rules on the events)."""
+    per-row dicts (the pandas form spent about as long on frames and ``to_dict`` as the rules on the events); the
+    walk runs with the worker's collector run less often (``workers.fewer_collections``)."""
     import pyarrow as pa
 
     settings = rule_settings(config)
@@ -100,10 +102,11 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: boo
             EVENT_RANK.get(kinds[i], 2)))
         rows = list(zip(*(columns[name] for name in ("event", "group_id", "group_type", "partition", "offset",
                                                       "timestamp", "member_id", "details"))))
-        events = [Event.of(*rows[i]) for i in order]
-        timeline = GroupTimeline(members=members)
-        findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
-                                           timeline=timeline)
+        with fewer_collections():
+            events = [Event.of(*rows[i]) for i in order]
+            timeline = GroupTimeline(members=members)
+            findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
+                                               timeline=timeline)
         out = [dict(row, kind="context") for row in timeline.context]
         if not context_only:
             out += [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]

@@ -53,6 +53,7 @@ from offsets_audit.errors import UserError
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
 from offsets_audit.replay.commit_log import offsets_snapshot, record_time_ms, resolve_commits
 from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
+from offsets_audit.workers import fewer_collections
 
 FOLD_OUTPUT_DDL = "group_id string, kind string, payload string"
 _FOLD_ROWS_SCHEMA_DDL = "group_id string, payload string, batch long, kind string"
@@ -94,12 +95,13 @@ def fold_processor_class(extension=None):
             pdf = ordered_group_rows(pd.concat(list(rows), ignore_index=True))
             fold = GroupFold.from_bytes(bytes(self.fold_state.get()[0])) if self.fold_state.exists() \
                 else GroupFold(group_id)
-            out = fold_frame(fold, pdf) + state_rows(fold)
-            if extension is not None:
-                stored = bytes(self.extension_state.get()[0]) if self.extension_state.exists() else None
-                more, stored = extension(group_id, out, stored)
-                out += more
-                self.extension_state.update((stored,))
+            with fewer_collections():  # the fold and the audit's walk, as in the batch run's bodies
+                out = fold_frame(fold, pdf) + state_rows(fold)
+                if extension is not None:
+                    stored = bytes(self.extension_state.get()[0]) if self.extension_state.exists() else None
+                    more, stored = extension(group_id, out, stored)
+                    out += more
+                    self.extension_state.update((stored,))
             self.fold_state.update((fold.to_bytes(),))
             yield pd.DataFrame(out, columns=["kind", "group_id", "payload"])[["group_id", "kind", "payload"]]
 

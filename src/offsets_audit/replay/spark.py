@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, DECODED_RECORD_COLUMN
+from offsets_audit.workers import fewer_collections
 
 from .commit_log import COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, record_time_ms
 from .fold import GroupFold
@@ -184,26 +185,28 @@ def _fold_group(group_id: str, batches: Iterator[pa.RecordBatch], schema: pa.Sch
     they arrive in log order in Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows:
     a group with millions of records never sits in memory at once. The order is checked, because a
     replay out of log order would be silently wrong. Rows go back as typed Arrow structs
-    (``FOLD_OUTPUT_DDL``), ``CHUNK_ROWS`` input records at a time."""
+    (``FOLD_OUTPUT_DDL``), ``CHUNK_ROWS`` input records at a time, with the worker's collector run less often
+    (``workers.fewer_collections``)."""
     fold = GroupFold(group_id)
     last: tuple | None = None
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        names = ["key", "value", "partition", "offset", "timestamp_ms"]
-        if batch.schema.get_field_index(DECODED_RECORD_COLUMN) >= 0:
-            names.append(DECODED_RECORD_COLUMN)
-        columns = {name: batch.column(name).to_pylist() for name in names}
-        positions = list(zip(columns["partition"], columns["offset"]))
-        _check_log_order(group_id, positions, last)
-        last = positions[-1]
-        for start in range(0, batch.num_rows, CHUNK_ROWS):
-            chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
-            rows = list(fold_rows(fold, chunk["key"], chunk["value"], chunk["partition"], chunk["offset"],
-                                  chunk["timestamp_ms"], chunk.get(DECODED_RECORD_COLUMN)))
-            if rows:
-                yield _fold_batch(rows, schema)
-    yield _fold_batch([("state", fold.state_row()), *(("member", m) for m in fold.member_rows())], schema)
+    with fewer_collections():
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            names = ["key", "value", "partition", "offset", "timestamp_ms"]
+            if batch.schema.get_field_index(DECODED_RECORD_COLUMN) >= 0:
+                names.append(DECODED_RECORD_COLUMN)
+            columns = {name: batch.column(name).to_pylist() for name in names}
+            positions = list(zip(columns["partition"], columns["offset"]))
+            _check_log_order(group_id, positions, last)
+            last = positions[-1]
+            for start in range(0, batch.num_rows, CHUNK_ROWS):
+                chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+                rows = list(fold_rows(fold, chunk["key"], chunk["value"], chunk["partition"], chunk["offset"],
+                                      chunk["timestamp_ms"], chunk.get(DECODED_RECORD_COLUMN)))
+                if rows:
+                    yield _fold_batch(rows, schema)
+        yield _fold_batch([("state", fold.state_row()), *(("member", m) for m in fold.member_rows())], schema)
 
 
 #: What the fold reads of an offset commit: its type and that it is not a tombstone (``GroupFold._replay``), as
