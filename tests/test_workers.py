@@ -41,6 +41,19 @@ def test_a_generator_closed_early_gives_the_thresholds_back(thresholds):
     assert gc.get_threshold() == (700, 10, 10)
 
 
+def test_interleaved_bodies_give_the_thresholds_back_when_the_last_ends(thresholds):
+    def body(n):
+        with fewer_collections():
+            yield from range(n)
+
+    first, second = body(2), body(2)
+    next(first)
+    next(second)
+    assert list(first) == [1] and gc.get_threshold()[0] == GEN0_THRESHOLD  # the second is still open
+    assert list(second) == [1]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
 def test_a_higher_threshold_is_never_lowered(thresholds):
     gc.set_threshold(10 * GEN0_THRESHOLD, 10, 10)
     with fewer_collections():

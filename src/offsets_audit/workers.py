@@ -18,10 +18,21 @@ def fewer_collections() -> Iterator[None]:
     100 such runs, the worker's whole heap: measured with ``gc.callbacks`` over the 5.3 M-record bench history in
     one process, 0.52 s of a 5.4 s fold, 0.59 s of a 6.1 s walk, 0.27 s of 3.3 s of re-runs; 0.06-0.11 s with
     this threshold. Cycles are still collected, in fewer, larger runs; the workers are reused between tasks, so
-    the thresholds they had come back when the body ends (or a generator around it is closed)."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(GEN0_THRESHOLD, before[0]), *before[1:])
+    the thresholds they had come back when the last body open ends (or a generator around it is closed), in
+    whatever order bodies nested or interleaved end."""
+    global _open, _saved
+    if _open == 0:
+        _saved = gc.get_threshold()
+        gc.set_threshold(max(GEN0_THRESHOLD, _saved[0]), *_saved[1:])
+    _open += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        _open -= 1
+        if _open == 0:
+            gc.set_threshold(*_saved)
+
+
+#: Bodies inside ``fewer_collections`` now, and the thresholds the first of them found.
+_open = 0
+_saved: tuple = gc.get_threshold()
