@@ -3,24 +3,18 @@ CPU between two readings, from ``/proc`` and ``java.lang.management`` (the figur
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "audit.py"
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("offsets_audit_bench_audit", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/audit.py", "offsets_audit_bench_audit")
 
 
 def test_a_process_tree_and_its_cpu_come_from_proc(bench):

@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "fuzz.py"
-
+from script_modules import load_script
 
 @pytest.fixture(scope="module")
 def fuzz():
-    spec = importlib.util.spec_from_file_location("offsets_audit_bench_fuzz", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/fuzz.py", "offsets_audit_bench_fuzz")
 
 
 @pytest.fixture(scope="module")

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_modules import REPO, load_script
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "check_imports.py"
+TOOL = REPO / "tools" / "check_imports.py"
 
 
 @pytest.fixture(scope="module")
 def checker():
-    spec = importlib.util.spec_from_file_location("check_imports", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/check_imports.py", "check_imports")
 
 
 def package(tmp_path: Path, files: dict[str, str]) -> Path:

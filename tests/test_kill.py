@@ -5,22 +5,16 @@ the rerun go through the CLI's ``main`` in the test session; bench/kill.py runs 
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "kill.py"
-
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("kill_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/kill.py", "kill_bench")
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "delta"])

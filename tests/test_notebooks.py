@@ -7,7 +7,6 @@ local Spark reading the tables.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -22,10 +22,7 @@ RUN_ID = "nb-test"
 
 
 def _sync_module():
-    spec = importlib.util.spec_from_file_location("notebooks_sync", NOTEBOOKS / "sync.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("notebooks/sync.py", "notebooks_sync")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,9 @@ from collections.abc import Iterator
 
 #: CPython's collection threshold for its youngest generation inside ``fewer_collections`` (700 by default).
 GEN0_THRESHOLD = 20_000
+#: Bodies inside ``fewer_collections`` now, and the thresholds the first of them found.
+_open = 0
+_saved: tuple = gc.get_threshold()
 
 
 @contextlib.contextmanager
@@ -32,7 +35,3 @@ def fewer_collections() -> Iterator[None]:
         if _open == 0:
             gc.set_threshold(*_saved)
 
-
-#: Bodies inside ``fewer_collections`` now, and the thresholds the first of them found.
-_open = 0
-_saved: tuple = gc.get_threshold()
