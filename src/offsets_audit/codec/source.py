@@ -11,7 +11,9 @@ column for column, with one crossing. It takes ``kafka-segments``' options plus 
 ``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS``, what the replay's fold and the commit log's digest read; the marks
 only here, where each Arrow batch holds whole Kafka batches and a segment is read in one piece) and ``compact``
 (``true``: the columns ``codec.spark.compact`` drops come null on decoded rows, and their JSON texts are never
-built: a run that does not write the ``decoded`` table; the rows after ``compact`` are the same). ``read_decoded``
+built: a run that does not write the ``decoded`` table; the rows after ``compact`` are the same) and ``packCommits``
+(``true``, with both others: the commits marked mid-run after a commit come packed, ``codec.packing``; the rows
+after ``codec.packing.unpacked`` are the same). ``read_decoded``
 picks it where the source is segments; Parquet dumps and Spark's own ``kafka`` source are JVM readers and still decode with ``mapInArrow``.
 """
 
@@ -21,8 +23,9 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, compact_batch, decode,
-                                      decode_batches, mark_batch, mark_range)
+from offsets_audit.codec.packing import pack_batch, packed_ddl
+from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, PACKED_COLUMN, compact_batch,
+                                      decode, decode_batches, mark_batch, mark_range)
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 from offsets_audit.sources.segments_spark import PackedRanges, SegmentRange, SegmentsReader
 
@@ -30,14 +33,18 @@ DECODED_SEGMENTS_FORMAT = "kafka-segments+decoded"
 #: The options this wrapper reads itself (lower-case, as Spark hands options over); the rest go to the source.
 DECODED_RECORD_OPTION = "decodedrecord"
 COMPACT_OPTION = "compact"
+PACK_OPTION = "packcommits"
 
 
-def _split_options(options) -> tuple[dict, bool, bool]:
-    """(the source's options, ``decodedRecord``, ``compact``)."""
+def _split_options(options) -> tuple[dict, bool, bool, bool]:
+    """(the source's options, ``decodedRecord``, ``compact``, ``packCommits``: only with both others)."""
     options = {str(k).lower(): v for k, v in dict(options).items()}
-    with_record = str(options.pop(DECODED_RECORD_OPTION, "false")).strip().lower() == "true"
-    compact = str(options.pop(COMPACT_OPTION, "false")).strip().lower() == "true"
-    return options, with_record, compact
+
+    def flag(name):
+        return str(options.pop(name, "false")).strip().lower() == "true"
+
+    with_record, compact, pack = flag(DECODED_RECORD_OPTION), flag(COMPACT_OPTION), flag(PACK_OPTION)
+    return options, with_record, compact, pack and with_record and compact
 
 
 class DecodedSegmentsDataSource(DataSource):
@@ -52,14 +59,17 @@ class DecodedSegmentsDataSource(DataSource):
         # DDL text: this runs in a Python worker, where no session can parse DDL into types.
         fields = [(f.name, f.dataType.simpleString()) for f in SOURCE_SCHEMA.fields]
         fields += [(name, ddl) for name, (_, ddl) in DECODED_COLUMNS.items()]
-        if _split_options(self.options)[1]:
+        _, with_record, _, pack = _split_options(self.options)
+        if with_record:
             fields.append((DECODED_RECORD_COLUMN, "binary"))
             fields.extend((name, "boolean") for name in MARK_COLUMNS)
+        if pack:
+            fields.append((PACKED_COLUMN, packed_ddl(dict(fields))))
         return ", ".join(f"`{name}` {ddl}" for name, ddl in fields)
 
     def reader(self, schema) -> DecodingReader:
-        options, with_record, compact = _split_options(self.options)
-        return DecodingReader(SegmentsReader(options), with_record, compact)
+        options, with_record, compact, pack = _split_options(self.options)
+        return DecodingReader(SegmentsReader(options), with_record, compact, pack)
 
 
 #: The most bytes of decoded batches the reader holds to mark a segment across (``mark_range``); a larger segment is
@@ -71,10 +81,11 @@ RANGE_BYTES_LIMIT = 512 * 1024 * 1024
 
 class DecodingReader(DataSourceReader):
     """A source's reader whose Arrow batches are decoded before Spark sees them (``compact_batch``-ed with
-    ``compact``, after the marks, which read the batch fields)."""
+    ``compact``, after the marks, which read the batch fields; then packed with ``pack``)."""
 
-    def __init__(self, inner: SegmentsReader, with_decoded_record: bool, compact: bool = False):
+    def __init__(self, inner: SegmentsReader, with_decoded_record: bool, compact: bool = False, pack: bool = False):
         self.inner, self.with_decoded_record, self.compact = inner, with_decoded_record, compact
+        self.pack = pack and with_decoded_record and compact
 
     def partitions(self):
         return self.inner.partitions()
@@ -88,7 +99,10 @@ class DecodingReader(DataSourceReader):
             # Kafka batches (``segments_spark._Columns``); a whole segment is marked as one.
             decoded = (batch for batches, whole in self.inner.read_ranges(partition)
                        for batch in _marked(decode_batches(batches, True, json_text), whole))
-        yield from (compact_batch(batch) for batch in decoded) if self.compact else decoded
+        if self.pack:
+            yield from (pack_batch(compact_batch(batch)) for batch in decoded)
+        else:
+            yield from (compact_batch(batch) for batch in decoded) if self.compact else decoded
 
 
 def _marked(batches: Iterator, whole: bool) -> Iterator:
@@ -123,7 +137,7 @@ _REGISTERED: set[int] = set()
 
 
 def read_decoded(spark, source_config, *, report: dict | None = None, with_decoded_record: bool = False,
-                 compact: bool = False):
+                 compact: bool = False, pack_commits: bool = False):
     """``decode(sources.read(spark, source_config))``, in one Python pass where the source allows it.
 
     Log segments are read through ``kafka-segments+decoded`` (below), which decodes each batch in the
@@ -132,7 +146,11 @@ def read_decoded(spark, source_config, *, report: dict | None = None, with_decod
 
     ``compact``: the caller keeps only ``codec.spark.compact`` of the rows (a run that does not write the ``decoded``
     table): the columns it drops come null on decoded rows, their JSON texts never built (the segments reader
-    and ``decode`` alike). ``compact`` of the rows is the same as without it."""
+    and ``decode`` alike). ``compact`` of the rows is the same as without it.
+
+    ``pack_commits`` (with both others; segments only, the one reader that marks): commits marked mid-run after a
+    commit come packed, several of a key to a row (``codec.packing``); ``unpacked`` of the rows is the same as
+    without it. Other sources never pack."""
     from offsets_audit.sources import read
 
     kind = str(source_config.get("kind") or "").strip().lower() if hasattr(source_config, "get") else ""
@@ -140,7 +158,8 @@ def read_decoded(spark, source_config, *, report: dict | None = None, with_decod
         register(spark)
         formats = {"kafka-segments": (DECODED_SEGMENTS_FORMAT,
                                       {DECODED_RECORD_OPTION: str(bool(with_decoded_record)).lower(),
-                                       COMPACT_OPTION: str(bool(compact)).lower()})}
+                                       COMPACT_OPTION: str(bool(compact)).lower(),
+                                       PACK_OPTION: str(bool(pack_commits)).lower()})}
         return read(spark, source_config, report=report, formats=formats)
     return decode(read(spark, source_config, report=report), with_decoded_record=with_decoded_record,
                   json_text=not compact)

@@ -252,6 +252,9 @@ COMMIT_AFTER_COMMIT_COLUMN = "commit_after_commit"
 COMMIT_MID_RUN_COLUMN = "commit_mid_run"
 #: The marks the fused reader adds with the decoded record, in order.
 MARK_COLUMNS = (COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN)
+#: The fused reader's column when it packs (``codec.packing``): on a row that stands for several commits of one key
+#: marked with both marks, each one's offset, timestamp and value; null on every other row.
+PACKED_COLUMN = "packed_commits"
 _MARK_INPUTS = ("batch_base_offset", "file_position", "group_id", "record_type", "value", "partition", "offset",
                 "error_code", "is_control", "topic_name", "topic_partition", "timestamp", "producer_id",
                 "offset_commit_value")
@@ -421,8 +424,9 @@ def decode(df, *, with_decoded_record: bool = False, json_text: bool = True):
 
 
 def without_decoded_record(df):
-    """``df`` less the replay's ``DECODED_RECORD_COLUMN`` and ``MARK_COLUMNS`` (those it has): what the tables hold."""
-    extra = [c for c in (DECODED_RECORD_COLUMN, *MARK_COLUMNS) if c in df.columns]
+    """``df`` less the replay's ``DECODED_RECORD_COLUMN``, ``MARK_COLUMNS`` and ``PACKED_COLUMN`` (those it has): what
+    the tables hold (of rows that are not packed: ``codec.packing.unpacked``)."""
+    extra = [c for c in (DECODED_RECORD_COLUMN, *MARK_COLUMNS, PACKED_COLUMN) if c in df.columns]
     return df.drop(*extra) if extra else df
 
 
@@ -430,7 +434,7 @@ def without_decoded_record(df):
 WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "producer_id", "is_control", "control_type",
                    "read_error_code", "records_lost", "record_type", "record_name", "group_id", "topic_name",
                    "topic_partition", "error_code", "error_message", "offset_commit_value", DECODED_RECORD_COLUMN,
-                   *MARK_COLUMNS)
+                   *MARK_COLUMNS, PACKED_COLUMN)
 #: ``compact``'s struct of the other columns, on quarantine rows only; its metadata keeps the column order.
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 

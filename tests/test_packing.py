@@ -1,0 +1,93 @@
+"""Packed commits (``codec.packing``): the reader's packed rows stand for exactly the rows they replace.
+
+The pure packer on Arrow batches (which rows pack, which stay), then the segments reader with ``pack_commits``:
+``unpacked`` of what it reads equals the read without packing, row for row.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from offsets_audit.codec.packing import PACKED_FIELDS, pack_batch
+from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, PACKED_COLUMN
+
+_VALUE = pa.struct([("offset", pa.int64()), ("leader_epoch", pa.int32())])
+
+
+def _batch(rows: list[dict]) -> pa.RecordBatch:
+    """A decoded batch's columns the packer reads: ``rows`` of (group, tp, offset, mid, after[, metadata])."""
+    return pa.RecordBatch.from_pydict({
+        "partition": pa.array([3] * len(rows), pa.int32()),
+        "offset": pa.array([r["offset"] for r in rows], pa.int64()),
+        "timestamp": pa.array([1_000 + r["offset"] for r in rows], pa.timestamp("us", tz="UTC")),
+        "record_name": pa.array(["OffsetCommit"] * len(rows)),
+        "group_id": pa.array([r["group"] for r in rows]),
+        "topic_name": pa.array(["orders"] * len(rows)),
+        "topic_partition": pa.array([r["tp"] for r in rows], pa.int32()),
+        "error_message": pa.array([r.get("odd") for r in rows]),
+        "offset_commit_value": pa.array([{"offset": 10 * r["offset"], "leader_epoch": -1} for r in rows], _VALUE),
+        COMMIT_AFTER_COMMIT_COLUMN: pa.array([r["after"] for r in rows]),
+        COMMIT_MID_RUN_COLUMN: pa.array([r["mid"] for r in rows]),
+    })
+
+
+def _unpack(batch: pa.RecordBatch) -> list[dict]:
+    """The rows ``batch`` stands for, as sorted dicts without ``PACKED_COLUMN``."""
+    out = []
+    for row in batch.to_pylist():
+        packed = row.pop(PACKED_COLUMN)
+        if packed is None:
+            out.append(row)
+            continue
+        for element in packed:
+            out.append({**row, **{name: element[name] for name in PACKED_FIELDS}})
+    return sorted(out, key=lambda r: (r["group_id"], r["topic_partition"], r["offset"]))
+
+
+def test_the_commits_marked_both_ways_pack_a_row_per_key():
+    rows = [dict(group="g", tp=0, offset=o, mid=True, after=True) for o in (5, 1, 3, 7)]
+    rows += [dict(group="g", tp=1, offset=o, mid=True, after=True) for o in (2, 4)]
+    rows += [dict(group="h", tp=0, offset=6, mid=True, after=True)]                  # alone: stays a row
+    rows += [dict(group="g", tp=0, offset=8, mid=True, after=False),                 # not after a commit
+             dict(group="g", tp=0, offset=9, mid=False, after=True),                 # not mid-run
+             dict(group="g", tp=0, offset=11, mid=True, after=True, odd="x")]        # unlike its key's first
+    batch = _batch(rows)
+    packed = pack_batch(batch)
+    assert packed.schema.names == [*batch.schema.names, PACKED_COLUMN]
+    lists = {(r["group_id"], r["topic_partition"]): r[PACKED_COLUMN] for r in packed.to_pylist() if r[PACKED_COLUMN]}
+    assert {k: [e["offset"] for e in v] for k, v in lists.items()} == {("g", 0): [1, 3, 5, 7], ("g", 1): [2, 4]}
+    assert packed.num_rows == len(rows) - 6 + 2
+    first = next(r for r in packed.to_pylist() if r[PACKED_COLUMN] and r["topic_partition"] == 0)
+    assert first["offset"] == 1 and first["offset_commit_value"] == {"offset": 10, "leader_epoch": -1}
+    assert _unpack(packed) == sorted((dict(r) for r in batch.to_pylist()),
+                                     key=lambda r: (r["group_id"], r["topic_partition"], r["offset"]))
+
+
+def test_a_batch_with_nothing_to_pack_gains_a_null_column():
+    batch = _batch([dict(group="g", tp=0, offset=o, mid=False, after=True) for o in range(3)])
+    packed = pack_batch(batch)
+    assert packed.num_rows == 3 and packed.column(PACKED_COLUMN).null_count == 3
+    assert pack_batch(packed) is packed  # packed once only
+
+
+@pytest.mark.spark
+def test_the_packed_read_unpacks_to_the_plain_read(spark, tmp_path):
+    from chispa import assert_df_equality
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.packing import unpacked
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.simulate import FAULT_KINDS, simulate
+
+    simulate(tmp_path, groups=8, hours=0.2, seed=11, partitions=3, faults=list(FAULT_KINDS), formats=("segments",))
+    source = {"kind": "segments", "path": str(tmp_path / "segments")}
+    plain = read_decoded(spark, source, with_decoded_record=True, compact=True)
+    packed = read_decoded(spark, source, with_decoded_record=True, compact=True, pack_commits=True).persist()
+    try:
+        runs = packed.filter(F.col(PACKED_COLUMN).isNotNull())
+        in_runs = runs.select(F.sum(F.size(PACKED_COLUMN))).first()[0]
+        assert runs.count() * 10 < in_runs, "the reader packs most mid-run commits"
+        assert packed.count() == plain.count() - in_runs + runs.count()
+        assert_df_equality(unpacked(packed).drop(PACKED_COLUMN), plain, ignore_row_order=True)
+    finally:
+        packed.unpersist()
