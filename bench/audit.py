@@ -9,7 +9,7 @@ per group-hour). Then, on one local[2] SparkSession:
   every stage is the work it really did;
 * decode only: the same input read and decoded into the whole decoded table (``codec.source.read_decoded``), nothing
   else (a noop write); then read as the job reads it (``compact``: no JSON texts; the replay's decoded records and
-  marks), the part of the job's first stage before it caches;
+  marks; mid-run commits packed), the part of the job's first stage before it caches;
 * the CPU the job used: the driver JVM's (which is the executor too) with the part HotSpot spent compiling and
   the collectors' pauses, and its Python workers';
 * the ratio end to end / decode-only (``decode-only s / end-to-end s``), the driver's peak RSS (Python and
@@ -156,12 +156,13 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     print(f"decode only: {decode_only:.1f} s = {records / decode_only:,.0f} records/s; "
           f"end to end / decode-only = {decode_only / wall:.3f}")
     # The job's own read: compact (no JSON texts, file names or batch fields on decoded rows), with the decoded
-    # records and marks the replay reads; what the job's first stage costs before it caches and counts.
+    # records and marks the replay reads, mid-run commits packed; what the job's first stage costs before it caches
+    # and counts.
     start = time.perf_counter()
-    codec_source.read_decoded(spark, source, with_decoded_record=True, compact=True) \
+    codec_source.read_decoded(spark, source, with_decoded_record=True, compact=True, pack_commits=True) \
         .write.format("noop").mode("overwrite").save()
     job_read = time.perf_counter() - start
-    print(f"decode as the job reads it (compact, decoded records, marks): {job_read:.1f} s = "
+    print(f"decode as the job reads it (compact, decoded records, marks, commits packed): {job_read:.1f} s = "
           f"{records / job_read:,.0f} records/s; end to end / that = {job_read / wall:.3f}")
     python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     jvm_mb = _peak_rss_mb(spark._jvm.java.lang.ProcessHandle.current().pid())

@@ -9,6 +9,7 @@ a simulated history with every fault kind.
 """
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 
@@ -97,21 +98,28 @@ def _source_df(spark, records):
     return spark.createDataFrame(rows, schema)
 
 
-def _both(spark, records, config, *, tallied_clock: bool = False, record_count: int | None = None):
+def _both(spark, records, config, *, tallied_clock: bool = False, record_count: int | None = None,
+          segments=None):
     """The pure replay and audit of ``records``, and the Spark replay's tables and audit's findings; with
     ``tallied_clock`` the pending rule's clock bound is the job's (``offsets_spark.clock_blocks`` of its record
     tallies), else the rule's own aggregate of the events; ``record_count``: the log's size as the job tells the
-    audit (``audit(..., records=...)``), unknown without it."""
+    audit (``audit(..., records=...)``), unknown without it. ``segments``: a folder of the same records as log
+    segments, read as the job reads it (marked, compact, commits packed: ``codec.packing``)."""
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import clock_blocks
-    from offsets_audit.codec.spark import decode, split
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import compact, decode, split
     from offsets_audit.job import _tallies
     from offsets_audit.replay import spark as replay_spark
 
     pure = replay_records(records)
     end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
     findings, _ = audit_events(pure.events, config, end_time_ms=end)
-    decoded_all = decode(_source_df(spark, records))
+    if segments is None:
+        decoded_all = decode(_source_df(spark, records))
+    else:
+        decoded_all = compact(read_decoded(spark, {"kind": "segments", "path": str(segments)}, with_decoded_record=True,
+                                           compact=True, pack_commits=True))
     decoded, _ = split(decoded_all)
     tables = replay_spark.replay(decoded)
     audited = audit_spark.audit(tables, None, config, records=record_count,
@@ -176,7 +184,10 @@ def test_golden_histories_with_a_transactional_tail(spark):
     _assert_same(pure, findings, got)
 
 
-def test_simulated_history_with_every_fault_kind(spark, tmp_path):
+@pytest.mark.parametrize("packed", [False, True], ids=["rows", "read-packed"])
+def test_simulated_history_with_every_fault_kind(spark, tmp_path, packed):
+    """The simulated history, as rows, and read from its segments as the job reads them (commits packed): the
+    non-owner rule judges a packed run whole or commit by commit, the pending rule's clock counts every commit."""
     from offsets_audit.simulate import FAULT_KINDS, simulate
     from offsets_audit.sources.segments import list_segments, read_segment
 
@@ -187,7 +198,8 @@ def test_simulated_history_with_every_fault_kind(spark, tmp_path):
                                                 "group_overrides_complete": True}})
     state = json.loads((tmp_path / "model_state.json").read_text())
     config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
-    pure, findings, got = _both(spark, records, config)
+    pure, findings, got = _both(spark, records, config, tallied_clock=packed, record_count=len(records) if packed else None,
+                                segments=tmp_path / "segments" if packed else None)
     assert {f.rule for f in findings} >= {"partition_owned_twice", "assignment_interval_violated"}
     _assert_same(pure, findings, got)
 
@@ -513,7 +525,7 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
 
     from offsets_audit.codec.source import read_decoded
     from offsets_audit.codec.spark import COMMIT_MID_RUN_COLUMN, MARK_COLUMNS, split
-    from offsets_audit.replay.commit_log import resolve_commits
+    from offsets_audit.replay.commit_log import ResolvedCommits, commit_records, commit_runs, resolve_commits, run_commit
 
     t = 1_700_000_000_000
     committed = [10, 20, 30, 25, 40, 50, 60, 70, 80, 90]
@@ -555,3 +567,77 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     inside = marked.filter((F.col("group_id") == "runs") & (F.col("topic_partition") == 3)
                            & F.col("outcome").startswith("txn_")).select("record_offset", "outcome", "applied")
     assert rows(inside) == [(60, "txn_committed", False), (70, "txn_aborted", None)]
+
+    # Read as the job reads it, commits packed (``codec.packing``): the same digest, and the offset rules read the
+    # same commits from it and the runs, taken apart for the group whose later partition's commits fail to apply.
+    packed_read, _ = split(read_decoded(spark, {"kind": "segments", "path": str(tmp_path / "log")},
+                                        with_decoded_record=True, compact=True, pack_commits=True))
+    runs = commit_runs(packed_read)
+    assert runs.filter(F.col("group_id") == "spread").count() >= 2 and runs.count() >= 5
+    digest = resolve_commits(packed_read, digest=True)
+    assert rows(digest) == rows(marked)
+    whole = ResolvedCommits.of_log(resolve_commits(decoded))
+    kept = ResolvedCommits.of_digest(digest, commit_records(packed_read, runs_apart=True), runs=runs)
+    assert rows(kept.applied()) == rows(whole.applied())
+    assert rows(kept.events()) == rows(whole.events())
+    assert "spread" in kept._spread_groups
+    whole_runs = kept.applied_runs().select("*", F.explode("_run").alias("_c"))
+    commit = run_commit(F.col("_c"))
+    whole_runs = whole_runs.select("group_id", "topic", "topic_partition", commit["committed_offset"], commit["topic_id"],
+                                   "partition", commit["record_offset"].alias("offset"), commit["timestamp"].alias("time"))
+    assert not whole_runs.filter(F.col("group_id") == "spread").count()
+    assert rows(kept.applied(runs_apart=True).unionByName(whole_runs)) == rows(whole.applied())
+
+
+def _interleaved_runs() -> list[dict]:
+    """The consumer-group history with runs of plain commits threaded through it: after each of its records a
+    commit of orders-99 (no member ever owns it), then of orders-0 and orders-1 (owned by turns, and by none before
+    the first assignment), the commit of orders-5 half-way naming the topic's id; then, once the group is stable, runs
+    of orders-2 (owned throughout) and orders-99. Renumbered: one partition, every record at its own offset."""
+    name = "history-consumer-group"
+    history = load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl")
+    records: list[dict] = []
+    committed = iter(range(1, 100_000))
+    for i, row in enumerate(history):
+        records.append(dict(row, partition=0, offset=len(records)))
+        t = row["timestamp"]
+        for tp in (99, 0, 1):
+            records.append(_commit(0, len(records), t, "orders", tp, next(committed)))
+        if i == len(history) // 2:
+            key, value = encode_record(1, {"group": "orders-app", "topic": "orders", "partition": 5},
+                                       {"offset": next(committed), "leaderEpoch": -1, "metadata": "",
+                                        "commitTimestamp": t, "topicId": "tdSMm_pWjo9nwTbCqMDntA"}, 4)
+            records.append({**records[-1], "key": key, "value": value, "offset": len(records)})
+    t = history[-1]["timestamp"]
+    for n in range(12):
+        for tp in (2, 99):
+            records.append(_commit(0, len(records), t + n, "orders", tp, next(committed)))
+    return records
+
+
+@pytest.mark.parametrize("configured_ids", [False, True], ids=["named-by-a-commit", "configured"])
+def test_packed_runs_are_judged_whole_or_commit_by_commit(spark, tmp_path, configured_ids):
+    """The reader packs a key's mid-run commits (``codec.packing``); the non-owner rule judges a packed run whole
+    when its first and last commits lie in one owned interval and its topic's id is known at its first (or at none
+    of them), else commit by commit. Runs through the consumer-group history's rebalances, runs of a partition no
+    member owns, runs across the commit that first names the topic's id: the pure core's findings, exactly."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.codec.spark import PACKED_COLUMN
+
+    records = _interleaved_runs()
+    _write_segments(tmp_path / "log", records)
+    packed = read_decoded(spark, {"kind": "segments", "path": str(tmp_path / "log")}, with_decoded_record=True,
+                          compact=True, pack_commits=True).filter(F.col(PACKED_COLUMN).isNotNull())
+    assert {r["topic_partition"] for r in packed.collect()} >= {0, 1, 2, 99}
+    config = load_config()
+    if configured_ids:
+        config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+    pure, findings, got = _both(spark, records, config, tallied_clock=True, segments=tmp_path / "log")
+    by_partition = collections.Counter(f.details["partition"] for f in findings if f.rule == "offset_commit_by_non_owner")
+    # orders-99 from the commit naming the id on (from the start, with the id configured); orders-0 and orders-1
+    # while no member owned them (judged only with the id configured: it is named after that); orders-2 never
+    assert by_partition[99] > len(records) // 8 and 2 not in by_partition
+    assert (by_partition[0] > 0 and by_partition[1] > 0) == configured_ids
+    _assert_same(pure, findings, got)

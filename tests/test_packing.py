@@ -1,7 +1,8 @@
 """Packed commits (``codec.packing``): the reader's packed rows stand for exactly the rows they replace.
 
 The pure packer on Arrow batches (which rows pack, which stay), then the segments reader with ``pack_commits``:
-``unpacked`` of what it reads equals the read without packing, row for row.
+``unpacked`` of what it reads equals the read without packing, row for row, and the commit records the replay and
+the audit take from the packed rows (``commit_runs``, ``explode_runs``) are the records of the unpacked read.
 """
 from __future__ import annotations
 
@@ -71,12 +72,13 @@ def test_a_batch_with_nothing_to_pack_gains_a_null_column():
 
 
 @pytest.mark.spark
-def test_the_packed_read_unpacks_to_the_plain_read(spark, tmp_path):
+def test_the_packed_read_unpacks_to_the_plain_read_and_the_same_commit_records(spark, tmp_path):
     from chispa import assert_df_equality
     from pyspark.sql import functions as F
 
     from offsets_audit.codec.packing import unpacked
     from offsets_audit.codec.source import read_decoded
+    from offsets_audit.replay.commit_log import commit_records, commit_runs, explode_runs
     from offsets_audit.simulate import FAULT_KINDS, simulate
 
     simulate(tmp_path, groups=8, hours=0.2, seed=11, partitions=3, faults=list(FAULT_KINDS), formats=("segments",))
@@ -89,5 +91,10 @@ def test_the_packed_read_unpacks_to_the_plain_read(spark, tmp_path):
         assert runs.count() * 10 < in_runs, "the reader packs most mid-run commits"
         assert packed.count() == plain.count() - in_runs + runs.count()
         assert_df_equality(unpacked(packed).drop(PACKED_COLUMN), plain, ignore_row_order=True)
+        expected = commit_records(plain)
+        assert_df_equality(commit_records(packed), expected, ignore_row_order=True)
+        apart = commit_records(packed, runs_apart=True).unionByName(explode_runs(commit_runs(packed)))
+        assert_df_equality(apart, expected, ignore_row_order=True, ignore_nullable=True)
+        assert commit_runs(plain) is None
     finally:
         packed.unpersist()

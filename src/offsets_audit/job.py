@@ -102,8 +102,11 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each);
             # compact: a run that does not write the decoded table never builds what only that table holds
             keep_all = bool(out.get("write_decoded"))
+            # pack_commits: the commits marked mid-run after a commit, ~90 % of a healthy log, are cached a few rows
+            # per key and Kafka batch, not one row each (``codec.packing``; README, "Caches")
             decoded_all = codec_source.read_decoded(spark, source_config(config), report=input_report,
-                                                   with_decoded_record=True, compact=not keep_all)
+                                                   with_decoded_record=True, compact=not keep_all,
+                                                   pack_commits=not keep_all)
             if not keep_all:
                 decoded_all = codec_spark.compact(decoded_all)
             decoded_all = decoded_all.persist()
@@ -219,11 +222,14 @@ def _tallies(decoded_all):
     of bytes no source could read), record ``partition`` and ``_block`` of offsets (``offsets_spark.block_of``):
     ``n`` rows, ``lost`` records (unreadable rows), ``_top`` the latest record time (epoch ms). A few rows per block
     of 256 offsets: ``_counts`` sums them, and they bound the pending rule's clock (``offsets_spark.clock_blocks``),
-    which otherwise aggregates the log's events once more."""
+    which otherwise aggregates the log's events once more. Packed commits count one each (``codec.packing``)."""
     from pyspark.sql import functions as F
 
     from offsets_audit.audit.offsets_spark import block_of
+    from offsets_audit.codec.packing import unpacked
     from offsets_audit.replay.commit_log import record_time_ms
+
+    decoded_all = unpacked(decoded_all)
 
     columns = set(decoded_all.columns)  # a log decoded from a frame no source read has neither read column
     unreadable = F.col("read_error_code").isNotNull() if "read_error_code" in columns else F.lit(False)

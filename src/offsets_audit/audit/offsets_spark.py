@@ -24,7 +24,7 @@ import json
 import pandas as pd
 
 from offsets_audit.plans import cached_leaf, cast_to
-from offsets_audit.replay.commit_log import ResolvedCommits, below_stored_commit
+from offsets_audit.replay.commit_log import ResolvedCommits, below_stored_commit, run_commit
 
 from .model import FINDING_ROW_DDL, Finding
 from .rules.offsets import commit_by_non_owner, committed_backwards, pending_too_long
@@ -199,23 +199,46 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
         # Without configured ids only a commit of a (group, topic) some commit of it named can be judged, and
         # ``first_id`` holds the modern groups' only: one inner join of the commits where there were two (the
         # groups, then the names). A configured topic is judged from the group's first commit: a left join.
-        applied = commit_log.applied(modern) if known else commit_log.applied()
-        candidates = applied.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"],
-                                                   "left" if known else "inner")
-        candidates = candidates.select("*", F.lit(None).cast("long").alias("previous_committed_offset"),
-                                       F.lit(None).cast("string").alias("previous_where"))
+        # The packed runs of commits (``ResolvedCommits.applied_runs``) come a row per run, judged whole where that
+        # gives each of its commits' verdict, else commit by commit (below); the other commits one to a row.
+        of_groups = modern if known else None
         configured = F.create_map(*[x for k, v in known.items() for x in (F.lit(k), F.lit(v))]) if known else None
-        seen = F.when(_at_or_after(F.col("partition"), F.col("offset"), F.col("_first.p"), F.col("_first.o")),
-                      F.col("_first.id"))
-        topic_id = F.coalesce(configured[F.col("topic")], seen) if configured is not None else seen
-        candidates = candidates.withColumn("topic_id", topic_id).filter(F.col("topic_id").isNotNull()).drop("_first")
+
+        def with_first_ids(df):
+            return df.drop("topic_id").join(F.broadcast(first_id), ["group_id", "topic"], "left" if known else "inner") \
+                .select("*", F.lit(None).cast("long").alias("previous_committed_offset"),
+                        F.lit(None).cast("string").alias("previous_where"))
+
+        def topic_id_at(offset):
+            seen = F.when(_at_or_after(F.col("partition"), offset, F.col("_first.p"), F.col("_first.o")),
+                          F.col("_first.id"))
+            return F.coalesce(configured[F.col("topic")], seen) if configured is not None else seen
+
+        def judged(df):  # the commits whose topic id is known where they were committed
+            return df.withColumn("topic_id", topic_id_at(F.col("offset"))).filter(F.col("topic_id").isNotNull())
+
         owned = _owned_intervals(timeline)
-        inside = (F.col("c.group_id") == F.col("i.group_id")) & (F.col("c.topic_id") == F.col("i.topic_id")) & (
-            F.col("c.topic_partition") == F.col("i.topic_partition")) & _at_or_after(
-            F.col("c.partition"), F.col("c.offset"), F.col("i._from_p"), F.col("i._from_o")) & ~(
-            F.col("i._to_p").isNotNull() & _at_or_after(F.col("c.partition"), F.col("c.offset"), F.col("i._to_p"),
-                                                         F.col("i._to_o")))
-        not_owned = candidates.alias("c").join(F.broadcast(owned.alias("i")), inside, "left_anti") \
+
+        def inside(offset):
+            return (F.col("c.group_id") == F.col("i.group_id")) & (F.col("c.topic_id") == F.col("i.topic_id")) & (
+                F.col("c.topic_partition") == F.col("i.topic_partition")) & _at_or_after(
+                F.col("c.partition"), offset, F.col("i._from_p"), F.col("i._from_o")) & ~(
+                F.col("i._to_p").isNotNull() & _at_or_after(F.col("c.partition"), offset, F.col("i._to_p"),
+                                                             F.col("i._to_o")))
+
+        commits = judged(with_first_ids(commit_log.applied(of_groups, runs_apart=True))).drop("_first")
+        runs = commit_log.applied_runs(of_groups)
+        if runs is not None:
+            # A run's commits lie in one partition between its first and last, its topic's id known at each when
+            # at its first (none matches an interval while it is not), at none when not at its last. Owned, all of
+            # them, when its first and last lie in one owned interval of its key; the other runs (the key's owner
+            # changed or it had none meanwhile, the id first named inside it) are judged commit by commit.
+            runs = with_first_ids(runs).withColumn("topic_id", topic_id_at(F.col("offset"))).filter(
+                topic_id_at(F.col("_last")).isNotNull())
+            unsettled = runs.alias("c").join(F.broadcast(owned.alias("i")),
+                                             inside(F.col("c.offset")) & inside(F.col("c._last")), "left_anti")
+            commits = commits.unionByName(judged(_commits_of_runs(unsettled)).drop("_first"))
+        not_owned = commits.alias("c").join(F.broadcast(owned.alias("i")), inside(F.col("c.offset")), "left_anti") \
             .withColumn("rule", F.lit("offset_commit_by_non_owner"))
         if members_context is None:
             rows.append(not_owned)
@@ -247,6 +270,19 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
         *[only(c, ~is_backwards).alias(c) for c in ("topic_id", "group_epoch", "assignment_epoch", "members_json",
                                                       "member_evidence")],
         where.alias("where")))
+
+
+def _commits_of_runs(runs):
+    """``ResolvedCommits.applied_runs`` rows (and columns added since) with each run replaced by its commits' rows:
+    each one's ``committed_offset``, ``offset`` and ``time``, the rest the run's; without ``_last`` and ``_run``."""
+    from pyspark.sql import functions as F
+
+    commit = run_commit(F.col("_commit"))
+    own = {"committed_offset": commit["committed_offset"], "offset": commit["record_offset"],
+           "time": commit["timestamp"]}
+    exploded = runs.select("*", F.explode("_run").alias("_commit"))
+    return exploded.select(*[own[c].alias(c) if c in own else F.col(c) for c in runs.columns
+                             if c not in ("_last", "_run")])
 
 
 #: Below this many decoded records a batch audit tracks every transaction (``hot_blocks_only`` off): the hot-block

@@ -274,9 +274,10 @@ def _resolved_commits(tables: ReplayTables, decoded):
     (the batch replay), else the whole log, else one resolved from ``decoded``; None without any of them."""
     from offsets_audit.replay.commit_log import ResolvedCommits, commit_records, resolve_commits
 
-    if tables.commit_digest is not None and (tables.commit_records is not None or decoded is not None):
-        records = tables.commit_records if tables.commit_records is not None else commit_records(decoded)
-        return ResolvedCommits.of_digest(tables.commit_digest, records)
+    if tables.commit_digest is not None and tables.commit_records is not None:
+        return ResolvedCommits.of_digest(tables.commit_digest, tables.commit_records, runs=tables.commit_runs)
+    if tables.commit_digest is not None and decoded is not None:
+        return ResolvedCommits.of_digest(tables.commit_digest, commit_records(decoded))
     if tables.offset_commits is not None:
         return ResolvedCommits.of_log(tables.offset_commits)
     if decoded is not None:

@@ -29,8 +29,11 @@ Two sort-based passes, no joins over the whole log:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from offsets_audit.codec.spark import DECODED_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,6 +52,13 @@ COMMIT_RECORDS_DDL = (
     "producer_id long, is_tombstone boolean, committed_offset long, committed_leader_epoch int, metadata string, "
     "commit_timestamp long, topic_id string"
 )
+#: ``commit_runs``' ``commits``: each record's own columns as the codec decoded them (``codec.packing``); the
+#: columns ``commit_records`` has of them come of it per record (``run_commit``), where a run is taken apart.
+_RUN_COMMITS_TYPE = ("array<struct<offset: bigint, timestamp: timestamp, offset_commit_value: "
+                     + DECODED_COLUMNS["offset_commit_value"][1] + ">>")
+#: Columns of ``commit_runs``: the records of one packed row (``codec.packing``), ``explode_runs`` gives them back.
+COMMIT_RUNS_DDL = ("group_id string, topic string, topic_partition int, record_partition int, producer_id long, "
+                   "is_tombstone boolean, first_offset long, last_offset long, commits " + _RUN_COMMITS_TYPE)
 #: Fields of the commit stored at a key's end (``key_end``) besides its position, segment and committed offset.
 _STORED_AT_END = ("committed_leader_epoch", "metadata", "commit_timestamp", "producer_id")
 #: Columns of ``resolve_commits(..., digest=True)``: the log's columns, and on each key's last row the commit
@@ -66,16 +76,71 @@ _KEY = ["group_id", "topic", "topic_partition"]
 _VALUE = ["committed_offset", "committed_leader_epoch", "metadata", "commit_timestamp", "topic_id"]
 
 
-def commit_records(decoded):
-    """Decodable offset-commit records of the codec's output as typed columns.
+def commit_records(decoded, *, runs_apart: bool = False):
+    """Decodable offset-commit records of the codec's output as typed columns, one row per record (packed rows
+    unpacked: ``codec.packing``).
 
     The codec hands each commit's value over typed (``offset_commit_value``, ``codec.spark``): nothing here
     parses ``value_json``, which was the largest single cost of the commit log (``from_json`` of ~90 % of
     the log). Absent fields take ``OffsetCommitValue``'s defaults the coordinator reads (leader epoch -1).
+
+    ``runs_apart``: the records of packed rows are left out; ``commit_runs`` gives them, a row per packed row.
     """
     from pyspark.sql import functions as F
 
+    from offsets_audit.codec.packing import unpacked
+    from offsets_audit.codec.spark import PACKED_COLUMN
+
+    if PACKED_COLUMN not in decoded.columns:
+        return _records(decoded)
+    return _records(decoded.filter(F.col(PACKED_COLUMN).isNull()) if runs_apart else unpacked(decoded))
+
+
+def _records(decoded):
+    """``commit_records`` of rows none of which is packed."""
+    from pyspark.sql import functions as F
+
     return decoded.filter(F.col("error_code").isNull() & _is_commit()).select(*_commit_columns(decoded))
+
+
+def commit_runs(decoded):
+    """The commit records of the codec's packed rows (``codec.packing``), a row each (``COMMIT_RUNS_DDL``): what the
+    records have in common, the first and last record offset, and ``commits``, each record's own columns as the
+    codec's packed row holds them (``run_commit`` reads one). ``explode_runs`` gives the ``commit_records`` rows they
+    stand for. None when ``decoded`` is not packed.
+
+    Every record of a run is a plain commit of one key in one partition, applied at its record unless its group's
+    commits lie in two partitions (``codec.commit_runs``): a reader that only needs positions judges a run by its
+    first and last (``ResolvedCommits.applied_runs``), and nothing is computed per record until a run is taken
+    apart."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.codec.spark import PACKED_COLUMN
+
+    if PACKED_COLUMN not in decoded.columns:
+        return None
+    packed = F.col(PACKED_COLUMN)
+    rows = decoded.filter(packed.isNotNull() & F.col("error_code").isNull() & _is_commit())
+    shared = [column for name, column in _commit_columns(rows, named=True) if name in _RUN_SHARED]
+    return rows.select(*shared, packed[0]["offset"].cast("long").alias("first_offset"),
+                       F.element_at(packed, -1)["offset"].cast("long").alias("last_offset"), packed.alias("commits"))
+
+
+def run_commit(element) -> dict:
+    """``commit_records``' columns that differ between the records of a run, by name, of one element of
+    ``commit_runs``' ``commits`` (a column)."""
+    return {name: column.alias(name) for name, column in _record_columns(
+        element["offset"], record_time_ms(element["timestamp"]), element["offset_commit_value"])}
+
+
+def explode_runs(runs):
+    """The ``commit_records`` rows (``COMMIT_RECORDS_DDL``) that ``commit_runs`` rows stand for."""
+    from pyspark.sql import functions as F
+
+    names = [c.split()[0] for c in COMMIT_RECORDS_DDL.split(", ")]
+    own = run_commit(F.col("_c"))
+    exploded = runs.select(*_RUN_SHARED, F.explode("commits").alias("_c"))
+    return exploded.select(*[own.get(c, F.col(c)) for c in names])
 
 
 def _digest_commits(decoded):
@@ -93,7 +158,7 @@ def _digest_commits(decoded):
     if COMMIT_MID_RUN_COLUMN not in decoded.columns:
         return commit_records(decoded)
     mid = F.coalesce(F.col(COMMIT_MID_RUN_COLUMN), F.lit(False))
-    kept = commit_records(decoded.filter(~mid))
+    kept = _records(decoded.filter(~mid))  # a packed row is marked mid-run: none is left
     # Every segment keeps each key's first commit in it, so the kept rows show every partition a group commits in.
     spread = [r["group_id"] for r in kept.groupBy("group_id").agg(
         F.min("record_partition").alias("_lo"), F.max("record_partition").alias("_hi")).filter(
@@ -111,32 +176,51 @@ def _is_commit():
     return F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS) & ~F.coalesce(F.col("is_control"), F.lit(False))
 
 
-def _commit_columns(decoded) -> list:
-    """``commit_records``' columns, as expressions over rows of the codec's output."""
+#: ``commit_runs``' columns the records of a run share (each one's own are in ``commits``).
+_RUN_SHARED = ("group_id", "topic", "topic_partition", "record_partition", "producer_id", "is_tombstone")
+
+
+def _commit_columns(decoded, *, named: bool = False) -> list:
+    """``commit_records``' columns, as expressions over rows of the codec's output (``named``: as (name, expression)
+    pairs)."""
     from pyspark.sql import functions as F
 
     from offsets_audit.codec.spark import tombstone
 
-    value = F.col("offset_commit_value")
+    pairs = [
+        ("group_id", F.col("group_id")), ("topic", F.col("topic_name")),
+        ("topic_partition", F.col("topic_partition").cast("int")), ("record_partition", F.col("partition").cast("int")),
+        ("producer_id", F.coalesce(F.col("producer_id"), F.lit(NO_PRODUCER_ID)).cast("long")),
+        ("is_tombstone", tombstone(decoded)),
+        *_record_columns(F.col("offset"), _millis(decoded), F.col("offset_commit_value")),
+    ]
+    order = [c.split()[0] for c in COMMIT_RECORDS_DDL.split(", ")]
+    pairs.sort(key=lambda pair: order.index(pair[0]))
+    named_columns = [(name, column.alias(name)) for name, column in pairs]
+    return named_columns if named else [column for _, column in named_columns]
+
+
+def _record_columns(offset, time, value) -> list:
+    """The (name, expression) pairs of ``commit_records``' columns that differ between the records of one key: from a
+    record's offset, time (epoch ms) and ``offset_commit_value``."""
+    from pyspark.sql import functions as F
+
     return [
-        "group_id", F.col("topic_name").alias("topic"), F.col("topic_partition").cast("int").alias("topic_partition"),
-        F.col("partition").cast("int").alias("record_partition"), F.col("offset").cast("long").alias("record_offset"),
-        _millis(decoded).alias("timestamp"),
-        F.coalesce(F.col("producer_id"), F.lit(NO_PRODUCER_ID)).cast("long").alias("producer_id"),
-        tombstone(decoded).alias("is_tombstone"),
-        value["offset"].alias("committed_offset"),
-        F.coalesce(value["leader_epoch"], F.lit(-1)).alias("committed_leader_epoch"),
-        F.coalesce(value["metadata"], F.lit("")).alias("metadata"),
-        value["commit_timestamp"].alias("commit_timestamp"),
-        value["topic_id"].alias("topic_id"),
+        ("record_offset", offset.cast("long")), ("timestamp", time),
+        ("committed_offset", value["offset"]),
+        ("committed_leader_epoch", F.coalesce(value["leader_epoch"], F.lit(-1))),
+        ("metadata", F.coalesce(value["metadata"], F.lit(""))),
+        ("commit_timestamp", value["commit_timestamp"]),
+        ("topic_id", value["topic_id"]),
     ]
 
 
-def record_time_ms():
-    """A decoded record's Kafka timestamp as epoch milliseconds (long): the unit of every replay and audit time."""
+def record_time_ms(timestamp=None):
+    """A decoded record's Kafka timestamp (``timestamp``, a column: the record's own without it) as epoch
+    milliseconds (long): the unit of every replay and audit time."""
     from pyspark.sql import functions as F
 
-    return (F.unix_micros(F.col("timestamp")) / 1000).cast("long")
+    return (F.unix_micros(F.col("timestamp") if timestamp is None else timestamp) / 1000).cast("long")
 
 
 def _millis(decoded):
@@ -387,11 +471,15 @@ class ResolvedCommits:
     * ``applied``: a plain commit is applied unless the digest says it was not; a transactional one is a digest row;
     * backwards and transactional commits: digest rows, all of them;
     * ``first_topic_ids``, ``latest_time``: from each key's last row (``key_first_topic_id``, ``key_latest_time``);
-    * ``events``: each record's position and time, and each resolved transaction's marker."""
+    * ``events``: each record's position and time, and each resolved transaction's marker.
+
+    ``runs``: with a digest, the packed rows' records (``commit_runs``), which ``records`` then leaves out; every
+    method reads them as the records they stand for, but ``applied_runs``, whose caller judges a run whole."""
 
     rows: DataFrame
     records: DataFrame
     whole: bool
+    runs: DataFrame | None = None
 
     @classmethod
     def of_log(cls, log) -> ResolvedCommits:
@@ -403,29 +491,43 @@ class ResolvedCommits:
         return cls(rows=log, records=records, whole=True)
 
     @classmethod
-    def of_digest(cls, digest, decoded_commits) -> ResolvedCommits:
-        """A digest and ``commit_records`` of the decoded log it was resolved from (no earlier snapshot)."""
-        return cls(rows=digest, records=decoded_commits.select(*RECORD_COLUMNS), whole=False)
+    def of_digest(cls, digest, decoded_commits, runs=None) -> ResolvedCommits:
+        """A digest and ``commit_records`` of the decoded log it was resolved from (no earlier snapshot); with
+        ``runs`` (``commit_runs``), ``commit_records(..., runs_apart=True)``."""
+        return cls(rows=digest, records=decoded_commits.select(*RECORD_COLUMNS), whole=False, runs=runs)
 
-    def applied(self, groups=None):
+    def _every_record(self):
+        """``records`` with the records of ``runs``."""
+        if self.runs is None:
+            return self.records
+        return self.records.unionByName(explode_runs(self.runs).select(*RECORD_COLUMNS))
+
+    def applied(self, groups=None, *, runs_apart: bool = False):
         """Applied commits (not carried) of the groups in ``groups`` (a DataFrame of ``group_id``; all without
         it): key, ``committed_offset``, ``topic_id``, where they took effect (``partition``, ``offset``) and when
-        (``time``: a transactional commit's marker time)."""
+        (``time``: a transactional commit's marker time). ``runs_apart``: less the records of the runs
+        ``applied_runs`` gives."""
         from pyspark.sql import functions as F
-
-        def only(df):
-            return df if groups is None else df.join(F.broadcast(groups), "group_id", "left_semi")
 
         def columns(offset, time):
             return ["group_id", "topic", "topic_partition", "committed_offset", "topic_id",
                     F.col("record_partition").alias("partition"), offset.alias("offset"), time.alias("time")]
 
-        rows = only(self.rows.filter(~F.col("carried") & F.col("applied")))
+        rows = _of_groups(self.rows.filter(~F.col("carried") & F.col("applied")), groups)
         if self.whole:
             return rows.select(*columns(F.col("effective_at"), F.when(
                 F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))))
         position = ["group_id", "record_partition", "record_offset"]
-        plain = only(self.records.filter(~F.col("is_tombstone") & (F.col("producer_id") == NO_PRODUCER_ID)))
+        plain = _of_groups(self.records.filter(~F.col("is_tombstone") & (F.col("producer_id") == NO_PRODUCER_ID)),
+                           groups)
+        if self.runs is not None:
+            # a run's records are plain commits, applied at their record unless their group has one that was not
+            runs = _of_groups(self.runs, groups)
+            if runs_apart:
+                spread = self._spread_groups
+                runs = runs.filter(F.col("group_id").isin(spread)) if spread else None
+            if runs is not None:
+                plain = plain.unionByName(explode_runs(runs).select(*RECORD_COLUMNS))
         # Broadcast whatever the digest's size: a plain commit fails to apply only in a group spread over two
         # partitions, and a sort-merge join would shuffle every plain commit of the log.
         not_applied = self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(*position)
@@ -433,6 +535,34 @@ class ResolvedCommits:
         return plain.select(*columns(F.col("record_offset"), F.col("timestamp"))).unionByName(
             rows.filter(F.col("outcome") == "txn_committed").select(
                 *columns(F.col("effective_at"), F.col("resolved_timestamp"))))
+
+    def applied_runs(self, groups=None):
+        """The runs of packed records (``runs``) of the groups in ``groups`` (all without it) whose every record is
+        applied at its record (its group has no plain commit that failed to apply: ``applied(..., runs_apart=True)``
+        gives the others' records), or None without runs: ``applied``'s columns for the run's first record (``partition``,
+        ``offset``; ``committed_offset``, ``topic_id`` and ``time`` null), its last one's offset (``_last``) and its
+        records (``_run``: ``commit_runs``' ``commits``, each read with ``run_commit``)."""
+        from pyspark.sql import functions as F
+
+        if self.whole or self.runs is None:
+            return None
+        runs = _of_groups(self.runs, groups)
+        spread = self._spread_groups
+        if spread:
+            runs = runs.filter(~F.col("group_id").isin(spread))
+        return runs.select("group_id", "topic", "topic_partition", F.lit(None).cast("long").alias("committed_offset"),
+                           F.lit(None).cast("string").alias("topic_id"), F.col("record_partition").alias("partition"),
+                           F.col("first_offset").alias("offset"), F.lit(None).cast("long").alias("time"),
+                           F.col("last_offset").alias("_last"), F.col("commits").alias("_run"))
+
+    @functools.cached_property
+    def _spread_groups(self) -> list:
+        """The groups with a plain commit that failed to apply (their commits lie in two partitions; a healthy log
+        has none), one small job over the digest: runs of theirs are taken apart (``applied``)."""
+        from pyspark.sql import functions as F
+
+        failed = self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied"))
+        return sorted(r[0] for r in failed.select("group_id").distinct().collect())
 
     def first_topic_ids(self, groups):
         """Per (group, topic) of the groups in ``groups`` (a DataFrame of ``group_id``) the first commit record (by
@@ -464,8 +594,8 @@ class ResolvedCommits:
             return (self.rows.filter(~F.col("carried"))
                     .select("group_id", F.explode(F.array(at_record, at_marker)).alias("_e"))
                     .filter(F.col("_e").isNotNull()).select("group_id", "_e.*"))
-        records = self.records.select("group_id", F.col("record_partition").alias("partition"),
-                                      F.col("record_offset").alias("offset"), "timestamp")
+        records = self._every_record().select("group_id", F.col("record_partition").alias("partition"),
+                                              F.col("record_offset").alias("offset"), "timestamp")
         return records.unionByName(self.rows.select("group_id", at_marker.alias("_e"))
                                    .filter(F.col("_e").isNotNull()).select("group_id", "_e.*"))
 
@@ -487,6 +617,13 @@ class ResolvedCommits:
         from pyspark.sql import functions as F
 
         return self.times().agg(F.max("timestamp")).first()[0]
+
+
+def _of_groups(df, groups):
+    """``df``'s rows of the groups in ``groups`` (a DataFrame of ``group_id``, broadcast), all without it."""
+    from pyspark.sql import functions as F
+
+    return df if groups is None else df.join(F.broadcast(groups), "group_id", "left_semi")
 
 
 #: Outcomes of a transactional commit whose marker the group's clock includes.

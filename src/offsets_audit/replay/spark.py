@@ -28,7 +28,7 @@ import pyarrow as pa
 from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, DECODED_RECORD_COLUMN
 from offsets_audit.workers import fewer_collections
 
-from .commit_log import COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, record_time_ms
+from .commit_log import COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, COMMIT_RUNS_DDL, record_time_ms
 from .fold import GroupFold
 from .state import OFFSET_RECORD_TYPES
 
@@ -370,8 +370,10 @@ class ReplayTables(StageTables):
     ``offset_commits`` is the resolved commit log (``commit_log.resolve_commits``), a plan the job never
     computes whole; ``commit_digest`` its digest, which the ``offsets`` table and the audit's offset rules read,
     and ``commit_records`` the decoded commit records (a plan over the decoded log) that stand in for the rest of
-    the log (``commit_log.ResolvedCommits``). None is written. A mode that does not resolve the whole log
-    leaves the three ``None`` (the audit then resolves one from the decoded records, or skips the offset rules)."""
+    the log (``commit_log.ResolvedCommits``); of a packed log (``codec.packing``) ``commit_records`` leaves the packed
+    rows' records to ``commit_runs``, a row per packed row (None when nothing is packed). None is written. A mode that
+    does not resolve the whole log leaves them ``None`` (the audit then resolves one from the decoded records, or
+    skips the offset rules)."""
 
     group_state: DataFrame = table(GROUP_STATE_DDL)
     members: DataFrame = table(MEMBERS_DDL)
@@ -381,6 +383,7 @@ class ReplayTables(StageTables):
     offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True, lazy=True)
     commit_digest: DataFrame | None = table(COMMIT_DIGEST_DDL, output=False, optional=True)
     commit_records: DataFrame | None = table(COMMIT_RECORDS_DDL, output=False, optional=True, lazy=True)
+    commit_runs: DataFrame | None = table(COMMIT_RUNS_DDL, output=False, optional=True, lazy=True)
     cached: tuple = cached_intermediates()
 
 
@@ -394,7 +397,7 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .commit_log import commit_records, digest_snapshot, resolve_commits
+    from .commit_log import commit_records, commit_runs, digest_snapshot, resolve_commits
 
     digest = resolve_commits(decoded_df, digest=True)
     output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
@@ -424,6 +427,7 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
         offsets=offsets_table(digest_snapshot(digest)),
         offset_commits=resolve_commits(decoded_df) if whole_log else None,
         commit_digest=digest,
-        commit_records=commit_records(decoded_df),
+        commit_records=commit_records(decoded_df, runs_apart=True),
+        commit_runs=commit_runs(decoded_df),
         cached=(folded,),
     )
