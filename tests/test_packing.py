@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offsets_audit.codec.packing import PACKED_FIELDS, pack_batch
 from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, PACKED_COLUMN
@@ -42,7 +44,7 @@ def _unpack(batch: pa.RecordBatch) -> list[dict]:
             continue
         for element in packed:
             out.append({**row, **{name: element[name] for name in PACKED_FIELDS}})
-    return sorted(out, key=lambda r: (r["group_id"], r["topic_partition"], r["offset"]))
+    return sorted(out, key=lambda r: (r["group_id"] or "", r["topic_partition"], r["offset"]))
 
 
 def test_the_commits_marked_both_ways_pack_a_row_per_key():
@@ -62,6 +64,27 @@ def test_the_commits_marked_both_ways_pack_a_row_per_key():
     assert first["offset"] == 1 and first["offset_commit_value"] == {"offset": 10, "leader_epoch": -1}
     assert _unpack(packed) == sorted((dict(r) for r in batch.to_pylist()),
                                      key=lambda r: (r["group_id"], r["topic_partition"], r["offset"]))
+
+
+_ROW = st.fixed_dictionaries({
+    "group": st.sampled_from(["g", "h", None]), "tp": st.integers(0, 2), "mid": st.booleans(), "after": st.booleans(),
+    "odd": st.sampled_from([None, None, None, "x"])})
+
+
+@given(rows=st.lists(_ROW, max_size=40), offsets=st.randoms(use_true_random=False))
+def test_unpacking_a_packed_batch_gives_its_rows_back(rows, offsets):
+    """Any mix of marks, keys (a null group too), rows unlike their key's first, in any order: the packed batch
+    stands for exactly the batch's rows, and only rows marked both ways of a key with another such row are packed."""
+    positions = list(range(len(rows)))
+    offsets.shuffle(positions)
+    batch = _batch([dict(r, offset=o) for r, o in zip(rows, positions)])
+    packed = pack_batch(batch)
+    assert _unpack(packed) == sorted((dict(r) for r in batch.to_pylist()),
+                                     key=lambda r: (r["group_id"] or "", r["topic_partition"], r["offset"]))
+    for row in packed.to_pylist():
+        if row[PACKED_COLUMN] is not None:
+            assert len(row[PACKED_COLUMN]) >= 2 and row[COMMIT_MID_RUN_COLUMN] and row[COMMIT_AFTER_COMMIT_COLUMN]
+            assert [e["offset"] for e in row[PACKED_COLUMN]] == sorted(e["offset"] for e in row[PACKED_COLUMN])
 
 
 def test_a_batch_with_nothing_to_pack_gains_a_null_column():
