@@ -580,7 +580,6 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     kept = ResolvedCommits.of_digest(digest, commit_records(packed_read, runs_apart=True), runs=runs)
     assert rows(kept.applied()) == rows(whole.applied())
     assert rows(kept.events()) == rows(whole.events())
-    assert "spread" in kept._spread_groups
     whole_runs = kept.applied_runs().select("*", F.explode("_run").alias("_c"))
     commit = run_commit(F.col("_c"))
     whole_runs = whole_runs.select("group_id", "topic", "topic_partition", commit["committed_offset"], commit["topic_id"],

@@ -29,7 +29,6 @@ Two sort-based passes, no joins over the whole log:
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -107,7 +106,7 @@ def commit_runs(decoded):
     """The commit records of the codec's packed rows (``codec.packing``), a row each (``COMMIT_RUNS_DDL``): what the
     records have in common, the first and last record offset, and ``commits``, each record's own columns as the
     codec's packed row holds them (``run_commit`` reads one). ``explode_runs`` gives the ``commit_records`` rows they
-    stand for. None when ``decoded`` is not packed.
+    stand for. Empty when ``decoded`` is not packed (Spark's optimizer then drops every plan over it).
 
     Every record of a run is a plain commit of one key in one partition, applied at its record unless its group's
     commits lie in two partitions (``codec.commit_runs``): a reader that only needs positions judges a run by its
@@ -118,7 +117,7 @@ def commit_runs(decoded):
     from offsets_audit.codec.spark import PACKED_COLUMN
 
     if PACKED_COLUMN not in decoded.columns:
-        return None
+        return decoded.sparkSession.createDataFrame([], COMMIT_RUNS_DDL)
     packed = F.col(PACKED_COLUMN)
     rows = decoded.filter(packed.isNotNull() & F.col("error_code").isNull() & _is_commit())
     shared = [column for name, column in _commit_columns(rows, named=True) if name in _RUN_SHARED]
@@ -520,17 +519,15 @@ class ResolvedCommits:
         position = ["group_id", "record_partition", "record_offset"]
         plain = _of_groups(self.records.filter(~F.col("is_tombstone") & (F.col("producer_id") == NO_PRODUCER_ID)),
                            groups)
+        # Broadcast whatever the digest's size: a plain commit fails to apply only in a group spread over two
+        # partitions, and a sort-merge join would shuffle every plain commit of the log.
+        not_applied = self._not_applied()
         if self.runs is not None:
             # a run's records are plain commits, applied at their record unless their group has one that was not
             runs = _of_groups(self.runs, groups)
             if runs_apart:
-                spread = self._spread_groups
-                runs = runs.filter(F.col("group_id").isin(spread)) if spread else None
-            if runs is not None:
-                plain = plain.unionByName(explode_runs(runs).select(*RECORD_COLUMNS))
-        # Broadcast whatever the digest's size: a plain commit fails to apply only in a group spread over two
-        # partitions, and a sort-merge join would shuffle every plain commit of the log.
-        not_applied = self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(*position)
+                runs = runs.join(F.broadcast(not_applied.select("group_id").distinct()), "group_id", "left_semi")
+            plain = plain.unionByName(explode_runs(runs).select(*RECORD_COLUMNS))
         plain = plain.join(F.broadcast(not_applied), position, "left_anti")
         return plain.select(*columns(F.col("record_offset"), F.col("timestamp"))).unionByName(
             rows.filter(F.col("outcome") == "txn_committed").select(
@@ -546,23 +543,20 @@ class ResolvedCommits:
 
         if self.whole or self.runs is None:
             return None
-        runs = _of_groups(self.runs, groups)
-        spread = self._spread_groups
-        if spread:
-            runs = runs.filter(~F.col("group_id").isin(spread))
+        failed = F.broadcast(self._not_applied().select("group_id").distinct())
+        runs = _of_groups(self.runs, groups).join(failed, "group_id", "left_anti")
         return runs.select("group_id", "topic", "topic_partition", F.lit(None).cast("long").alias("committed_offset"),
                            F.lit(None).cast("string").alias("topic_id"), F.col("record_partition").alias("partition"),
                            F.col("first_offset").alias("offset"), F.lit(None).cast("long").alias("time"),
                            F.col("last_offset").alias("_last"), F.col("commits").alias("_run"))
 
-    @functools.cached_property
-    def _spread_groups(self) -> list:
-        """The groups with a plain commit that failed to apply (their commits lie in two partitions; a healthy log
-        has none), one small job over the digest: runs of theirs are taken apart (``applied``)."""
+    def _not_applied(self):
+        """The plain commits that failed to apply, by position: digest rows (a group whose commits lie in two
+        partitions; a healthy log has none)."""
         from pyspark.sql import functions as F
 
-        failed = self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied"))
-        return sorted(r[0] for r in failed.select("group_id").distinct().collect())
+        return self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(
+            "group_id", "record_partition", "record_offset")
 
     def first_topic_ids(self, groups):
         """Per (group, topic) of the groups in ``groups`` (a DataFrame of ``group_id``) the first commit record (by

@@ -371,7 +371,7 @@ class ReplayTables(StageTables):
     computes whole; ``commit_digest`` its digest, which the ``offsets`` table and the audit's offset rules read,
     and ``commit_records`` the decoded commit records (a plan over the decoded log) that stand in for the rest of
     the log (``commit_log.ResolvedCommits``); of a packed log (``codec.packing``) ``commit_records`` leaves the packed
-    rows' records to ``commit_runs``, a row per packed row (None when nothing is packed). None is written. A mode that
+    rows' records to ``commit_runs``, a row per packed row (empty when nothing is packed). None is written. A mode that
     does not resolve the whole log leaves them ``None`` (the audit then resolves one from the decoded records, or
     skips the offset rules)."""
 
