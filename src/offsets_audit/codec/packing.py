@@ -66,7 +66,8 @@ def pack_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     packed_rows[rows] = True
     firsts = rows[starts]
     single = np.flatnonzero(~packed_rows)
-    values = pa.StructArray.from_arrays([batch.column(names.index(name)).take(pa.array(rows)) for name in PACKED_FIELDS],
+    taken = pa.array(rows)
+    values = pa.StructArray.from_arrays([batch.column(names.index(name)).take(taken) for name in PACKED_FIELDS],
                                         fields=list(list_type.value_type))
     lists = pa.ListArray.from_arrays(pa.array(np.r_[starts, rows.size].astype(np.int32)), values)
     kept = batch.take(pa.array(np.r_[single, firsts]))
@@ -96,11 +97,12 @@ def _packable(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray] | None:
     new_key[1:] = np.any([c[1:] != c[:-1] for c in codes], axis=0)
     # A row differing from its key's first row in a column outside PACKED_FIELDS stays a row of its own.
     key_first = rows[np.maximum.accumulate(np.where(new_key, np.arange(rows.size), 0))]
+    at_rows, at_firsts = pa.array(rows), pa.array(key_first)
     alike = np.ones(rows.size, dtype=bool)
     for name in names:
-        if name in PACKED_FIELDS or name in _KEY or batch.column(names.index(name)).null_count == batch.num_rows:
+        if name in PACKED_FIELDS or name in _KEY or column(name).null_count == batch.num_rows:
             continue
-        here, there = column(name).take(pa.array(rows)), column(name).take(pa.array(key_first))
+        here, there = column(name).take(at_rows), column(name).take(at_firsts)
         if pa.types.is_nested(here.type):
             if here.null_count != len(here):
                 return None  # a nested column set on a commit: not a row the reader makes
