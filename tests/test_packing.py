@@ -101,6 +101,7 @@ def test_the_packed_read_unpacks_to_the_plain_read_and_the_same_commit_records(s
 
     from offsets_audit.codec.packing import unpacked
     from offsets_audit.codec.source import read_decoded
+    from offsets_audit.job import _tallies
     from offsets_audit.replay.commit_log import commit_records, commit_runs, explode_runs
     from offsets_audit.simulate import FAULT_KINDS, simulate
 
@@ -119,5 +120,8 @@ def test_the_packed_read_unpacks_to_the_plain_read_and_the_same_commit_records(s
         apart = commit_records(packed, runs_apart=True).unionByName(explode_runs(commit_runs(packed)))
         assert_df_equality(apart, expected, ignore_row_order=True, ignore_nullable=True)
         assert commit_runs(plain).count() == 0
+        # The job's tally (record counts, the pending rule's clock per block) counts each packed commit once, in one
+        # scan of the packed log, as it counts the plain log's rows.
+        assert_df_equality(_tallies(packed), _tallies(plain), ignore_row_order=True, ignore_nullable=True)
     finally:
         packed.unpersist()
