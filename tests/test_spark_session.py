@@ -8,3 +8,25 @@ def test_the_local_driver_runs_the_parallel_collector_with_our_log_config(spark)
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {beans.get(i).getName() for i in range(beans.size())}
     assert names == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_the_local_driver_compiles_its_planning_code_later_and_hotspot_reads_every_option(spark):
+    import os
+    import shutil
+    import subprocess
+
+    from offsets_audit.spark_session import PLANNING_COMPILE_SCALING, PLANNING_PACKAGES, planning_compile_options
+
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions").split()
+    assert options[options.index("-XX:CompileCommand=quiet"):][:1 + len(PLANNING_PACKAGES)] == \
+        planning_compile_options().split()
+    arguments = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert set(planning_compile_options().split()) <= {arguments.get(i) for i in range(arguments.size())}
+    # Unquieted, HotSpot echoes each command it parsed (a malformed one is an error line instead).
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    loud = [o for o in planning_compile_options().split() if o != "-XX:CompileCommand=quiet"]
+    done = subprocess.run([java, *loud, "-version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    echoed = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("CompileCommand:")]
+    assert echoed == [f"CompileCommand: CompileThresholdScaling {p.replace('.', '/')}/*.* double "
+                      f"CompileThresholdScaling = {PLANNING_COMPILE_SCALING:.6f}" for p in PLANNING_PACKAGES]

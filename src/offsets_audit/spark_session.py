@@ -16,6 +16,29 @@ from pathlib import Path
 #: Generated classes a local session keeps compiled (``spark.sql.codegen.cache.maxEntries``): a few runs' worth.
 CODEGEN_CACHE_ENTRIES = 1000
 
+#: Packages whose code runs while the driver plans a query (Catalyst's trees, analyser, optimiser, logical and
+#: physical plans and rules; Janino compiling generated code; the SQL parser), not in the tasks. A run of the job plans
+#: a few hundred queries; with the usual thresholds HotSpot's C2 compiler spent ~10 s of CPU on these packages in a
+#: 0.46 M + 5.3 M records bench (JFR compile events, README "JVM warm-up"), on 2 cores beside the tasks, for code
+#: each query runs for milliseconds. Their methods reach C2 only after ``PLANNING_COMPILE_SCALING`` times the usual
+#: counts; the tasks' code (generated classes, operators, Arrow, Parquet, the shuffle) keeps the usual thresholds.
+PLANNING_PACKAGES = (
+    "org.apache.spark.sql.catalyst.trees", "org.apache.spark.sql.catalyst.analysis",
+    "org.apache.spark.sql.catalyst.optimizer", "org.apache.spark.sql.catalyst.plans",
+    "org.apache.spark.sql.catalyst.rules", "org.codehaus.janino", "org.codehaus.commons", "org.antlr",
+)
+#: 30: alternated runs of the 0.46 M + 5.3 M bench in fresh JVMs, JIT time -12 to -13 s in all and the 5.3 M run
+#: 42.3 / 41.3 s against 43.9 / 44.2 s; 100 with more planning packages was no better (README, "JVM warm-up").
+PLANNING_COMPILE_SCALING = 30.0
+
+
+def planning_compile_options() -> str:
+    """HotSpot options (``-XX:CompileCommand``, quiet: nothing printed at start) that raise the compile thresholds of
+    ``PLANNING_PACKAGES``' methods by ``PLANNING_COMPILE_SCALING``."""
+    return " ".join(["-XX:CompileCommand=quiet", *(
+        f"-XX:CompileCommand=CompileThresholdScaling,{package}.*::*,{PLANNING_COMPILE_SCALING}"
+        for package in PLANNING_PACKAGES)])
+
 
 def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[str, str]:
     return {
@@ -31,7 +54,9 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int = 4) -> dict[st
         # concurrent marking and refinement threads take CPU from the tasks. Alternated runs of the job at 5.3 M
         # records: 87.0-94.5 s against 93.5-100.5 s with G1 in a fresh JVM, 67.8-68.4 against 75.6-77.7 s warm
         # (README, "JVM warm-up"). A cluster's executors keep their own settings.
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+        # And the driver's planning code compiled by C2 later (``PLANNING_PACKAGES``): HotSpot's compiler threads
+        # warming up are the largest single cost of a run on 2 cores.
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC " + planning_compile_options(),
         # The decoded log's cache without column compression: the job's first stage builds it over every record, and
         # the compression statistics cost ~2-3.5 s of its 4-6 s of caching at 5.3 M records (561 MiB compressed,
         # 935 MiB not; scans as fast; README, "Caches"). Local sessions only: a cluster's memory is its owner's to
