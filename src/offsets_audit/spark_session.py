@@ -17,7 +17,7 @@ from pathlib import Path
 CODEGEN_CACHE_ENTRIES = 1000
 
 #: Packages whose code runs while the driver plans a query (Catalyst's trees, analyser, optimiser, logical and
-#: physical plans and rules; Janino compiling generated code; the SQL parser), not in the tasks. A run of the job plans
+#: physical plans and rules; Janino compiling generated code; ANTLR, the SQL parser's runtime), not in the tasks. A run of the job plans
 #: a few hundred queries; with the usual thresholds HotSpot's C2 compiler spent ~10 s of CPU on these packages in a
 #: 0.46 M + 5.3 M records bench (JFR compile events, README "JVM warm-up"), on 2 cores beside the tasks, for code
 #: each query runs for milliseconds. Their methods reach C2 only after ``PLANNING_COMPILE_SCALING`` times the usual
@@ -27,8 +27,8 @@ PLANNING_PACKAGES = (
     "org.apache.spark.sql.catalyst.optimizer", "org.apache.spark.sql.catalyst.plans",
     "org.apache.spark.sql.catalyst.rules", "org.codehaus.janino", "org.codehaus.commons", "org.antlr",
 )
-#: 30: alternated runs of the 0.46 M + 5.3 M bench in fresh JVMs, JIT time -12 to -13 s in all and the 5.3 M run
-#: 42.3 / 41.3 s against 43.9 / 44.2 s; 100 with more planning packages was no better (README, "JVM warm-up").
+#: 30: alternated runs of the 0.46 M + 5.3 M bench in fresh JVMs, compiler threads 13-16 s less over both runs and
+#: the 5.3 M run 2-3.5 s shorter; 100 with more planning packages was no better (README, "JVM warm-up").
 PLANNING_COMPILE_SCALING = 30.0
 
 
