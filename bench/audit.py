@@ -192,8 +192,8 @@ def main() -> None:
     from offsets_audit.spark_session import get_spark
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-audit-"))
-    spark = get_spark("bench-audit", master="local[2]",
-                      extra_conf={"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
+    # The job's local session as it is (one shuffle partition per core, ``spark_session.local_conf``).
+    spark = get_spark("bench-audit", master="local[2]", extra_conf={"spark.ui.enabled": "false"})
     results = []
     try:
         sizes = ([round(args.hours * args.groups * RECORDS_PER_GROUP_HOUR)] if args.hours

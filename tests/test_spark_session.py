@@ -30,3 +30,16 @@ def test_the_local_driver_compiles_its_planning_code_later_and_hotspot_reads_eve
     echoed = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("CompileCommand:")]
     assert echoed == [f"CompileCommand: CompileThresholdScaling {p.replace('.', '/')}/*.* double "
                       f"CompileThresholdScaling = {PLANNING_COMPILE_SCALING:.6f}" for p in PLANNING_PACKAGES]
+
+
+def test_a_local_session_has_a_shuffle_partition_per_core():
+    import os
+
+    from offsets_audit.spark_session import SHUFFLE_PARTITIONS, local_conf, master_cores
+
+    assert [master_cores(m) for m in ("local", "local[2]", "local[3,2]", "local[*]", "spark://127.0.0.1:7077")] == \
+        [1, 2, 3, os.cpu_count(), None]
+    assert local_conf("local[2]")["spark.sql.shuffle.partitions"] == "2"
+    assert local_conf("local[*]")["spark.sql.shuffle.partitions"] == str(os.cpu_count())
+    assert local_conf("spark://127.0.0.1:7077")["spark.sql.shuffle.partitions"] == str(SHUFFLE_PARTITIONS)
+    assert local_conf("local[2]", shuffle_partitions=8)["spark.sql.shuffle.partitions"] == "8"
