@@ -17,11 +17,12 @@ from pathlib import Path
 CODEGEN_CACHE_ENTRIES = 1000
 
 #: Packages whose code runs while the driver plans a query (Catalyst's trees, analyser, optimiser, logical and
-#: physical plans and rules; Janino compiling generated code; ANTLR, the SQL parser's runtime), not in the tasks. A run of the job plans
-#: a few hundred queries; with the usual thresholds HotSpot's C2 compiler spent ~10 s of CPU on these packages in a
-#: 0.46 M + 5.3 M records bench (JFR compile events, README "JVM warm-up"), on 2 cores beside the tasks, for code
-#: each query runs for milliseconds. Their methods reach C2 only after ``PLANNING_COMPILE_SCALING`` times the usual
-#: counts; the tasks' code (generated classes, operators, Arrow, Parquet, the shuffle) keeps the usual thresholds.
+#: physical plans and rules; Janino compiling generated code; ANTLR, the SQL parser's runtime), not in the tasks. A
+#: run of the job plans a few hundred queries; with the usual thresholds HotSpot's C2 compiler spent ~10 s of CPU on
+#: these packages in a 0.46 M + 5.3 M records bench (JFR compile events, README "JVM warm-up"), on 2 cores beside the
+#: tasks, for code each query runs for milliseconds. Their methods reach C2 only after ``PLANNING_COMPILE_SCALING``
+#: times the usual counts; the tasks' code (generated classes, operators, Arrow, Parquet, the shuffle) keeps the usual
+#: thresholds.
 PLANNING_PACKAGES = (
     "org.apache.spark.sql.catalyst.trees", "org.apache.spark.sql.catalyst.analysis",
     "org.apache.spark.sql.catalyst.optimizer", "org.apache.spark.sql.catalyst.plans",
@@ -50,7 +51,7 @@ def master_cores(master: str) -> int | None:
     found = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
     if found is None:
         return None
-    return os.cpu_count() or 1 if found.group(1) == "*" else int(found.group(1))
+    return (os.cpu_count() or 1) if found.group(1) == "*" else int(found.group(1))
 
 
 #: Shuffle partitions of a session on a master ``master_cores`` does not know.
