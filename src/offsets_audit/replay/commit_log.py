@@ -456,6 +456,10 @@ RECORD_COLUMNS = ["group_id", "topic", "topic_partition", "record_partition", "r
                   "producer_id", "is_tombstone", "committed_offset", "topic_id"]
 
 
+#: Where a commit record sits in the log (what ``ResolvedCommits.applied`` matches a failed plain commit by).
+_POSITION = ("group_id", "record_partition", "record_offset")
+
+
 @dataclass(frozen=True)
 class ResolvedCommits:
     """The resolved commit log as the offset rules read it: ``rows``, the whole log (``COMMIT_LOG_DDL``) or its
@@ -516,7 +520,6 @@ class ResolvedCommits:
         if self.whole:
             return rows.select(*columns(F.col("effective_at"), F.when(
                 F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))))
-        position = ["group_id", "record_partition", "record_offset"]
         plain = _of_groups(self.records.filter(~F.col("is_tombstone") & (F.col("producer_id") == NO_PRODUCER_ID)),
                            groups)
         # Broadcast whatever the digest's size: a plain commit fails to apply only in a group spread over two
@@ -526,9 +529,9 @@ class ResolvedCommits:
             # a run's records are plain commits, applied at their record unless their group has one that was not
             runs = _of_groups(self.runs, groups)
             if runs_apart:
-                runs = runs.join(F.broadcast(not_applied.select("group_id").distinct()), "group_id", "left_semi")
+                runs = runs.join(self._failed_groups(), "group_id", "left_semi")
             plain = plain.unionByName(explode_runs(runs).select(*RECORD_COLUMNS))
-        plain = plain.join(F.broadcast(not_applied), position, "left_anti")
+        plain = plain.join(F.broadcast(not_applied), list(_POSITION), "left_anti")
         return plain.select(*columns(F.col("record_offset"), F.col("timestamp"))).unionByName(
             rows.filter(F.col("outcome") == "txn_committed").select(
                 *columns(F.col("effective_at"), F.col("resolved_timestamp"))))
@@ -543,8 +546,7 @@ class ResolvedCommits:
 
         if self.whole or self.runs is None:
             return None
-        failed = F.broadcast(self._not_applied().select("group_id").distinct())
-        runs = _of_groups(self.runs, groups).join(failed, "group_id", "left_anti")
+        runs = _of_groups(self.runs, groups).join(self._failed_groups(), "group_id", "left_anti")
         return runs.select("group_id", "topic", "topic_partition", F.lit(None).cast("long").alias("committed_offset"),
                            F.lit(None).cast("string").alias("topic_id"), F.col("record_partition").alias("partition"),
                            F.col("first_offset").alias("offset"), F.lit(None).cast("long").alias("time"),
@@ -555,8 +557,14 @@ class ResolvedCommits:
         partitions; a healthy log has none)."""
         from pyspark.sql import functions as F
 
-        return self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(
-            "group_id", "record_partition", "record_offset")
+        return self.rows.filter((F.col("outcome") == "committed") & ~F.col("applied")).select(*_POSITION)
+
+    def _failed_groups(self):
+        """The groups of ``_not_applied``, for a broadcast join: their runs are taken apart (``applied``), the
+        others' judged whole (``applied_runs``)."""
+        from pyspark.sql import functions as F
+
+        return F.broadcast(self._not_applied().select("group_id").distinct())
 
     def first_topic_ids(self, groups):
         """Per (group, topic) of the groups in ``groups`` (a DataFrame of ``group_id``) the first commit record (by
