@@ -36,10 +36,12 @@ def test_a_process_tree_and_its_cpu_come_from_proc(bench):
 
 
 def test_a_worker_started_between_two_readings_counts_from_zero(bench):
-    before = {"jvm_cpu": 10.0, "workers": {7: 2.0}, "compile": 5.0, "gc": 1.0, "classes": 300}
-    after = {"jvm_cpu": 14.5, "workers": {7: 3.0, 9: 1.5}, "compile": 7.5, "gc": 1.5, "classes": 310}
-    assert bench._cpu_during(before, after) == {"jvm_cpu_s": 4.5, "workers_cpu_s": 2.5, "jit_s": 2.5, "gc_s": 0.5,
-                                                "generated_classes": 10}
+    before = {"jvm_cpu": 10.0, "workers": {7: 2.0}, "compiler_threads": {21: 3.0}, "compile": 5.0, "gc": 1.0,
+              "classes": 300}
+    after = {"jvm_cpu": 14.5, "workers": {7: 3.0, 9: 1.5}, "compiler_threads": {21: 4.0, 23: 0.5}, "compile": 7.5,
+             "gc": 1.5, "classes": 310}
+    assert bench._cpu_during(before, after) == {"jvm_cpu_s": 4.5, "workers_cpu_s": 2.5, "jit_s": 2.5,
+                                                "jit_cpu_s": 1.5, "gc_s": 0.5, "generated_classes": 10}
 
 
 def test_the_jvm_figures_grow_with_a_spark_job(bench, spark):
@@ -48,4 +50,6 @@ def test_the_jvm_figures_grow_with_a_spark_job(bench, spark):
     spark.range(200_000).selectExpr("id % 7 AS k", "id").groupBy("k").count().collect()
     during = bench._cpu_during(before, bench._jvm_figures(spark))
     assert during["jvm_cpu_s"] > 0 and during["jit_s"] >= 0 and during["gc_s"] >= 0
+    # HotSpot's compiler threads are found by name: at least C1's and C2's first thread of a tiered JVM
+    assert len(before["compiler_threads"]) >= 2 and 0 <= during["jit_cpu_s"] <= during["jvm_cpu_s"]
     assert during["workers_cpu_s"] >= 0 and during["generated_classes"] >= 0
