@@ -102,11 +102,14 @@ def _packable(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray] | None:
     for name in names:
         if name in PACKED_FIELDS or name in _KEY or column(name).null_count == batch.num_rows:
             continue
-        here, there = column(name).take(at_rows), column(name).take(at_firsts)
+        here = column(name).take(at_rows)
         if pa.types.is_nested(here.type):
             if here.null_count != len(here):
                 return None  # a nested column set on a commit: not a row the reader makes
             continue
+        if here.null_count == len(here) or (here.null_count == 0 and pc.all(pc.equal(here, here[0])).as_py()):
+            continue  # one value (or none) on every row to pack: each is alike with its key's first row
+        there = column(name).take(at_firsts)
         same = pc.or_(pc.fill_null(pc.equal(here, there), False), pc.and_(pc.is_null(here), pc.is_null(there)))
         alike &= same.to_numpy(zero_copy_only=False)
     rows, new_key = rows[alike], new_key[alike]  # a key's first row is alike with itself: every key keeps it
