@@ -216,6 +216,20 @@ def _with_a_damaged_segment(tmp_path, log_dir, golden):
     return root
 
 
+def test_the_decoding_reader_reads_batches_of_the_decoders_size_unless_told(log_dir):
+    """``kafka-segments+decoded`` reads Arrow batches of ``COALESCE_ROWS`` (the decoder would join smaller ones,
+    copying them); a ``rowsPerBatch`` option still sets them."""
+    from offsets_audit.codec.source import DecodedSegmentsDataSource
+    from offsets_audit.codec.spark import COALESCE_ROWS
+    from offsets_audit.sources.segments_spark import DEFAULT_ROWS_PER_BATCH
+
+    assert DEFAULT_ROWS_PER_BATCH < COALESCE_ROWS
+    assert DecodedSegmentsDataSource({"path": str(log_dir)}).reader(None).inner.rows_per_batch == COALESCE_ROWS
+    told = DecodedSegmentsDataSource({"path": str(log_dir), "rowsPerBatch": "500", "decodedRecord": "true"})
+    assert told.reader(None).inner.rows_per_batch == 500
+    assert SegmentsReader({"path": str(log_dir)}).rows_per_batch == DEFAULT_ROWS_PER_BATCH
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("with_decoded_record", [False, True])
 def test_segments_decoded_where_read_equal_decode_of_the_read(spark, tmp_path, log_dir, golden, with_decoded_record):

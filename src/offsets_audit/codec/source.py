@@ -24,8 +24,8 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from offsets_audit.codec.packing import pack_batch, packed_ddl
-from offsets_audit.codec.spark import (DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, PACKED_COLUMN, compact_batch,
-                                      decode, decode_batches, mark_batch, mark_range)
+from offsets_audit.codec.spark import (COALESCE_ROWS, DECODED_COLUMNS, DECODED_RECORD_COLUMN, MARK_COLUMNS, PACKED_COLUMN,
+                                      compact_batch, decode, decode_batches, mark_batch, mark_range)
 from offsets_audit.sources.schema import SOURCE_SCHEMA
 from offsets_audit.sources.segments_spark import PackedRanges, SegmentRange, SegmentsReader
 
@@ -34,6 +34,8 @@ DECODED_SEGMENTS_FORMAT = "kafka-segments+decoded"
 DECODED_RECORD_OPTION = "decodedrecord"
 COMPACT_OPTION = "compact"
 PACK_OPTION = "packcommits"
+#: The segments source's option for the rows of its Arrow batches (lower-case, as ``_split_options`` gives it).
+ROWS_PER_BATCH_OPTION = "rowsperbatch"
 
 
 def _split_options(options) -> tuple[dict, bool, bool, bool]:
@@ -69,6 +71,10 @@ class DecodedSegmentsDataSource(DataSource):
 
     def reader(self, schema) -> DecodingReader:
         options, with_record, compact, pack = _split_options(self.options)
+        # The decoder joins its input into batches of ``COALESCE_ROWS`` (``decode_batches``): read them that size,
+        # unless asked otherwise, so that no batch is copied only to be joined (``kafka-segments`` alone hands Spark
+        # its ``rowsPerBatch``, 10,000 by default).
+        options.setdefault(ROWS_PER_BATCH_OPTION, str(COALESCE_ROWS))
         return DecodingReader(SegmentsReader(options), with_record, compact, pack)
 
 
