@@ -46,15 +46,21 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _stat_seconds(stat: Path, reaped: bool = False) -> float:
+    """User + system CPU seconds in a ``/proc`` ``stat`` file (a process's or a thread's), with ``reaped`` its ended
+    children's too; OSError when it has gone."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(f) for f in fields[11:15 if reaped else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(pid: int, reaped: bool = False) -> float:
     """User + system CPU seconds of process ``pid`` so far (``/proc``), with ``reaped`` its ended children's too;
     0 for one that has gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return _stat_seconds(Path(f"/proc/{pid}/stat"), reaped)
     except OSError:
         return 0.0
-    ticks = sum(int(f) for f in fields[11:15 if reaped else 13])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _descendants(pid: int) -> list[int]:
@@ -87,12 +93,10 @@ def _compiler_threads_cpu(pid: int) -> dict[int, float]:
         return out
     for task in tasks:
         try:
-            if not (task / "comm").read_text().startswith(("C1 CompilerThre", "C2 CompilerThre")):
-                continue
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            if (task / "comm").read_text().startswith(("C1 CompilerThre", "C2 CompilerThre")):
+                out[int(task.name)] = _stat_seconds(task / "stat")
         except OSError:
             continue
-        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
 
 
