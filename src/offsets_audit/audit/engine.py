@@ -13,7 +13,7 @@ from typing import Iterable
 from .latency import RebalanceTracker
 from .model import Event, Finding
 from .rules import FAMILY_CLASSES
-from .rules.base import AuditContext, GroupView
+from .rules.base import AuditContext, GroupView, RuleFamily, share_causes
 from .rules.offsets import OffsetRules
 from .rules.ownership import OwnershipRules
 from .rules.registry import rule_settings
@@ -122,6 +122,10 @@ class GroupAudit:
         self.tracker = RebalanceTracker(self.ctx)
         self.families.append(self.tracker)
         self.offset_families = [f for f in self.families if isinstance(f, (OffsetRules, OwnershipRules))]
+        self.batch_families = _batch_families(self.families)
+        # The churn rules and the rebalance tracker both attribute bumps to causes: one tracker for both, moved on
+        # once per event (it was kept twice, the same events walked through each).
+        self.causes = share_causes(self.families)
         self.timeline = GroupTimeline() if timeline else None
         self.view: GroupView | None = None
         self.seq = 0  # index of the next event in the group's whole event list (the timeline rows' ``seq``)
@@ -148,6 +152,9 @@ class GroupAudit:
                              "version: start a new checkpoint")
         audit = cls.__new__(cls)
         audit.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
+        if "batch_families" not in audit.__dict__:  # a checkpoint written before these attributes
+            audit.batch_families = _batch_families(audit.families)
+            audit.causes = share_causes(audit.families)
         audit.ctx.settings = settings if settings is not None else rule_settings(config)
         audit.ctx.config = dict(config or {})
         return audit
@@ -185,8 +192,17 @@ class GroupAudit:
             return
         if self._last_group_event is not None:
             self._decide_batch_end(ev.timestamp)
-        for family in self.families:
-            family.on_event(ev, view)
+        causes = self.causes
+        if causes is None:
+            for family in self.families:
+                family.on_event(ev, view)
+        else:
+            causes.on_event(ev)
+            try:
+                for family in self.families:
+                    family.on_event(ev, view)
+            finally:
+                causes.after_event(ev)
         view.apply(ev)
         if self.timeline is not None:
             self.timeline.after(ev, view, seq)
@@ -201,8 +217,9 @@ class GroupAudit:
         """The last group event ended its batch if the next group event has another append time (or none comes)."""
         last, self._last_group_event = self._last_group_event, None
         if last is not None and (log_ends or next_timestamp != last.timestamp):
-            for family in self.families:
+            for family in self.batch_families:
                 family.on_batch_end(self.view, last)
+            self.view.batch_checked()
         held, self._held = self._held, []
         for ev in held:
             self._offset_event(ev)
@@ -260,6 +277,12 @@ class GroupAudit:
             family.finish(copy.view)
         findings, rebalances, _, _ = copy.take()
         return findings, rebalances, min(horizons, default=None)
+
+
+def _batch_families(families: list) -> list:
+    """The families that do something at a batch end (``on_batch_end`` overridden), in their order: a group has a
+    batch end for nearly every second event."""
+    return [f for f in families if type(f).on_batch_end is not RuleFamily.on_batch_end]
 
 
 def audit_group(events: Iterable[dict | Event], config: dict | None = None, *, settings: dict | None = None,

@@ -103,19 +103,24 @@ def group_id_of(record_type: int, key: dict) -> str | None:
 
 
 def modern_group_state(members: Mapping[str, Any], group_epoch: int, assignment_epoch: int,
-                       is_reconciled: Callable[[Any], bool]) -> GroupState:
+                       is_reconciled: Callable[[Any], bool] | None = None, *,
+                       any_unreconciled: Callable[[], bool] | None = None) -> GroupState:
     """``ConsumerGroup.maybeUpdateGroupState``: Empty / Assigning / Reconciling / Stable.
 
     One derivation for the replay (members from records) and the audit's ``GroupView`` (members from events),
-    so the two always name the same state.
+    so the two always name the same state. Whether some member is not reconciled: ``is_reconciled`` asked of
+    each, or ``any_unreconciled`` answers for all (a caller that keeps them as its members change).
     """
     if not members:
         return GroupState.EMPTY
     if group_epoch > assignment_epoch:
         return GroupState.ASSIGNING
-    if any(not is_reconciled(m) for m in members.values()):
-        return GroupState.RECONCILING
-    return GroupState.STABLE
+    if any_unreconciled is not None:
+        unreconciled = any_unreconciled()
+    else:
+        assert is_reconciled is not None
+        unreconciled = any(not is_reconciled(m) for m in members.values())
+    return GroupState.RECONCILING if unreconciled else GroupState.STABLE
 
 
 def partitions_with_epochs(topic_partitions: list[dict] | None, default_epoch: int) -> dict[str, dict[int, int]]:

@@ -62,6 +62,23 @@ class GroupView:
         self.first_time: int | None = None
         #: (time, group type, had members) of a deletion that the very next event may turn into a conversion
         self._just_deleted: tuple | None = None
+        self.touched = None
+        self._holders = None
+        self._shared = 0
+        self._unreconciled = None
+
+    # What the view keeps up to date as events change it, so that a batch end costs what the batch changed, not
+    # the group's size (a group of m members holding p partitions was scanned whole at every one of its batch
+    # ends). Class defaults too: a view pickled in an incremental checkpoint without them rebuilds them from its
+    # members on first use.
+    #: ids of the members an event changed since the last ``batch_checked`` (None: every member).
+    touched: set | None = None
+    #: (topic_id, partition) -> how many members hold it (assigned or pending revocation); None: to rebuild.
+    _holders: dict | None = None
+    #: how many (topic_id, partition)s two members or more hold
+    _shared = 0
+    #: ids of the members not reconciled (``is_reconciled``) at ``assignment_epoch``; None: to rebuild.
+    _unreconciled: set | None = None
 
     # -- derived state (ConsumerGroup.maybeUpdateGroupState) ---------------------------------------
 
@@ -77,7 +94,32 @@ class GroupView:
             return GroupState.STABLE if self.classic_members else GroupState.EMPTY
         if self.group_type == "streams" and self.topology_ready is False:
             return GroupState.NOT_READY
-        return modern_group_state(self.members, self.group_epoch, self.assignment_epoch, self.is_reconciled)
+        # the unreconciled members kept as events change them: not a pass over every member at each batch end
+        return modern_group_state(self.members, self.group_epoch, self.assignment_epoch,
+                                  any_unreconciled=lambda: bool(self._unreconciled_members()))
+
+    def _unreconciled_members(self) -> set:
+        if self._unreconciled is None:
+            self._unreconciled = {m.member_id for m in self.members.values() if not self.is_reconciled(m)}
+        return self._unreconciled
+
+    def changed_members(self) -> list[MemberView]:
+        """The members an event changed since the last ``batch_checked`` (every member after a reset), in
+        ``members``' order: a rule whose verdict on a member depends on that member alone, and that reports it once
+        (an ``emit`` key), need check no other at a batch end."""
+        touched = self.touched
+        if touched is None:
+            return list(self.members.values())
+        if not touched:
+            return []
+        if len(touched) == 1:
+            member = self.members.get(next(iter(touched)))
+            return [] if member is None else [member]
+        return [m for m in self.members.values() if m.member_id in touched]
+
+    def batch_checked(self) -> None:
+        """The rules have seen the view at a batch end: ``changed_members`` starts again from none."""
+        self.touched = set()
 
     def _holdings(self) -> list:
         """Per member the (topic_id, partition)s it holds (assigned or pending revocation): ``owners()`` by member."""
@@ -86,13 +128,47 @@ class GroupView:
 
     def held(self) -> set[tuple]:
         """The (topic_id, partition)s some member holds: ``owners()``' keys, without building its lists."""
-        return set().union(*self._holdings())
+        return set(self._holder_counts())
 
     def held_twice(self) -> bool:
-        """Whether some (topic_id, partition) is held by two members: told by set sizes, the common answer (no)
-        without ``owners()``' per-partition lists, which the audit would otherwise build at every batch's end."""
-        holdings = self._holdings()
-        return len(set().union(*holdings)) != sum(map(len, holdings))
+        """Whether some (topic_id, partition) is held by two members: a count kept as assignments change, the
+        common answer (no) without ``owners()``' per-partition lists or a pass over every member's partitions, which
+        the audit would otherwise make at every batch's end."""
+        self._holder_counts()
+        return self._shared > 0
+
+    def _holder_counts(self) -> dict:
+        if self._holders is None:
+            self._holders, self._shared = {}, 0
+            for held in self._holdings():
+                self._count_holdings(held, 1)
+        return self._holders
+
+    def _count_holdings(self, held, step: int) -> None:
+        """Add (``step`` 1) or take away (-1) one member's holdings in ``_holders`` and ``_shared``."""
+        holders = self._holders
+        for tp in held:
+            n = holders.get(tp, 0)
+            if step > 0:
+                holders[tp] = n + 1
+                if n == 1:
+                    self._shared += 1
+            else:
+                if n == 2:
+                    self._shared -= 1
+                if n <= 1:
+                    del holders[tp]
+                else:
+                    holders[tp] = n - 1
+
+    def _set_holdings(self, m: MemberView, assigned: dict, pending: dict) -> None:
+        """``m`` holds ``assigned`` and ``pending`` now: the holder counts follow (only what changed)."""
+        self._holder_counts()
+        old = m.assigned.keys() | m.pending.keys() if m.pending else m.assigned.keys()
+        new = assigned.keys() | pending.keys() if pending else assigned.keys()
+        self._count_holdings(old - new, -1)
+        self._count_holdings(new - old, 1)
+        m.assigned, m.pending = assigned, pending
 
     def owners(self) -> dict[tuple, list[str]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
@@ -144,7 +220,10 @@ class GroupView:
             self.bumps[self.group_epoch] = ev
         elif kind == EventKind.TARGET_ASSIGNMENT_COMPUTED:
             self.exists = True
-            self.assignment_epoch = int(ev.get("assignment_epoch", 0))
+            epoch = int(ev.get("assignment_epoch", 0))
+            if epoch != self.assignment_epoch:
+                self._unreconciled = None  # every member's verdict may change with it
+            self.assignment_epoch = epoch
             self.assignment_timestamp = int(ev.get("assignment_timestamp", 0))
             self.assignment_count += 1
             self.last_assignment = ev
@@ -161,12 +240,15 @@ class GroupView:
         elif kind == EventKind.MEMBER_LEFT:
             if self.group_type == "classic":
                 self.classic_members = [x for x in self.classic_members if x != ev.member_id]
-            self.members.pop(ev.member_id, None)
+            gone = self.members.pop(ev.member_id, None)
+            if gone is not None and self._holders is not None:
+                self._count_holdings(gone.assigned.keys() | gone.pending.keys(), -1)
         elif kind == EventKind.MEMBER_FENCED_BY_TOMBSTONE:
             m = self.members.get(ev.member_id)
             if m is not None:
                 m.member_epoch = m.previous_member_epoch = -1
-                m.assigned, m.pending, m.tasks, m.tasks_pending = {}, {}, {}, {}
+                self._set_holdings(m, {}, {})
+                m.tasks, m.tasks_pending = {}, {}
                 m.evidence = ev.where
         elif kind == EventKind.MEMBER_EPOCH_ADVANCED:
             m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
@@ -176,13 +258,15 @@ class GroupView:
         elif kind == EventKind.MEMBER_ASSIGNMENT_CHANGED:
             m = self.members.setdefault(ev.member_id, MemberView(ev.member_id))
             if "assigned_partitions" in ev.details or "partitions_pending_revocation" in ev.details:
-                m.assigned = partitions_of(ev.details.get("assigned_partitions"))
-                m.pending = partitions_of(ev.details.get("partitions_pending_revocation"))
+                self._set_holdings(m, partitions_of(ev.details.get("assigned_partitions")),
+                                   partitions_of(ev.details.get("partitions_pending_revocation")))
             if "assigned_tasks" in ev.details or "tasks_pending_revocation" in ev.details:
                 m.tasks = {role: partitions_of(t) for role, t in (ev.details.get("assigned_tasks") or {}).items()}
                 m.tasks_pending = {role: partitions_of(t)
                                    for role, t in (ev.details.get("tasks_pending_revocation") or {}).items()}
             m.evidence = ev.where
+        if ev.member_id is not None:
+            self._member_changed(ev.member_id)
         if ev.member_id in self.members and ("task_offsets" in ev.details and "task_end_offsets" in ev.details):
             self.members[ev.member_id].task_lags = _task_lags(ev.details)
         if kind == EventKind.CLASSIC_GENERATION_CHANGED:
@@ -194,6 +278,18 @@ class GroupView:
             if ready is not None:
                 self.topology_ready = bool(ready)
 
+    def _member_changed(self, member_id: str) -> None:
+        """An event was about ``member_id`` (joined, left, its epochs, state or holdings changed, or none of them):
+        ``changed_members`` names it, and whether it is reconciled is asked again."""
+        if self.touched is not None:
+            self.touched.add(member_id)
+        if self._unreconciled is not None:
+            m = self.members.get(member_id)
+            if m is None or self.is_reconciled(m):
+                self._unreconciled.discard(member_id)
+            else:
+                self._unreconciled.add(member_id)
+
     def _reset(self) -> None:
         self.group_epoch = 0
         self.assignment_epoch = 0
@@ -202,6 +298,7 @@ class GroupView:
         self.last_assignment = None
         self.bumps = {}
         self.members = {}
+        self.touched, self._holders, self._shared, self._unreconciled = None, {}, 0, None
         self.generation = None
         self.classic_members = []
         self.converted = False
@@ -258,13 +355,22 @@ def timer_horizon(started: int | None, limit: int, end: int | None) -> int | Non
 
 class CauseTrackingFamily(RuleFamily):
     """A rule family that attributes what it sees to causes: ``self.causes`` sees every event, before the
-    family's ``_on_event`` and after it (even when that raises), so both sides of an event are tracked."""
+    family's ``_on_event`` and after it (even when that raises), so both sides of an event are tracked.
+
+    ``share_causes`` gives several such families one tracker, which their walk then drives itself around all of
+    them (``GroupAudit``): the tracker's state is a function of the events alone, so one serves them all."""
+
+    #: whether ``on_event`` moves ``causes`` on (False once ``share_causes`` handed it to the walk)
+    drives_causes = True
 
     def __init__(self, ctx: AuditContext) -> None:
         super().__init__(ctx)
         self.causes = CauseTracker()
 
     def on_event(self, ev: Event, view: GroupView) -> None:
+        if not self.drives_causes:
+            self._on_event(ev, view)
+            return
         self.causes.on_event(ev)
         try:
             self._on_event(ev, view)
@@ -273,6 +379,22 @@ class CauseTrackingFamily(RuleFamily):
 
     def _on_event(self, ev: Event, view: GroupView) -> None:
         """The family's own handling of ``ev``; the view is as it was *before* ``ev``."""
+
+
+def share_causes(families: list) -> CauseTracker | None:
+    """One ``CauseTracker`` for every ``CauseTrackingFamily`` of ``families``, which the caller now moves on around
+    each event (``on_event`` before the families, ``after_event`` after them all); None when none is such a family.
+
+    The last family's: ``GroupAudit`` appends the rebalance tracker last, the one family that also attributes
+    classic generations (``attribute_classic`` keeps the classic members and protocol). Its tracker holds all the
+    other ones did, so a checkpoint written with a tracker per family resumes from it."""
+    trackers = [f for f in families if isinstance(f, CauseTrackingFamily)]
+    if not trackers:
+        return None
+    shared = trackers[-1].causes
+    for family in trackers:
+        family.causes, family.drives_causes = shared, False
+    return shared
 
 
 class AuditContext:

@@ -95,7 +95,9 @@ class EpochRules(RuleFamily):
                            "previous_member_epoch": previous, "old_member_epoch": old})
 
     def on_batch_end(self, view: GroupView, last: Event) -> None:
-        for m in view.members.values():
+        # A verdict on a member reads that member alone and is reported once (its key): the members no event of
+        # the batch changed were judged at an earlier batch end as they are now.
+        for m in view.changed_members():
             if m.member_epoch in LEAVE_EPOCHS:
                 continue
             if not (m.pending or m.tasks or m.tasks_pending) and (
