@@ -523,6 +523,7 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     aborted) by markers inside them, and a group whose later partition's commits all fail to apply."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.codec.packing import elements
     from offsets_audit.codec.source import read_decoded
     from offsets_audit.codec.spark import COMMIT_MID_RUN_COLUMN, MARK_COLUMNS, split
     from offsets_audit.replay.commit_log import ResolvedCommits, commit_records, commit_runs, resolve_commits, run_commit
@@ -580,10 +581,15 @@ def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spa
     kept = ResolvedCommits.of_digest(digest, commit_records(packed_read, runs_apart=True), runs=runs)
     assert rows(kept.applied()) == rows(whole.applied())
     assert rows(kept.events()) == rows(whole.events())
-    whole_runs = kept.applied_runs().select("*", F.explode("_run").alias("_c"))
+    # a run's commits share its value's topic id (``commit_runs``' own column), read beside the run here
+    run_topic_ids = runs.select("group_id", "topic", "topic_partition", F.col("record_partition").alias("partition"),
+                                F.col("first_offset").alias("offset"), F.col("topic_id").alias("_topic_id"))
+    whole_runs = kept.applied_runs().join(run_topic_ids, ["group_id", "topic", "topic_partition", "partition", "offset"])
+    whole_runs = whole_runs.select("*", F.explode(elements(F.col("_run"))).alias("_c"))
     commit = run_commit(F.col("_c"))
-    whole_runs = whole_runs.select("group_id", "topic", "topic_partition", commit["committed_offset"], commit["topic_id"],
-                                   "partition", commit["record_offset"].alias("offset"), commit["timestamp"].alias("time"))
+    whole_runs = whole_runs.select("group_id", "topic", "topic_partition", commit["committed_offset"],
+                                   F.col("_topic_id").alias("topic_id"), "partition",
+                                   commit["record_offset"].alias("offset"), commit["timestamp"].alias("time"))
     assert not whole_runs.filter(F.col("group_id") == "spread").count()
     assert rows(kept.applied(runs_apart=True).unionByName(whole_runs)) == rows(whole.applied())
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsets_audit.codec.packing import PACKED_FIELDS, pack_batch
+from offsets_audit.codec.packing import VALUE_ELEMENTS, pack_batch
 from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, COMMIT_MID_RUN_COLUMN, PACKED_COLUMN
 
-_VALUE = pa.struct([("offset", pa.int64()), ("leader_epoch", pa.int32())])
+_VALUE = pa.struct([("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string())])
 
 
 def _batch(rows: list[dict]) -> pa.RecordBatch:
@@ -28,22 +28,33 @@ def _batch(rows: list[dict]) -> pa.RecordBatch:
         "topic_name": pa.array(["orders"] * len(rows)),
         "topic_partition": pa.array([r["tp"] for r in rows], pa.int32()),
         "error_message": pa.array([r.get("odd") for r in rows]),
-        "offset_commit_value": pa.array([{"offset": 10 * r["offset"], "leader_epoch": -1} for r in rows], _VALUE),
+        "offset_commit_value": pa.array([None if r.get("tombstone") else
+                                         {"offset": 10 * r["offset"], "leader_epoch": r.get("epoch", -1),
+                                          "metadata": r.get("metadata", "")} for r in rows], _VALUE),
         COMMIT_AFTER_COMMIT_COLUMN: pa.array([r["after"] for r in rows]),
         COMMIT_MID_RUN_COLUMN: pa.array([r["mid"] for r in rows]),
     })
 
 
+def _commits(packed: dict) -> list[dict]:
+    """A packed row's ``PACKED_COLUMN`` (a list per field) as one dict per commit."""
+    return [dict(zip(packed, values)) for values in zip(*packed.values())]
+
+
 def _unpack(batch: pa.RecordBatch) -> list[dict]:
-    """The rows ``batch`` stands for, as sorted dicts without ``PACKED_COLUMN``."""
+    """The rows ``batch`` stands for, as sorted dicts without ``PACKED_COLUMN``: a packed commit has the row's
+    columns but its own offset, timestamp and ``VALUE_ELEMENTS`` of its value."""
     out = []
     for row in batch.to_pylist():
         packed = row.pop(PACKED_COLUMN)
         if packed is None:
             out.append(row)
             continue
-        for element in packed:
-            out.append({**row, **{name: element[name] for name in PACKED_FIELDS}})
+        for commit in _commits(packed):
+            value = dict(row["offset_commit_value"])
+            value.update({source: commit[name] for name, source in VALUE_ELEMENTS.items() if source in value})
+            out.append({**row, "offset": commit["offset"], "timestamp": commit["timestamp"],
+                        "offset_commit_value": value})
     return sorted(out, key=lambda r: (r["group_id"] or "", r["topic_partition"], r["offset"]))
 
 
@@ -58,23 +69,27 @@ def test_the_commits_marked_both_ways_pack_a_row_per_key():
     packed = pack_batch(batch)
     assert packed.schema.names == [*batch.schema.names, PACKED_COLUMN]
     lists = {(r["group_id"], r["topic_partition"]): r[PACKED_COLUMN] for r in packed.to_pylist() if r[PACKED_COLUMN]}
-    assert {k: [e["offset"] for e in v] for k, v in lists.items()} == {("g", 0): [1, 3, 5, 7], ("g", 1): [2, 4]}
+    assert {k: v["offset"] for k, v in lists.items()} == {("g", 0): [1, 3, 5, 7], ("g", 1): [2, 4]}
+    assert lists[("g", 0)]["committed_offset"] == [10, 30, 50, 70] and lists[("g", 0)]["leader_epoch"] == [-1] * 4
+    assert "commit_timestamp" not in lists[("g", 0)]  # a field the batch's values do not have
     assert packed.num_rows == len(rows) - 6 + 2
     first = next(r for r in packed.to_pylist() if r[PACKED_COLUMN] and r["topic_partition"] == 0)
-    assert first["offset"] == 1 and first["offset_commit_value"] == {"offset": 10, "leader_epoch": -1}
+    assert first["offset"] == 1 and first["offset_commit_value"] == {"offset": 10, "leader_epoch": -1, "metadata": ""}
     assert _unpack(packed) == sorted((dict(r) for r in batch.to_pylist()),
                                      key=lambda r: (r["group_id"], r["topic_partition"], r["offset"]))
 
 
 _ROW = st.fixed_dictionaries({
     "group": st.sampled_from(["g", "h", None]), "tp": st.integers(0, 2), "mid": st.booleans(), "after": st.booleans(),
-    "odd": st.sampled_from([None, None, None, "x"])})
+    "odd": st.sampled_from([None, None, None, "x"]), "epoch": st.sampled_from([-1, -1, 4, None]),
+    "metadata": st.sampled_from(["", "", "m", None]), "tombstone": st.sampled_from([False, False, False, True])})
 
 
 @given(rows=st.lists(_ROW, max_size=40), offsets=st.randoms(use_true_random=False))
 def test_unpacking_a_packed_batch_gives_its_rows_back(rows, offsets):
-    """Any mix of marks, keys (a null group too), rows unlike their key's first, in any order: the packed batch
-    stands for exactly the batch's rows, and only rows marked both ways of a key with another such row are packed."""
+    """Any mix of marks, keys (a null group too), rows unlike their key's first (another column, another metadata in
+    the value, a null value), leader epochs that change, in any order: the packed batch stands for exactly the batch's
+    rows, and only rows marked both ways of a key with another such row are packed."""
     positions = list(range(len(rows)))
     offsets.shuffle(positions)
     batch = _batch([dict(r, offset=o) for r, o in zip(rows, positions)])
@@ -83,8 +98,10 @@ def test_unpacking_a_packed_batch_gives_its_rows_back(rows, offsets):
                                      key=lambda r: (r["group_id"] or "", r["topic_partition"], r["offset"]))
     for row in packed.to_pylist():
         if row[PACKED_COLUMN] is not None:
-            assert len(row[PACKED_COLUMN]) >= 2 and row[COMMIT_MID_RUN_COLUMN] and row[COMMIT_AFTER_COMMIT_COLUMN]
-            assert [e["offset"] for e in row[PACKED_COLUMN]] == sorted(e["offset"] for e in row[PACKED_COLUMN])
+            offsets = row[PACKED_COLUMN]["offset"]
+            assert len(offsets) >= 2 and row[COMMIT_MID_RUN_COLUMN] and row[COMMIT_AFTER_COMMIT_COLUMN]
+            assert offsets == sorted(offsets) and row["offset"] == offsets[0]
+            assert all(len(values) == len(offsets) for values in row[PACKED_COLUMN].values())
 
 
 def test_a_batch_with_nothing_to_pack_gains_a_null_column():
@@ -111,7 +128,7 @@ def test_the_packed_read_unpacks_to_the_plain_read_and_the_same_commit_records(s
     packed = read_decoded(spark, source, with_decoded_record=True, compact=True, pack_commits=True).persist()
     try:
         runs = packed.filter(F.col(PACKED_COLUMN).isNotNull())
-        in_runs = runs.select(F.sum(F.size(PACKED_COLUMN))).first()[0]
+        in_runs = runs.select(F.sum(F.size(F.col(PACKED_COLUMN)["offset"]))).first()[0]
         assert runs.count() * 10 < in_runs, "the reader packs most mid-run commits"
         assert packed.count() == plain.count() - in_runs + runs.count()
         assert_df_equality(unpacked(packed).drop(PACKED_COLUMN), plain, ignore_row_order=True)

@@ -277,10 +277,12 @@ def _commits_of_runs(runs):
     each one's ``committed_offset``, ``offset`` and ``time``, the rest the run's; without ``_last`` and ``_run``."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.codec.packing import elements
+
     commit = run_commit(F.col("_commit"))
     own = {"committed_offset": commit["committed_offset"], "offset": commit["record_offset"],
            "time": commit["timestamp"]}
-    exploded = runs.select("*", F.explode("_run").alias("_commit"))
+    exploded = runs.select("*", F.explode(elements(F.col("_run"))).alias("_commit"))
     return exploded.select(*[own[c].alias(c) if c in own else F.col(c) for c in runs.columns
                              if c not in ("_last", "_run")])
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from offsets_audit.codec.spark import DECODED_COLUMNS
+from offsets_audit.codec.packing import packed_ddl
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,13 +51,14 @@ COMMIT_RECORDS_DDL = (
     "producer_id long, is_tombstone boolean, committed_offset long, committed_leader_epoch int, metadata string, "
     "commit_timestamp long, topic_id string"
 )
-#: ``commit_runs``' ``commits``: each record's own columns as the codec decoded them (``codec.packing``); the
-#: columns ``commit_records`` has of them come of it per record (``run_commit``), where a run is taken apart.
-_RUN_COMMITS_TYPE = ("array<struct<offset: bigint, timestamp: timestamp, offset_commit_value: "
-                     + DECODED_COLUMNS["offset_commit_value"][1] + ">>")
+#: ``commit_runs``' ``commits``: what each record keeps of its own, as the codec packed it (``codec.packing``: a list
+#: per field); the columns ``commit_records`` has of them come of it per record (``run_commit``), where a run is
+#: taken apart.
+_RUN_COMMITS_TYPE = packed_ddl({"offset": "bigint", "timestamp": "timestamp"})
 #: Columns of ``commit_runs``: the records of one packed row (``codec.packing``), ``explode_runs`` gives them back.
 COMMIT_RUNS_DDL = ("group_id string, topic string, topic_partition int, record_partition int, producer_id long, "
-                   "is_tombstone boolean, first_offset long, last_offset long, commits " + _RUN_COMMITS_TYPE)
+                   "is_tombstone boolean, metadata string, topic_id string, first_offset long, last_offset long, "
+                   "commits " + _RUN_COMMITS_TYPE)
 #: Fields of the commit stored at a key's end (``key_end``) besides its position, segment and committed offset.
 _STORED_AT_END = ("committed_leader_epoch", "metadata", "commit_timestamp", "producer_id")
 #: Columns of ``resolve_commits(..., digest=True)``: the log's columns, and on each key's last row the commit
@@ -121,24 +122,31 @@ def commit_runs(decoded):
     packed = F.col(PACKED_COLUMN)
     rows = decoded.filter(packed.isNotNull() & F.col("error_code").isNull() & _is_commit())
     shared = [column for name, column in _commit_columns(rows, named=True) if name in _RUN_SHARED]
-    return rows.select(*shared, packed[0]["offset"].cast("long").alias("first_offset"),
-                       F.element_at(packed, -1)["offset"].cast("long").alias("last_offset"), packed.alias("commits"))
+    return rows.select(*shared, packed["offset"][0].cast("long").alias("first_offset"),
+                       F.element_at(packed["offset"], -1).cast("long").alias("last_offset"), packed.alias("commits"))
 
 
 def run_commit(element) -> dict:
     """``commit_records``' columns that differ between the records of a run, by name, of one element of
-    ``commit_runs``' ``commits`` (a column)."""
+    ``codec.packing.elements`` of ``commit_runs``' ``commits`` (a column). The value's metadata and topic id are the
+    run's (``commit_runs``' own columns)."""
+    from pyspark.sql import functions as F
+
+    value = {"offset": element["committed_offset"], "leader_epoch": element["leader_epoch"],
+             "commit_timestamp": element["commit_timestamp"], "metadata": F.lit(None), "topic_id": F.lit(None)}
     return {name: column.alias(name) for name, column in _record_columns(
-        element["offset"], record_time_ms(element["timestamp"]), element["offset_commit_value"])}
+        element["offset"], record_time_ms(element["timestamp"]), value) if name not in _RUN_SHARED}
 
 
 def explode_runs(runs):
     """The ``commit_records`` rows (``COMMIT_RECORDS_DDL``) that ``commit_runs`` rows stand for."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.codec.packing import elements
+
     names = [c.split()[0] for c in COMMIT_RECORDS_DDL.split(", ")]
     own = run_commit(F.col("_c"))
-    exploded = runs.select(*_RUN_SHARED, F.explode("commits").alias("_c"))
+    exploded = runs.select(*_RUN_SHARED, F.explode(elements(F.col("commits"))).alias("_c"))
     return exploded.select(*[own.get(c, F.col(c)) for c in names])
 
 
@@ -176,7 +184,8 @@ def _is_commit():
 
 
 #: ``commit_runs``' columns the records of a run share (each one's own are in ``commits``).
-_RUN_SHARED = ("group_id", "topic", "topic_partition", "record_partition", "producer_id", "is_tombstone")
+_RUN_SHARED = ("group_id", "topic", "topic_partition", "record_partition", "producer_id", "is_tombstone", "metadata",
+               "topic_id")
 
 
 def _commit_columns(decoded, *, named: bool = False) -> list:
