@@ -28,7 +28,8 @@ def _kafka_events(name):
 def simulated_events(tmp_path_factory):
     out = tmp_path_factory.mktemp("tracked")
     simulate(out, groups=10, hours=0.25, seed=5, partitions=3, faults=list(FAULT_KINDS), formats=("segments",))
-    return replay_records([r for path, part in list_segments(out / "segments") for r in read_segment(path, part)]).events
+    records = [r for path, part in list_segments(out / "segments") for r in read_segment(path, part)]
+    return replay_records(records).events
 
 
 def _fingerprint(m):

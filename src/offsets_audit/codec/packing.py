@@ -56,8 +56,9 @@ def pack_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` (decoded, marked, ``compact_batch``-ed) with ``PACKED_COLUMN``: the commits marked both mid-run and
     after a commit, of one key (``_KEY``), with a value, equal in every column but their offset, timestamp and
     ``VALUE_ELEMENTS`` of their value, at least two, become one row (the first by offset, ``PACKED_COLUMN`` listing
-    each one's by offset, ``packed_type``); every other row stays as it is, ``PACKED_COLUMN`` null. Rows come out in no particular order (the readers sort what they need sorted).
-    Anything unexpected leaves the batch unpacked: packing only saves work."""
+    each one's by offset, ``packed_type``); every other row stays as it is, ``PACKED_COLUMN`` null. Rows come out
+    in no particular order (the readers sort what they need sorted). Anything unexpected leaves the batch unpacked:
+    packing only saves work."""
     n = batch.num_rows
     names = batch.schema.names
     if PACKED_COLUMN in names:
@@ -87,7 +88,8 @@ def pack_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     lists = []
     for field in list_type:
         source = VALUE_ELEMENTS.get(field.name)
-        values = (batch.column(names.index(field.name)) if source is None else pc.struct_field(value, source)).take(taken)
+        column = batch.column(names.index(field.name)) if source is None else pc.struct_field(value, source)
+        values = column.take(taken)
         lists.append(pa.ListArray.from_arrays(bounds, values).cast(field.type))
     packs = pa.StructArray.from_arrays(lists, fields=list(list_type))
     kept = batch.take(pa.array(np.r_[single, firsts]))
