@@ -1,5 +1,7 @@
 """The local session the job builds (``spark_session.get_spark``): the JVM options it starts the driver with."""
 
+import pytest
+
 
 def test_the_local_driver_runs_the_parallel_collector_with_our_log_config(spark):
     options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
@@ -43,3 +45,18 @@ def test_a_local_session_has_a_shuffle_partition_per_core():
     assert local_conf("local[*]")["spark.sql.shuffle.partitions"] == str(os.cpu_count())
     assert local_conf("spark://127.0.0.1:7077")["spark.sql.shuffle.partitions"] == str(SHUFFLE_PARTITIONS)
     assert local_conf("local[2]", shuffle_partitions=8)["spark.sql.shuffle.partitions"] == "8"
+
+
+@pytest.mark.spark
+def test_the_python_group_stages_run_four_tasks_per_core(spark):
+    """The fold, the walk and the assignor re-runs partition their groups into ``GROUP_TASKS_PER_CORE`` tasks per core
+    of a local session (``plans.by_group``), each group whole in one of them."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.plans import GROUP_TASKS_PER_CORE, by_group, master_cores
+
+    cores = master_cores(spark.conf.get("spark.master"))
+    parted = by_group(spark.range(1000).select(F.format_string("g-%d", F.col("id") % 37).alias("group_id")))
+    assert parted.rdd.getNumPartitions() == GROUP_TASKS_PER_CORE * cores
+    placed = parted.select("group_id", F.spark_partition_id().alias("task")).distinct()
+    assert placed.count() == 37 == placed.select("group_id").distinct().count()

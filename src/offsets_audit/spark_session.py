@@ -12,6 +12,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from offsets_audit.plans import master_cores
+
 
 #: Generated classes a local session keeps compiled (``spark.sql.codegen.cache.maxEntries``): a few runs' worth.
 CODEGEN_CACHE_ENTRIES = 1000
@@ -39,19 +41,6 @@ def planning_compile_options() -> str:
     return " ".join(["-XX:CompileCommand=quiet", *(
         f"-XX:CompileCommand=CompileThresholdScaling,{package}.*::*,{PLANNING_COMPILE_SCALING}"
         for package in PLANNING_PACKAGES)])
-
-
-def master_cores(master: str) -> int | None:
-    """The cores a local master runs tasks on (``local`` 1, ``local[N]`` and ``local[N,F]`` N, ``local[*]`` this
-    machine's); None for any other master (a cluster's)."""
-    import re
-
-    if master == "local":
-        return 1
-    found = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
-    if found is None:
-        return None
-    return (os.cpu_count() or 1) if found.group(1) == "*" else int(found.group(1))
 
 
 #: Shuffle partitions of a session on a master ``master_cores`` does not know.

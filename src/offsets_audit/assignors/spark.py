@@ -15,6 +15,7 @@ import pandas as pd
 
 from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, GroupRerun, audit_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
+from offsets_audit.plans import by_group
 from offsets_audit.workers import fewer_collections
 
 _ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
@@ -156,10 +157,10 @@ def _per_group(frame, one_group, offsets, ddl: str):
         def without_offsets(pdf: pd.DataFrame) -> pd.DataFrame:  # one argument: Spark passes no grouping key
             return one_group(pdf)
 
-        return frame.groupBy("group_id").applyInPandas(without_offsets, ddl)
+        return by_group(frame).groupBy("group_id").applyInPandas(without_offsets, ddl)
     offset_columns = [c for c in ("group_id", "topic", "partition", "committed_offset", "status", "end_offset",
                                   "begin_offset") if c in offsets.columns]
-    return (frame.groupBy("group_id").cogroup(offsets.select(*offset_columns).groupBy("group_id"))
+    return (by_group(frame).groupBy("group_id").cogroup(by_group(offsets.select(*offset_columns)).groupBy("group_id"))
             .applyInPandas(one_group, ddl))
 
 

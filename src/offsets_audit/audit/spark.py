@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
+from offsets_audit.plans import by_group
 from offsets_audit.workers import fewer_collections
 
 from .engine import GroupTimeline, audit_group
@@ -131,7 +132,7 @@ def walk_groups(events, config: dict, end_time_ms: int | None, *, members: bool 
     output_type = _parse_datatype_string(_OUTPUT_DDL)
     assert isinstance(output_type, StructType)
     schema = to_arrow_schema(output_type)
-    return events.select(*EVENT_COLUMNS).groupBy("group_id").applyInArrow(
+    return by_group(events.select(*EVENT_COLUMNS)).groupBy("group_id").applyInArrow(
         _audit_groups(config, end_time_ms, schema, members=members, context_only=context_only), _OUTPUT_DDL)
 
 

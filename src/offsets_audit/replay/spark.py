@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from offsets_audit.codec.spark import COMMIT_AFTER_COMMIT_COLUMN, DECODED_RECORD_COLUMN
+from offsets_audit.plans import by_group
 from offsets_audit.workers import fewer_collections
 
 from .commit_log import COMMIT_DIGEST_DDL, COMMIT_LOG_DDL, COMMIT_RECORDS_DDL, COMMIT_RUNS_DDL, record_time_ms
@@ -403,8 +404,7 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
     assert isinstance(output_type, StructType)
     fold_schema = to_arrow_schema(output_type)
-    folded = (_group_inputs(decoded_df)
-              .repartition("group_id").sortWithinPartitions("group_id", "partition", "offset")
+    folded = (by_group(_group_inputs(decoded_df)).sortWithinPartitions("group_id", "partition", "offset")
               .groupBy("group_id").applyInArrow(_fold_groups_arrow(fold_schema), FOLD_OUTPUT_DDL))
     folded = folded.cache()
 
