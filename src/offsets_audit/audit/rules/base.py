@@ -62,15 +62,11 @@ class GroupView:
         self.first_time: int | None = None
         #: (time, group type, had members) of a deletion that the very next event may turn into a conversion
         self._just_deleted: tuple | None = None
-        self.touched = None
-        self._holders = None
-        self._shared = 0
-        self._unreconciled = None
 
     # What the view keeps up to date as events change it, so that a batch end costs what the batch changed, not
     # the group's size (a group of m members holding p partitions was scanned whole at every one of its batch
-    # ends). Class defaults too: a view pickled in an incremental checkpoint without them rebuilds them from its
-    # members on first use.
+    # ends). Class defaults only (``__init__`` sets none of them): a new view and one pickled in an incremental
+    # checkpoint before they existed start from them alike, and rebuild what they need from the members on first use.
     #: ids of the members an event changed since the last ``batch_checked`` (None: every member).
     touched: set | None = None
     #: (topic_id, partition) -> how many members hold it (assigned or pending revocation); None: to rebuild.
@@ -123,8 +119,7 @@ class GroupView:
 
     def _holdings(self) -> list:
         """Per member the (topic_id, partition)s it holds (assigned or pending revocation): ``owners()`` by member."""
-        return [m.assigned.keys() | m.pending.keys() if m.pending else m.assigned.keys()
-                for m in self.members.values()]
+        return [_held(m.assigned, m.pending) for m in self.members.values()]
 
     def held(self) -> set[tuple]:
         """The (topic_id, partition)s some member holds: ``owners()``' keys, without building its lists."""
@@ -164,8 +159,7 @@ class GroupView:
     def _set_holdings(self, m: MemberView, assigned: dict, pending: dict) -> None:
         """``m`` holds ``assigned`` and ``pending`` now: the holder counts follow (only what changed)."""
         self._holder_counts()
-        old = m.assigned.keys() | m.pending.keys() if m.pending else m.assigned.keys()
-        new = assigned.keys() | pending.keys() if pending else assigned.keys()
+        old, new = _held(m.assigned, m.pending), _held(assigned, pending)
         self._count_holdings(old - new, -1)
         self._count_holdings(new - old, 1)
         m.assigned, m.pending = assigned, pending
@@ -242,7 +236,7 @@ class GroupView:
                 self.classic_members = [x for x in self.classic_members if x != ev.member_id]
             gone = self.members.pop(ev.member_id, None)
             if gone is not None and self._holders is not None:
-                self._count_holdings(gone.assigned.keys() | gone.pending.keys(), -1)
+                self._count_holdings(_held(gone.assigned, gone.pending), -1)
         elif kind == EventKind.MEMBER_FENCED_BY_TOMBSTONE:
             m = self.members.get(ev.member_id)
             if m is not None:
@@ -304,6 +298,12 @@ class GroupView:
         self.converted = False
         self.created_in_log = False
         self.topology_ready = None
+
+
+def _held(assigned: dict, pending: dict):
+    """The (topic_id, partition)s a member holds: assigned or pending revocation (a view of ``assigned``'s keys when
+    nothing is pending, no copy)."""
+    return assigned.keys() | pending.keys() if pending else assigned.keys()
 
 
 def _task_lags(details: dict) -> dict:
