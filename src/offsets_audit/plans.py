@@ -20,8 +20,9 @@ def master_cores(master: str) -> int | None:
 
 
 def by_group(df, key: str = "group_id"):
-    """``df`` hash-partitioned by ``key`` for a stage that runs Python per group (``groupBy(key).applyIn...``: the
-    fold, the walk, the assignor re-runs), in ``GROUP_TASKS_PER_CORE`` tasks per core on a local session.
+    """``df`` hash-partitioned by ``key`` for a stage whose work per group is uneven: those that run Python per
+    group (``groupBy(key).applyIn...``: the fold, the walk, the assignor re-runs) and the commit log's windows
+    (``replay.commit_log``), in ``GROUP_TASKS_PER_CORE`` tasks per core on a local session.
 
     A local session has one shuffle partition per core (``spark_session.local_conf``), so such a stage ran one task
     per core, each with the groups their hashes gave it: the bench's 100 groups put 533 k of the walk's events in one

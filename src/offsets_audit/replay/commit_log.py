@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from offsets_audit.codec.packing import packed_ddl
+from offsets_audit.plans import by_group
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -292,8 +293,11 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
                    F.col("_next.marker_timestamp").alias("marker_timestamp"))
            .withColumn("_carried_at", F.lit(None).cast("long")))
 
-    # Pass 2: per offset key, in the order the coordinator applied them.
-    rows = settled.unionByName(txn.select(*settled.columns)).repartition("group_id")
+    # Pass 2: per offset key, in the order the coordinator applied them. Partitioned by group id (the audit's
+    # per-group windows read the log as it is), four tasks per core on a local session (``by_group``): the rows are
+    # far from even across groups (at 22.3 M simulated records 1.45 M of the digest's 1.55 M rows fell in one of two
+    # tasks, the other core idle for 9 of the stage's 11.5 s).
+    rows = by_group(settled.unionByName(txn.select(*settled.columns)))
     is_txn = (F.col("producer_id") != NO_PRODUCER_ID) & ~F.col("is_tombstone") & ~F.col("carried") \
         | (F.col("carried") & F.col("_carried_at").isNull())
     rows = rows.withColumn("_txn", is_txn).withColumn(
