@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-#: Shuffle partitions per core of a stage whose tasks run Python per group on a local session (``by_group``).
+#: Shuffle partitions per core of a stage whose work per group is uneven, on a local session (``by_group``).
 GROUP_TASKS_PER_CORE = 4
 
 
@@ -30,7 +30,11 @@ def by_group(df, key: str = "group_id"):
     the larger one, the other core idle for the difference. Four tasks per core, taken by whichever core is free,
     even that out (the largest of 8 tasks there 181 k events). Off a local master the session's own shuffle
     partitions (a cluster's are many) partition ``df`` as before."""
-    cores = master_cores(df.sparkSession.conf.get("spark.master", "") or "")
+    try:
+        master = df.sparkSession.conf.get("spark.master", "") or ""
+    except Exception:  # a session that does not show its master (a restricted Spark Connect one): not a local one
+        master = ""
+    cores = master_cores(master)
     if cores is None:
         return df.repartition(key)
     return df.repartition(GROUP_TASKS_PER_CORE * cores, key)
