@@ -53,8 +53,8 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int | None = None) 
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # One shuffle partition per core (``master_cores``): every shuffle's tasks run in one wave, as many Python
-        # workers as there are cores. The stages that run Python per group (the fold, the walk, the assignor
-        # re-runs) ask for four tasks per core themselves (``plans.by_group``), their groups' sizes being uneven.
+        # workers as there are cores. The stages whose work per group is uneven (the fold, the walk, the assignor
+        # re-runs, the commit log's windows) ask for four tasks per core themselves (``plans.by_group``).
         # Alternated runs of the 0.46 M + 5.3 M bench on local[2] in fresh JVMs: 5.3 M 42.1 / 45.2 s
         # with 2 against 46.4 / 49.0 s with 4, 0.46 M 42.1 / 41.7 s against 44.7 / 47.1 s (README, "Shuffle
         # partitions").
