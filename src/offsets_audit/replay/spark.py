@@ -216,10 +216,10 @@ _COMMIT_STAND_INS = {int(t): marshal.dumps((int(t), {}, {})) for t in sorted(OFF
 
 
 def _group_inputs(decoded_df):
-    """The fold's input rows: every group record, and of the offset commits (~90 % of the log) only the first
-    one after each group record, the only ones that can (re)create a simple classic group; a commit as a
-    stand-in decoded record (``_COMMIT_STAND_INS``), never its bytes, so the shuffle that orders each group's
-    rows moves little more than positions."""
+    """The fold's input rows, partitioned by group (``plans.by_group``): every group record, and of the offset
+    commits (~90 % of the log) only the first one after each group record, the only ones that can (re)create a
+    simple classic group; a commit as a stand-in decoded record (``_COMMIT_STAND_INS``), never its bytes, so the
+    shuffle that orders each group's rows moves little more than positions."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -247,7 +247,9 @@ def _group_inputs(decoded_df):
     )
     w = Window.partitionBy("group_id").orderBy("partition", "offset")
     previous_is_commit = F.lag("record_type").over(w).isin(*_COMMIT_STAND_INS)
-    return relevant.withColumn("_prev", previous_is_commit).filter(
+    # Partitioned for the fold (``by_group``) before the window, which that partitioning satisfies: one shuffle of
+    # these rows, not the window's and then the fold's.
+    return by_group(relevant).withColumn("_prev", previous_is_commit).filter(
         ~is_commit | F.col("_prev").isNull() | ~F.col("_prev")
     ).drop("_prev", "record_type")
 
@@ -404,7 +406,7 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
     assert isinstance(output_type, StructType)
     fold_schema = to_arrow_schema(output_type)
-    folded = (by_group(_group_inputs(decoded_df)).sortWithinPartitions("group_id", "partition", "offset")
+    folded = (_group_inputs(decoded_df).sortWithinPartitions("group_id", "partition", "offset")
               .groupBy("group_id").applyInArrow(_fold_groups_arrow(fold_schema), FOLD_OUTPUT_DDL))
     folded = folded.cache()
 
