@@ -89,3 +89,17 @@ def test_spark_offsets_equal_pure_replay_committed_and_pending(replayed):
                          for k, c in pure.offsets.committed.items()}
     pending = {(r["producer_id"], r["group_id"], r["topic"], r["partition"]) for r in tables["offsets"] if r["status"] == "pending"}
     assert pending == {(r["producer_id"], r["group_id"], r["topic"], r["partition"]) for r in pure.offsets.pending_rows()}
+
+
+
+def test_the_fold_input_is_shuffled_once(spark):
+    """The fold's input is partitioned by group (``plans.by_group``) before the window that keeps the first commit
+    after each group record, which that partitioning satisfies: one exchange and one sort, none again for the
+    fold's grouping."""
+    from offsets_audit.codec.spark import decode
+    from offsets_audit.replay.spark import fold_groups
+
+    records = load_expected(HISTORIES / f"{HISTORY_NAMES[0]}-00000000000000000000.expected.jsonl")
+    plan = fold_groups(decode(_source_df(spark, records)))._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == 1, plan
+    assert plan.count("Sort [") == 1, plan

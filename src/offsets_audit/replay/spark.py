@@ -390,6 +390,18 @@ class ReplayTables(StageTables):
     cached: tuple = cached_intermediates()
 
 
+def fold_groups(decoded_df):
+    """Every group's records through ``GroupFold`` (``FOLD_OUTPUT_DDL`` rows: one typed struct per kind of row), the
+    rows of a group in log order; one shuffle of the fold's input (``_group_inputs``)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
+    assert isinstance(output_type, StructType)
+    return (_group_inputs(decoded_df).sortWithinPartitions("group_id", "partition", "offset")
+            .groupBy("group_id").applyInArrow(_fold_groups_arrow(to_arrow_schema(output_type)), FOLD_OUTPUT_DDL))
+
+
 def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     """Replay the codec's output (``offsets_audit.codec.spark.decode``) into the replay tables
     (docs/replay.md); ``commit_digest``, the resolved commit log's digest, also feeds the ``offsets`` table.
@@ -397,18 +409,11 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     ``whole_log``: plan ``offset_commits``, the whole resolved commit log, too (notebooks and tests read it). The job
     never computes it and leaves it out: planning its windows cost the driver ~0.6 s a run, with cores idle."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType, _parse_datatype_string
 
     from .commit_log import commit_records, commit_runs, digest_snapshot, resolve_commits
 
     digest = resolve_commits(decoded_df, digest=True)
-    output_type = _parse_datatype_string(FOLD_OUTPUT_DDL)
-    assert isinstance(output_type, StructType)
-    fold_schema = to_arrow_schema(output_type)
-    folded = (_group_inputs(decoded_df).sortWithinPartitions("group_id", "partition", "offset")
-              .groupBy("group_id").applyInArrow(_fold_groups_arrow(fold_schema), FOLD_OUTPUT_DDL))
-    folded = folded.cache()
+    folded = fold_groups(decoded_df).cache()
 
     def part(kind: str):
         return folded.filter(F.col("kind") == kind).select(f"{kind}.*")
