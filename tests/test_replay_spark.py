@@ -91,7 +91,6 @@ def test_spark_offsets_equal_pure_replay_committed_and_pending(replayed):
     assert pending == {(r["producer_id"], r["group_id"], r["topic"], r["partition"]) for r in pure.offsets.pending_rows()}
 
 
-
 def test_the_fold_input_is_shuffled_once(spark):
     """The fold's input is partitioned by group (``plans.by_group``) before the window that keeps the first commit
     after each group record, which that partitioning satisfies: one exchange and one sort, none again for the
