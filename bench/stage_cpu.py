@@ -16,6 +16,7 @@ Wall times drift with the machine (README, Figures); the busy share and the CPU 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import sys
@@ -24,24 +25,33 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "src"))
-sys.path.insert(0, str(BENCH))
 
-import audit as audit_bench  # noqa: E402  (bench/audit.py: the JVM and worker CPU figures)
+
+def _audit_bench():
+    """``bench/audit.py`` as a module (its JVM and worker CPU figures), loaded by path: no bench folder on sys.path."""
+    spec = importlib.util.spec_from_file_location("offsets_audit_bench_audit", BENCH / "audit.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+audit_bench = _audit_bench()
 
 CORES = 2
 
 
-class _StageMarks(io.TextIOBase):
-    """Standard error as it was, noting the JVM figures at each ``[offsets-audit] <stage> ...`` line the job writes."""
+class StageMarks(io.TextIOBase):
+    """Standard error as it was (``real``), noting ``(stage, time, figures())`` at each ``[offsets-audit] <stage> ...``
+    line the job writes."""
 
-    def __init__(self, real, spark) -> None:
-        self.real, self.spark, self.marks = real, spark, []
+    def __init__(self, real, figures) -> None:
+        self.real, self.figures, self.marks = real, figures, []
 
     def write(self, text: str) -> int:
         line = text.strip()
         if line.startswith("[offsets-audit] ") and line.endswith(" ..."):
-            self.marks.append((line[len("[offsets-audit] "):-4], time.perf_counter(),
-                               audit_bench._jvm_figures(self.spark)))
+            self.marks.append((line[len("[offsets-audit] "):-4], time.perf_counter(), self.figures()))
         return self.real.write(text)
 
     def flush(self) -> None:
@@ -59,7 +69,7 @@ def run(spark, history: Path, output: Path) -> None:
         "run_id": "stage-cpu",
         "broker": {"group_overrides": json.loads(configs.read_text()) if configs.is_file() else {}},
     })
-    marks = _StageMarks(sys.stderr, spark)
+    marks = StageMarks(sys.stderr, lambda: audit_bench._jvm_figures(spark))
     began, before = time.perf_counter(), audit_bench._jvm_figures(spark)
     sys.stderr = marks
     try:

@@ -53,3 +53,18 @@ def test_the_jvm_figures_grow_with_a_spark_job(bench, spark):
     # HotSpot's compiler threads are found by name: at least C1's and C2's first thread of a tiered JVM
     assert len(before["compiler_threads"]) >= 2 and 0 <= during["jit_cpu_s"] <= during["jvm_cpu_s"]
     assert during["workers_cpu_s"] >= 0 and during["generated_classes"] >= 0
+
+
+def test_the_stage_bench_notes_each_stage_the_job_announces_and_passes_the_text_on():
+    import io
+
+    stage_cpu = load_script("bench/stage_cpu.py", "offsets_audit_bench_stage_cpu")
+    real = io.StringIO()
+    readings = iter(range(100))
+    marks = stage_cpu.StageMarks(real, lambda: next(readings))
+    for text in ["[offsets-audit] read+decode ...\n", "a warning\n", "[offsets-audit] replay ...\n",
+                 "run demo: [offsets-audit] not a stage\n"]:
+        marks.write(text)
+    assert [(name, figures) for name, _, figures in marks.marks] == [("read+decode", 0), ("replay", 1)]
+    assert marks.marks[0][1] <= marks.marks[1][1]
+    assert real.getvalue().count("\n") == 4
