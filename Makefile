@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo check test bench dist clean
+.PHONY: install browser kafka demo check test bench dist clean
 
 # setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
@@ -24,6 +24,12 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "note: chromium not installed (needs root); the report screenshot test will be skipped"
 
+# Kafka's own jars (broker, tools, clients, coordinator) with the project's Java helpers compiled against them,
+# and Spark's kafka source and Delta's Spark jars: resolved by the machine's Maven into .cache/ (git-ignored).
+kafka: $(STAMP)
+	$(BIN)/python tests/kafka_jars.py kafka
+	$(BIN)/python tests/kafka_jars.py spark
+
 # The static checks, before any test runs: lint, types of src/, the stage layers, cycles and private imports.
 check: $(STAMP)
 	$(BIN)/ruff check .
@@ -31,7 +37,7 @@ check: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python tools/check_imports.py src/offsets_audit
 
-test: $(STAMP) check browser
+test: $(STAMP) check browser kafka
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
@@ -42,4 +48,4 @@ dist: $(STAMP)
 	cd src && $(abspath $(BIN))/python -m zipfile -c ../dist/offsets_audit.zip offsets_audit
 
 clean:
-	rm -rf $(VENV) dist build spark-warehouse
+	rm -rf $(VENV) dist build spark-warehouse .cache
