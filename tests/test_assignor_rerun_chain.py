@@ -1,6 +1,6 @@
 """Assignor re-runs chained the way the coordinator ran them (``rerun.RerunChain``, ``current_order`` column).
 
-Each golden assignor scenario (steps 0..N of one group, golden README section 4) is turned into the
+Each golden assignor scenario (steps 0..N of one group, ``tests/golden/README.md``) is turned into the
 ``target_assignments`` rows a replay would give: one row per step, with the step's input as the members and the
 previous target, and the step's expected output as the recorded target. The previous target is the golden input's
 sorted JSON, i.e. an order that is *not* the Java order Kafka iterated -- as when record order is lost -- so the

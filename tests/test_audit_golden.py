@@ -1,4 +1,4 @@
-"""The audit over Kafka's own golden histories (README section 5): Kafka's coordinator breaks no rule.
+"""The audit over Kafka's own golden histories (``tests/golden/README.md``): Kafka's coordinator breaks no rule.
 
 The only findings are the offsets the golden driver commits at random (it moves some backwards,
 which Kafka accepts); every other rule stays silent on every record of every history.

@@ -1,5 +1,5 @@
 """``bench/audit.py``'s CPU split: the JVM's CPU, HotSpot's compile time, the collectors' and the Python workers'
-CPU between two readings, from ``/proc`` and ``java.lang.management`` (the figures the README's rows quote)."""
+CPU between two readings, from ``/proc`` and ``java.lang.management`` (the figures the bench records)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from offsets_audit.cli import main
 
 @pytest.mark.parametrize("command", ["check", "run"])
 def test_output_path_under_a_regular_file_is_one_line_and_exit_2(command, tmp_path, capsys):
-    """Issue 13 defect 8."""
+    """An output path under a regular file: one line naming --output, exit 2, before any Spark work."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "afile").write_text("not a folder")
     code = main([command, "--input", str(tmp_path / "logs"), "--input-format", "segments",

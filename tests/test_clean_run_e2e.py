@@ -1,4 +1,4 @@
-"""A healthy cluster passes the gate (issue 17): a clean simulated history and Kafka's own many-groups
+"""A healthy cluster passes the gate: a clean simulated history and Kafka's own many-groups
 history go through ``offsets-audit check`` (exit 0, PASS, every JUnit testcase passed), leave every table
 of the run on disk (empty where nothing was found), and render in the HTML report (headless Chromium, no
 console errors) and in the notebook, each saying in words that the run is clean."""
@@ -29,7 +29,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 @pytest.fixture(scope="module")
 def sim_check(spark, tmp_path_factory):
-    """The issue's reproduction: 5 groups, half an hour, 4 partitions, no faults; Parquet tables."""
+    """A small healthy history: 5 groups, half an hour, 4 partitions, no faults; Parquet tables."""
     from offsets_audit.simulate import simulate
 
     tmp = tmp_path_factory.mktemp("clean-sim")

@@ -1,4 +1,4 @@
-"""Issue 13, defect 5: losses are not cluster errors. Findings after quarantined records of their group's
+"""Losses are not cluster errors. Findings after quarantined records of their group's
 partition say so (``data_gap``), their severity is capped unless ``check.trust_after_gap``, and the verdict
 line counts quarantined rows and lost records; ``check.fail_on_quarantine`` fails the gate on any loss."""
 
@@ -115,8 +115,8 @@ def _corrupt_a_group_batch(segments_root):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_corruption_alone_does_not_fail_the_gate_and_the_verdict_counts_it(spark, tmp_path):
-    """The issue's reproduction: a damaged copy of a healthy history made `check` FAIL with error findings
-    right after the quarantined batch, and the verdict did not mention the quarantine."""
+    """A damaged copy of a healthy history: `check` must not FAIL with error findings right after the
+    quarantined batch, and the verdict mentions the quarantine."""
     import io
     import json
     from contextlib import redirect_stdout

@@ -1,4 +1,4 @@
-"""Issue 13, defect 2 (its leftover part): a `decode` that fails while writing leaves no `decoded/` or
+"""A `decode` that fails while writing leaves no `decoded/` or
 `quarantine/` behind, so a plain rerun (without --overwrite) is not refused for the failed run's debris."""
 
 from __future__ import annotations

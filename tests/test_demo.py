@@ -1,4 +1,4 @@
-"""The README's first quickstart command works from a clean clone: `offsets-audit demo` simulates a history,
+"""The quickstart's first command works from a clean clone: `offsets-audit demo` simulates a history,
 runs the whole job with local Spark and prints the summary and the report's path.
 
 `make demo` is this command after `make install`; the test runs the committed tree (a fresh `git clone`),

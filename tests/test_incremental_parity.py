@@ -1,4 +1,4 @@
-"""Incremental runs audit what is new with the findings of one batch run (issue 18).
+"""Incremental runs audit what is new with the findings of one batch run.
 
 A history (simulated with every fault kind, and a golden one Kafka made) is cut into k consecutive slices by
 offset, at batch boundaries of each partition's log: slice i grows the active segment files and adds the new
@@ -198,8 +198,8 @@ def faulted_batch(spark, faulted):
 
 
 @pytest.mark.spark
-#: k = 10 is ten incremental runs plus a batch run: ~30 min on a loaded 2-core machine, past the suite's 1,200 s.
-#: k = 3 (~90 s) too: the suite's parity on this history is the staggered three runs below, cut at the middle of
+#: k = 10 is ten incremental runs plus a batch run, far past the default suite's budget, and k = 3 past it too: the
+#: suite's parity on this history is the staggered three runs below, cut at the middle of
 #: every partition's log, the latency and the rules checked as here.
 @pytest.mark.parametrize("k", [pytest.param(1, marks=full_parity), pytest.param(3, marks=full_parity),
                                pytest.param(10, marks=[full_parity, pytest.mark.timeout(3600)])])

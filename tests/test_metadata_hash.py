@@ -1,5 +1,5 @@
 """KIP-1101 metadata hash against every golden line made by Kafka's ``Utils.computeTopicHash`` /
-``computeGroupHash`` (golden README section 6)."""
+``computeGroupHash`` (``tests/golden/README.md``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 13, input side: inputs that cannot crash or double, losses counted by offsets, config checked first.
+"""Inputs that cannot crash or double, losses counted by offsets, config checked first.
 
-Each test reproduces one defect of the issue on a small simulated history (real segment files and a real
+Each test reproduces one input defect on a small simulated history (real segment files and a real
 Parquet dump written by the simulator), then checks the fixed behaviour.
 """
 

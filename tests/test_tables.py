@@ -1,5 +1,5 @@
-"""Every table of a run exists with its schema, empty or not, in Parquet and Delta (issue 17), and a rerun
-of a run id replaces that run's rows in every table, also with nothing (issue 13, defect 1)."""
+"""Every table of a run exists with its schema, empty or not, in Parquet and Delta, and a rerun of a run id
+replaces that run's rows in every table, also with nothing."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_empty_in_empty_table_out_readable_with_its_schema(spark, tmp_path, name
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_rerun_with_no_rows_replaces_the_runs_rows_and_keeps_other_runs(spark, tmp_path, fmt):
-    """Issue 13 defect 1: a rerun that finds nothing must not leave the earlier attempt's findings."""
+    """A rerun that finds nothing must not leave the earlier attempt's findings."""
     out = str(tmp_path / "out")
     schema = tables.schema("findings")
     row = ("f1", "g", "consumer", "rebalance_storm", "warning", None, "storm", ["1:7"], "{}", False, 0)

@@ -44,7 +44,7 @@ def run(args) -> int:
     })
     # A demo-sized history is tiny for Spark: adaptive execution re-plans the rest of each plan after every
     # shuffle stage and submits each stage as its own job, and that driver work is most of the audit stage's
-    # time here (112 s without vs 200 s with it, same input, alternated at load ~11 on 2 cores). The nightly job
+    # time here. The nightly job
     # keeps Spark's default: on real volumes its partition coalescing and skew handling pay for themselves.
     spark = get_spark("offsets-audit-demo", master=config["spark"]["master"],
                       extra_conf={"spark.sql.adaptive.enabled": "false"})

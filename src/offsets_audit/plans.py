@@ -25,10 +25,9 @@ def by_group(df, key: str = "group_id"):
     (``replay.commit_log``), in ``GROUP_TASKS_PER_CORE`` tasks per core on a local session.
 
     A local session has one shuffle partition per core (``spark_session.local_conf``), so such a stage ran one task
-    per core, each with the groups their hashes gave it: the bench's 100 groups put 533 k of the walk's events in one
-    task and 374 k in the other at 22.3 M records (Spark's Murmur3 of the group ids), and the stage lasted as long as
-    the larger one, the other core idle for the difference. Four tasks per core, taken by whichever core is free,
-    even that out (the largest of 8 tasks there 181 k events). Off a local master the session's own shuffle
+    per core, each with the groups their hashes gave it (Spark's Murmur3 of the group ids), and the stage lasted as
+    long as the larger one, the other core idle for the difference. Four tasks per core, taken by whichever core is
+    free, even that out. Off a local master the session's own shuffle
     partitions (a cluster's are many) partition ``df`` as before."""
     try:
         master = df.sparkSession.conf.get("spark.master", "") or ""
@@ -46,8 +45,8 @@ def cached_leaf(df):
 
     Every DataFrame operation analyses the whole logical plan again on the driver. The audit builds a few
     hundred operations over the replay's tables, and each of those tables carries the read, the decode and the
-    replay's windows in its plan: building the audit's plans took 7-9 s of driver time on a 46 k-record
-    history (up to ~28 s with the machine busy), against ~2.5 s over leaves. The leaf still holds the
+    replay's windows in its plan: building the audit's plans over them took several times the driver time they
+    take over leaves. The leaf still holds the
     cache's physical plan, so blocks lost with an executor are recomputed from the lineage as before (unlike
     ``localCheckpoint``); unpersisting ``df`` (the caller keeps that duty) frees the leaf's data too. Off the
     classic JVM API (Spark Connect) ``df`` comes back unchanged."""
@@ -75,8 +74,7 @@ def cast_to(df, schema, extra=()):
     one as nulls, then the columns named in ``extra`` as they are.
 
     One ``selectExpr`` of SQL casts: the same ``Cast`` expressions as ``Column.cast``, parsed by the JVM in one
-    call, where building them column by column took four Py4J round trips per column (conforming the tables a
-    run writes was a fifth of an incremental run's Py4J calls)."""
+    call, where building them column by column took four Py4J round trips per column."""
     present = set(df.columns)
     columns = [f"CAST({quoted(f.name) if f.name in present else 'NULL'} AS {sql_type(f.dataType)}) AS {quoted(f.name)}"
                for f in schema.fields]

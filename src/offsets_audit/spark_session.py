@@ -20,9 +20,9 @@ CODEGEN_CACHE_ENTRIES = 1000
 
 #: Packages whose code runs while the driver plans a query (Catalyst's trees, analyser, optimiser, logical and
 #: physical plans and rules; Janino compiling generated code; ANTLR, the SQL parser's runtime), not in the tasks. A
-#: run of the job plans a few hundred queries; with the usual thresholds HotSpot's C2 compiler spent ~10 s of CPU on
-#: these packages in a 0.46 M + 5.3 M records bench (JFR compile events, README "JVM warm-up"), on 2 cores beside the
-#: tasks, for code each query runs for milliseconds. Their methods reach C2 only after ``PLANNING_COMPILE_SCALING``
+#: run of the job plans a few hundred queries; with the usual thresholds HotSpot's C2 compiler spends much CPU on
+#: these packages beside the tasks, for code each query runs only briefly. Their methods reach C2 only after
+#: ``PLANNING_COMPILE_SCALING``
 #: times the usual counts; the tasks' code (generated classes, operators, Arrow, Parquet, the shuffle) keeps the usual
 #: thresholds.
 PLANNING_PACKAGES = (
@@ -30,8 +30,7 @@ PLANNING_PACKAGES = (
     "org.apache.spark.sql.catalyst.optimizer", "org.apache.spark.sql.catalyst.plans",
     "org.apache.spark.sql.catalyst.rules", "org.codehaus.janino", "org.codehaus.commons", "org.antlr",
 )
-#: 30: alternated runs of the 0.46 M + 5.3 M bench in fresh JVMs, compiler threads 13-16 s less over both runs and
-#: the 5.3 M run 2-3.5 s shorter; 100 with more planning packages was no better (README, "JVM warm-up").
+#: Large enough that planning code rarely reaches C2 in one run; a larger factor with more packages gained nothing.
 PLANNING_COMPILE_SCALING = 30.0
 
 
@@ -55,30 +54,27 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int | None = None) 
         # One shuffle partition per core (``master_cores``): every shuffle's tasks run in one wave, as many Python
         # workers as there are cores. The stages whose work per group is uneven (the fold, the walk, the assignor
         # re-runs, the commit log's windows) ask for four tasks per core themselves (``plans.by_group``).
-        # Alternated runs of the 0.46 M + 5.3 M bench on local[2] in fresh JVMs: 5.3 M 42.1 / 45.2 s
-        # with 2 against 46.4 / 49.0 s with 4, 0.46 M 42.1 / 41.7 s against 44.7 / 47.1 s (README, "Shuffle
-        # partitions").
+        # More partitions than cores only add tasks' fixed cost on a local session.
         "spark.sql.shuffle.partitions": str(shuffle_partitions or master_cores(master) or SHUFFLE_PARTITIONS),
         "spark.default.parallelism": "2",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.memory": "4g",
         # The throughput collector: on a local session the driver JVM is the executor too, and on 2 cores G1's
-        # concurrent marking and refinement threads take CPU from the tasks. Alternated runs of the job at 5.3 M
-        # records: 87.0-94.5 s against 93.5-100.5 s with G1 in a fresh JVM, 67.8-68.4 against 75.6-77.7 s warm
-        # (README, "JVM warm-up"). A cluster's executors keep their own settings.
+        # concurrent marking and refinement threads take CPU from the tasks. A cluster's executors keep their own
+        # settings.
         # And the driver's planning code compiled by C2 later (``PLANNING_PACKAGES``): HotSpot's compiler threads
         # warming up are the largest single cost of a run on 2 cores.
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC " + planning_compile_options(),
         # The decoded log's cache without column compression: the job's first stage builds it over every record, and
-        # the compression statistics cost ~2-3.5 s of its 4-6 s of caching at 5.3 M records (561 MiB compressed,
-        # 935 MiB not; scans as fast; README, "Caches"). Local sessions only: a cluster's memory is its owner's to
+        # the compression statistics cost a large share of that caching, and scans are as fast without them.
+        # Local sessions only: a cluster's memory is its owner's to
         # trade (``spark.conf`` in the config).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Generated code is compiled (Janino) and cached per code text, 100 entries by default; one run of the job
-        # makes ~384 distinct ones, so a second run in the same JVM (a notebook, the tests) compiled them all
-        # again, and HotSpot then compiled the new classes again. With room for them the job run again on the same
-        # 5.3 M history took 31.3-34.6 s against 37.0-39.5 s; a first run is unchanged (README, "JVM warm-up").
+        # makes a few hundred distinct ones, so a second run in the same JVM (a notebook, the tests) compiled them
+        # all again, and HotSpot then compiled the new classes again. With room for them a second run reuses them;
+        # a first run is unchanged.
         # Static: it applies to sessions this function builds; a cluster's is set in its Spark config.
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -143,7 +139,7 @@ def frees_its_plans(run):
 
     A run's DataFrames end in reference cycles (closures, stage tables) that only Python's cyclic collector
     frees, and until it does their JVM side stays reachable through Py4J: the plans and the broadcast relations
-    their joins built, ~2 GB of driver heap after one incremental run on a small history. Python's collector
+    their joins built, gigabytes of driver heap after one incremental run on a small history. Python's collector
     does not run often enough on its own: in a long-lived session (a notebook, a nightly driver auditing
     several clusters, the tests) a few runs' leftovers fill a 4 GB driver. Collected after the run's frame is
     gone, not inside it, where its locals still hold them; then one JVM collection, so that Spark's cleaner

@@ -2,7 +2,7 @@
 
 A run writes each of these tables whether it has rows or not (``sinks.write_table``), and every reader
 (``check``, the HTML report, the notebooks, reruns) reads them with the schema given here instead of
-letting Spark infer one from files, which fails on a table with no rows (issue 17).
+letting Spark infer one from files, which fails on a table with no rows.
 
 The schemas are assembled from the constants the stages themselves use to build their DataFrames, not
 retyped, so a stage that changes a table changes it here too; ``tests/test_tables.py`` runs the job and

@@ -14,13 +14,12 @@ _saved: tuple = gc.get_threshold()
 
 @contextlib.contextmanager
 def fewer_collections() -> Iterator[None]:
-    """Run the body with CPython's cyclic collector triggered ~30x less often, then restore its thresholds.
+    """Run the body with CPython's cyclic collector triggered far less often, then restore its thresholds.
 
     The group fold, the audit's walk and the assignor re-runs build a few dicts per record, event or member, and
     the collector ran every 700 of them (allocations less deallocations), scanning the young objects and, every
-    100 such runs, the worker's whole heap: measured with ``gc.callbacks`` over the 5.3 M-record bench history in
-    one process, 0.52 s of a 5.4 s fold, 0.59 s of a 6.1 s walk, 0.27 s of 3.3 s of re-runs; 0.06-0.11 s with
-    this threshold. Cycles are still collected, in fewer, larger runs; the workers are reused between tasks, so
+    100 such runs, the worker's whole heap: a noticeable share of those stages' time (``gc.callbacks`` shows it). Cycles
+    are still collected, in fewer, larger runs; the workers are reused between tasks, so
     the thresholds they had come back when the last body open ends (or a generator around it is closed), in
     whatever order bodies nested or interleaved end."""
     global _open, _saved

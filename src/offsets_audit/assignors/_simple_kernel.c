@@ -505,8 +505,8 @@ static int build_topic(Group *g, int32_t topic, const int32_t *subscribed, int32
     for (int32_t p = 0; p < g->topic_parts[topic]; p++)
         if (is_assignable(g, topic, p) && !jm_cia_set(a, by_partition, p, p, new_set_capacity)) return ERR_PYTHON;
 
-    /* 4. assignRemainingPartitions. Kept apart on purpose from the multi-topic copy below: here keys are bare
-     * partitions (one topic), there (topic, partition) pairs with their own hash; a shared macro would hide it.
+    /* 4. assignRemainingPartitions, one topic: keys are bare partitions here, (topic, partition) pairs with their
+     * own hash in the multi-topic form below.
      * From here on finalAssignmentByMember is only counted (the partial builder ends with this step). */
     uint8_t *unfilled = g->unfilled;
     int32_t *order = g->order;
@@ -752,8 +752,8 @@ static int build_homogeneous(Group *g) {
             }
     }
 
-    /* 4. assignRemainingPartitions. Kept apart on purpose from the one-topic copy above (keys here are
-     * (topic, partition) pairs with their own hash). finalAssignmentByMember is only counted from here on. */
+    /* 4. assignRemainingPartitions, several topics: keys are (topic, partition) pairs with their own hash.
+     * finalAssignmentByMember is only counted from here on. */
     if (num_unfilled == 0) goto done;
     int32_t *order = g->order, *held_count = g->held_count;
     int32_t len = 0;

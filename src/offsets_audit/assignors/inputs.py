@@ -19,7 +19,7 @@ server-side assignor. ``GroupMetadataManager.maybeUpdateTargetAssignment`` build
   and are not in the log, so they are empty here.
 
 ``reconstruct_group(rows, snapshot)`` turns the ``target_assignments`` rows of one group (docs/replay.md) into
-``AssignorRun`` records whose ``case_input`` is in the golden assignor layout (golden README section 4), ready
+``AssignorRun`` records whose ``case_input`` is in the golden assignor layout (``tests/golden/README.md``), ready
 for ``offsets_audit.assignors.run``.
 
 Topic metadata is not in the log (KIP-1101); see ``topic_metadata`` for the sources and the ``confidence``

@@ -11,7 +11,7 @@ subscribed to it:
   the fewest partitions *of this topic* so far, then the least lag *of this topic* so far, then the
   smallest member id (``String.compareTo``).
 
-Input: the uniform/range layout of the golden README section 4, plus
+Input: the uniform/range layout of ``tests/golden/README.md``, plus
 ``"offsets": {"<topic id or name>": {"<partition>": {"committed": int | None, "end": int, "begin": int}}}``
 and ``"auto_offset_reset": "latest" | "earliest"``. Output: the same layout as the uniform assignor,
 ``{"error": None, "members": {member_id: {topic_id: [sorted partitions]}}}``.

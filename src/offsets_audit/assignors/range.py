@@ -11,7 +11,7 @@ subscribers of each topic. A subscribed topic id missing from the metadata fails
 
 ``run`` hands the per (member, topic) work to the compiled ``_range_kernel`` when it is built (``setup.py``);
 without it (no C compiler, the ``--py-files`` zip) plain loops (small groups) or numpy (large ones) give the same
-result, 3 to 5 times slower on 1,000-member groups.
+result, several times slower on large groups.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from offsets_audit.assignors.common import (
 )
 from offsets_audit.assignors.java_order import hashmap_order
 
-# Each assignor imports its own optional kernel alike on purpose (one compiled module per assignor).
+# This assignor's own optional compiled kernel (one compiled module per assignor).
 try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
     from offsets_audit.assignors import _range_kernel as _KERNEL  # type: ignore[attr-defined]  # built by setup.py
 except ImportError:  # pragma: no cover - depends on the install
@@ -292,7 +292,7 @@ def _run_direct(case_input: Mapping[str, Any]) -> dict | None:
     partitions = list(range(int(num_partitions.max())))
     lists = list(map(partitions.__getitem__, map(slice, start[keep].tolist(), end[keep].tolist())))
     names = np.asarray(topic_list, dtype=object)[pair_topic[keep]].tolist()
-    # Run-splitting alike to vectorised._Partitions' on purpose: here runs per member, there per (owner, topic).
+    # Runs per member.
     breaks = (np.flatnonzero(member_of[1:] != member_of[:-1]) + 1).tolist()
     firsts = [0] + breaks
     lasts = breaks + [len(keep)]

@@ -39,7 +39,7 @@ from offsets_audit.assignors.java_hashmap import (
 from offsets_audit.assignors.java_order import hashmap_order, java_uuid_hash
 from offsets_audit.assignors.metadata_hash import uuid_bits
 
-# Each assignor imports its own optional kernel alike on purpose (one compiled module per assignor).
+# This assignor's own optional compiled kernel (one compiled module per assignor).
 try:  # the compiled kernel (setup.py); absent without a C compiler or when imported from a --py-files zip
     from offsets_audit.assignors import _simple_kernel as _KERNEL  # type: ignore[attr-defined]  # built by setup.py
 except ImportError:  # pragma: no cover - depends on the install
@@ -415,7 +415,7 @@ def assign_chained(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[
 
 
 def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the share-group ``SimpleAssignor`` on a golden-layout input (golden README section 4).
+    """Run the share-group ``SimpleAssignor`` on a golden-layout input (``tests/golden/README.md``).
 
     Returns ``{"error": None, "members": {member_id: {topic_id: [sorted partitions]}}}`` or, where
     Kafka throws, ``{"error": "<JavaExceptionSimpleName>", "message": "..."}``.

@@ -318,7 +318,7 @@ def _compacted(tasks: set | None) -> dict[str, list[int]]:
 
 
 def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the streams ``StickyTaskAssignor`` on a golden-layout input (golden README section 4).
+    """Run the streams ``StickyTaskAssignor`` on a golden-layout input (``tests/golden/README.md``).
 
     Returns ``{"error": None, "members": {member_id: {"active_tasks": {...}, "standby_tasks": {...}}}}``
     or ``{"error": "TaskAssignorException", "message": ...}``.

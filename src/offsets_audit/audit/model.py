@@ -43,7 +43,7 @@ class Finding:
             self.id = finding_id(self.rule, self.group_id, self.evidence, self.details.get("key"))
 
     def to_dict(self) -> dict:
-        # A dict literal of the finding's columns; alike in shape to the replay's base_dict, nothing shared.
+        # The findings table's columns.
         return {
             "id": self.id,
             "group_id": self.group_id,

@@ -288,9 +288,8 @@ def _commits_of_runs(runs):
 
 
 #: Below this many decoded records a batch audit tracks every transaction (``hot_blocks_only`` off): the hot-block
-#: prefilter (``_judged``) adds a few query stages, ~0.5 s of every audit of a small log (a two-record history:
-#: 8.8-10.4 s with it, 8.2-9.4 s without, alternated), and saves the per-transaction aggregate over a log's every
-#: transaction, which only a log of millions of records makes dear (384 k transactions at 5.3 M records).
+#: prefilter (``_judged``) adds a few query stages, a fixed cost on every audit of a small log, and saves the
+#: per-transaction aggregate over a log's every transaction, which only a log of millions of records makes dear.
 HOT_BLOCKS_MIN_RECORDS = 1_000_000
 #: The pending rule's coarse clock: the group's latest time per block of ``2 ** BLOCK_BITS`` offsets of a partition.
 BLOCK_BITS = 8

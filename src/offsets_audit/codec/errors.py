@@ -54,7 +54,6 @@ class DecodeError(Exception):
 
     def __init__(self, code: str, detail: str = "", *, position: int | None = None,
                  record_type: int | None = None, version: int | None = None, part: str | None = None):
-        # (Plain attribute assignments: alike in shape to DecodedRecord's __init__, nothing shared.)
         self.code = code
         self.detail = detail
         self.position = position

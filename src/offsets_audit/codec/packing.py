@@ -5,8 +5,8 @@ About nine in ten records of a healthy ``__consumer_offsets`` are plain commits 
 reads them). The batch job still held each one as a row of its cached decoded log, for what a few readers take from
 them: the record tallies, and the non-owner rule's applied commits. With ``pack_batch`` the reader hands such
 commits of one key over as one row: the first one's columns, and in ``PACKED_COLUMN`` what every one has of its
-own (its offset, timestamp and ``VALUE_ELEMENTS`` of its value: a list per field, in offset order). 4.67 M of the
-5.3 M rows of the bench's history become a few thousand.
+own (its offset, timestamp and ``VALUE_ELEMENTS`` of its value: a list per field, in offset order). Most of a
+healthy log's rows become a few per key and batch.
 
 A reader that needs the rows back calls ``unpacked``: the same rows as without packing, column for column (the
 packed column null). Who reads packed rows as they are says so (``replay.commit_log.commit_runs``).
@@ -33,8 +33,7 @@ def packed_type(schema: pa.Schema) -> pa.DataType:
     """``PACKED_COLUMN``'s Arrow type for decoded batches of ``schema``: a struct of one list per thing a packed
     commit keeps of its own (its ``offset`` and ``timestamp``, and ``VALUE_ELEMENTS`` of its value that the schema's
     ``offset_commit_value`` has), each in offset order. One list per field, not a list of structs: Spark caches a
-    list of longs as the longs, a list of nested structs as a row object per commit, 2.4x the memory (427 against
-    175 MiB at 5.3 M records)."""
+    list of longs as the longs, a list of nested structs as a row object per commit, over twice the memory."""
     value = schema.field("offset_commit_value").type
     fields = [pa.field(name, pa.list_(schema.field(name).type)) for name in ("offset", "timestamp")]
     fields += [pa.field(name, pa.list_(value.field(source).type))

@@ -73,7 +73,6 @@ class DecodedRecord:
 
     def __init__(self, record_type: int, record_name: str, key_version: int, value_version: int | None,
                  key: dict, value: dict | None, warnings: list[DecodeWarning] | None = None):
-        # (Plain attribute assignments: alike in shape to DecodeError's __init__, nothing shared.)
         self.record_type = record_type
         self.record_name = record_name
         self.key_version = key_version

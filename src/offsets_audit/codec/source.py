@@ -2,8 +2,7 @@
 
 ``decode(sources.read(...))`` moves every record across the Python/JVM boundary three times: the source's
 Python worker hands its Arrow batches to the JVM as rows, ``mapInArrow`` turns the rows back into Arrow for a
-second Python worker, and the decoded batches come back as rows again. A no-op read and decode of 5.3 M simulated
-records took 27.1 s on 2 cores that way and 20.8 s in one pass (alternated, one sitting).
+second Python worker, and the decoded batches come back as rows again, much of a no-op read and decode's time.
 
 ``kafka-segments+decoded`` is a Python Data Source whose reader is ``kafka-segments``' own, and which decodes
 each Arrow batch where it is read (``codec.spark.decode_batches``): the rows equal ``decode(read(...))``'s,
@@ -79,9 +78,8 @@ class DecodedSegmentsDataSource(DataSource):
 
 
 #: The most bytes of decoded batches the reader holds to mark a segment across (``mark_range``); a larger segment is
-#: marked batch by batch as it is read. Decoded rows take ~6x their segment's bytes (513 bytes per row at 5.3 M
-#: simulated records), so this holds a segment of up to ~80 MiB: a Python worker's memory, which a cluster's
-#: container counts in its memory overhead.
+#: marked batch by batch as it is read. Decoded rows take several times their segment's bytes, so this bounds a
+#: Python worker's memory, which a cluster's container counts in its memory overhead.
 RANGE_BYTES_LIMIT = 512 * 1024 * 1024
 
 

@@ -30,7 +30,7 @@ from offsets_audit.codec.records import DecodedRecord, decode_record
 
 CONTROL_RECORD_NAME = "ControlRecord"
 
-#: column -> (Arrow type, Spark DDL type). A table of data: its rows are alike in shape on purpose.
+#: column -> (Arrow type, Spark DDL type), one row per column of the decoded table.
 DECODED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "record_type": (pa.int32(), "int"),
     "record_name": (pa.string(), "string"),
@@ -454,12 +454,11 @@ def compact(decoded_df):
     """``decoded_df`` as a run that does not write the ``decoded`` table keeps it in memory: ``WORKING_COLUMNS``
     on every row, every other column (JSON texts, source file and position, batch header fields, warnings) in
     one struct on quarantine rows alone, null on the others. ``split`` gives the quarantine back with every
-    column in its order. Caching the JSON texts and file names of ~90 % offset commits, which nothing but the
-    ``decoded`` table reads, cost the run more than half its caching time (bench/audit.py).
+    column in its order. Caching the JSON texts and file names of the offset commits (most of the log), which
+    nothing but the ``decoded`` table reads, was most of the run's caching time.
 
     A decoded offset commit keeps no key and value bytes either (its fields are columns, ``offset_commit_value``);
-    ``TOMBSTONE_COLUMN`` says whether its value was null (``tombstone``). They were a third of the cache (824 -> 559 MiB
-    at 5.3 M records)."""
+    ``TOMBSTONE_COLUMN`` says whether its value was null (``tombstone``). They were a third of the cache."""
     from pyspark.sql import functions as F
 
     kept = F.col("error_code").isNotNull()

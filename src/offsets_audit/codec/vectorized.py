@@ -27,7 +27,7 @@ than Kafka's whole Java decoder, so this module reads whole columns instead:
 Without JSON texts (``json_text=False``: a run that never writes them) the layouts whose fields are integers, bools
 and strings, with fixed-width or uuid tagged fields (offset commit keys and values of every version, most group
 records' keys), are read by the compiled ``_flat_kernel`` where setup.py built it: the same rows ok, the same values,
-~0.25 µs a record less than numpy (``tests/test_codec_vectorized.py`` compares the three readers).
+faster than numpy (``tests/test_codec_vectorized.py`` compares the three readers).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _GENERIC_INPUTS = ("key", "value", "is_control", "read_error_code", "read_error_
 _MAX_ROUNDS = 64
 _MAX_TAGS = 8
 #: per unit of layout_weight, the rows a group needs before column-wise decoding beats the generic path
-#: (measured: an OffsetCommit v4 group breaks even near 80 rows, an assignment record group near 250)
+#: (set from where OffsetCommit and assignment record groups break even)
 _ROWS_PER_WEIGHT = 8
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 

@@ -27,7 +27,7 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Alike to job.add_arguments on purpose: check's help and choices differ (CI inputs only, no kafka/delta).
+    # check's own arguments: CI inputs only, no kafka/delta.
     parser.add_argument("--config", help="YAML config (e.g. conf/ci.yaml)")
     parser.add_argument("--input", help="override source.path: a Parquet dump or a broker log dir")
     parser.add_argument("--input-format", choices=["parquet", "segments"], help="override source.kind")

@@ -157,8 +157,8 @@ def _digest_commits(decoded):
 
     Except in a group whose commits lie in two record partitions: there a later partition's commit can fail to
     apply below an earlier partition's (a digest row), which a segment alone cannot see. Such groups keep every
-    commit. Which they are is one small aggregate over the kept commits, run here (0.5 s at 5.3 M records): a
-    healthy log has none, and a union with an empty join in the digest's plan still cost its scan (~2 s)."""
+    commit. Which they are is one small aggregate over the kept commits, run here: a healthy log has none, and a
+    union with an empty join in the digest's plan would still cost its scan."""
     from pyspark.sql import functions as F
 
     from offsets_audit.codec.spark import COMMIT_MID_RUN_COLUMN
@@ -295,8 +295,7 @@ def resolve_commits(decoded, previous=None, *, digest: bool = False):
 
     # Pass 2: per offset key, in the order the coordinator applied them. Partitioned by group id (the audit's
     # per-group windows read the log as it is), four tasks per core on a local session (``by_group``): the rows are
-    # far from even across groups (at 22.3 M simulated records 1.45 M of the digest's 1.55 M rows fell in one of two
-    # tasks, the other core idle for 9 of the stage's 11.5 s).
+    # far from even across groups, and with one task per core one core sat idle for most of the stage.
     rows = by_group(settled.unionByName(txn.select(*settled.columns)))
     is_txn = (F.col("producer_id") != NO_PRODUCER_ID) & ~F.col("is_tombstone") & ~F.col("carried") \
         | (F.col("carried") & F.col("_carried_at").isNull())
@@ -603,7 +602,7 @@ class ResolvedCommits:
             F.col("resolved_timestamp").alias("timestamp")))
         if self.whole:
             # One scan: explode, then drop the null marker events. ``F.filter`` (a higher-order function) has no
-            # generated code and made this 5x slower at 5.3 M records than the union of two scans it replaced.
+            # generated code and made this slower than the union of two scans it replaced.
             at_record = F.struct(F.col("record_partition").alias("partition"), F.col("record_offset").alias("offset"),
                                  F.col("timestamp").alias("timestamp"))
             return (self.rows.filter(~F.col("carried"))

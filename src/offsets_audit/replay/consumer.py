@@ -114,8 +114,8 @@ class ConsumerGroup(ModernGroup):
         return jsonable(out)
 
 
-# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
-# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
+# One dispatch table per group kind, as Kafka has one replay method per record family: the kinds share record
+# layouts, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.CONSUMER_GROUP_METADATA: ConsumerGroup._group_metadata,
     RecordType.CONSUMER_GROUP_PARTITION_METADATA: ConsumerGroup._partition_metadata,

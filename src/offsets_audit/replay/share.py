@@ -80,8 +80,8 @@ class ShareGroup(ModernGroup):
         return jsonable(out)
 
 
-# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
-# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
+# One dispatch table per group kind, as Kafka has one replay method per record family: the kinds share record
+# layouts, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.SHARE_GROUP_PARTITION_METADATA: ShareGroup._partition_metadata,
     RecordType.SHARE_GROUP_MEMBER_METADATA: ShareGroup._member_metadata,

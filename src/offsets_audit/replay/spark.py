@@ -407,7 +407,7 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     (docs/replay.md); ``commit_digest``, the resolved commit log's digest, also feeds the ``offsets`` table.
 
     ``whole_log``: plan ``offset_commits``, the whole resolved commit log, too (notebooks and tests read it). The job
-    never computes it and leaves it out: planning its windows cost the driver ~0.6 s a run, with cores idle."""
+    never computes it and leaves it out: planning its windows costs the driver time every run, with cores idle."""
     from pyspark.sql import functions as F
 
     from .commit_log import commit_records, commit_runs, digest_snapshot, resolve_commits

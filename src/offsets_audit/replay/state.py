@@ -528,7 +528,7 @@ class ModernGroup:
         return out
 
     def base_dict(self) -> dict:
-        # A dict literal of the group's columns; alike in shape to Finding.to_dict, nothing shared.
+        # The group's columns shared by every group kind's rows.
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,

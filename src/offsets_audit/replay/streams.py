@@ -142,8 +142,8 @@ class StreamsGroup(ModernGroup):
         return jsonable(out)
 
 
-# One dispatch table per group kind on purpose, as Kafka has one replay method per record family; the
-# consumer/share/streams tables look alike because the kinds share record shapes, not handlers.
+# One dispatch table per group kind, as Kafka has one replay method per record family: the kinds share record
+# layouts, not handlers.
 _HANDLERS: dict[int, Any] = {
     RecordType.STREAMS_GROUP_METADATA: StreamsGroup._group_metadata,
     RecordType.STREAMS_GROUP_PARTITION_METADATA: StreamsGroup._partition_metadata,

@@ -207,7 +207,8 @@ class SimulatedModernGroup:
             [m for m in self.members if m not in present])
 
     def partition_case(self, order: list, assignable: dict | None = None) -> dict:
-        """The consumer / share assignor input (golden README section 4) as the coordinator builds it."""
+        """The consumer / share assignor input (the golden layout, ``tests/golden/README.md``) as the coordinator
+        builds it."""
         by_name = {t.name: t for t in self.topics.values()}
         subscriptions = [tuple(self.members[m].subscribed_topics) for m in order]
         names = set().union(*map(set, subscriptions)) if subscriptions else set()
@@ -257,8 +258,8 @@ class SimulatedModernGroup:
         return self.assignment_ms == 0 or now >= self.assignment_ms + self.interval_ms
 
     # -- record builders overridden per kind ------------------------------------------------------------------
-    # Alike across kinds on purpose: each kind writes its own record types with its own fields, as Kafka's
-    # GroupCoordinatorRecordHelpers has one helper per kind; the shared parts live in simulate.records.
+    # Each kind writes its own record types with its own fields, as Kafka's GroupCoordinatorRecordHelpers has one
+    # helper per kind; the shared parts live in simulate.records.
     def member_record(self, member):
         return R.consumer_member_metadata(self.group_id, member)
 

@@ -172,7 +172,7 @@ def share_target_metadata(group_id, assignment_epoch, assignment_ms) -> LogicalR
                                    assignment_epoch, assignment_ms)
 
 
-# Each kind's current-assignment record is built alike on purpose: the fields differ per kind (as in Kafka).
+# One current-assignment builder per kind: the fields differ per kind (as in Kafka).
 def share_current_assignment(group_id, member) -> LogicalRecord:
     return LogicalRecord(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, {"groupId": group_id, "memberId": member.member_id}, {
         "memberEpoch": member.member_epoch, "previousMemberEpoch": member.previous_member_epoch,

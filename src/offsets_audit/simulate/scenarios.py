@@ -60,8 +60,8 @@ class SimConfig:
     #: subscription changes); classic groups change half as often. With 3 to 10 members per group this makes
     #: group records about a tenth of the log, as on a busy cluster, while a healthy group stays under the
     #: audit's rebalance_storm threshold (60 group epochs an hour). Every change of a share or streams group
-    #: bumps its epoch, so the start's joins plus about 30 changes an hour leave room for chance: at a 90 s
-    #: mean one share group of the demo's history reached 61 bumps in an hour, a storm the simulator made
+    #: bumps its epoch, so the start's joins plus about 30 changes an hour leave room for chance: a shorter mean
+    #: let a healthy share group of the demo's history cross the storm threshold, a storm the simulator made
     churn_mean_ms: int = 120 * 1000
     topics: int = 8
     #: the broker's ``group.streams.num.standby.replicas`` (stored with each streams group epoch)

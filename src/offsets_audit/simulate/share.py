@@ -13,7 +13,7 @@ class SimulatedShareGroup(SimulatedModernGroup):
 
     kind = "share"
     assignor = "simple"
-    # The record types each kind's tombstones cover: alike across kinds on purpose (one tuple per kind).
+    # The record types this kind's tombstones cover.
     member_record_types = (RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                            RecordType.SHARE_GROUP_MEMBER_METADATA)
     group_record_types = (RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
@@ -23,7 +23,7 @@ class SimulatedShareGroup(SimulatedModernGroup):
         super().__init__(group_id, topics, interval_ms)
         self.initialized: dict = {}   # topic id -> partitions whose share state exists
 
-    # Record builders: alike to SimulatedModernGroup's on purpose (one helper per kind; see there).
+    # Record builders: this kind's record types (one helper per kind, as in SimulatedModernGroup).
     def member_record(self, member):
         return R.share_member_metadata(self.group_id, member)
 

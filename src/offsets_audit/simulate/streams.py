@@ -110,7 +110,7 @@ class SimulatedStreamsGroup(SimulatedModernGroup):
 
     kind = "streams"
     assignor = "sticky"
-    # The record types each kind's tombstones cover: alike across kinds on purpose (one tuple per kind).
+    # The record types this kind's tombstones cover.
     member_record_types = (RecordType.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
                            RecordType.STREAMS_GROUP_MEMBER_METADATA)
     group_record_types = (RecordType.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.STREAMS_GROUP_METADATA,
@@ -171,8 +171,8 @@ class SimulatedStreamsGroup(SimulatedModernGroup):
         return R.streams_topology(self.group_id, self.topology_epoch, subs)
 
     def assignor_case(self, order: list) -> dict:
-        """The ``sticky`` input (golden README section 4, streams layout); task offsets come from heartbeats
-        and the simulated clients report none."""
+        """The ``sticky`` input (the golden streams layout, ``tests/golden/README.md``); task offsets come from
+        heartbeats and the simulated clients report none."""
         members = []
         for member_id in order:
             m = self.members[member_id]

@@ -103,7 +103,6 @@ class PartitionWriter:
 
     def __init__(self, out: Path, partition: int, formats=("segments", "parquet"), compression: str = "none",
                  segment_bytes: int = 64 * 1024 * 1024, keep: set | None = None):
-        # (Plain attribute assignments: alike in shape to other classes' __init__, nothing shared.)
         self.out = out
         self.partition = partition
         self.compression = compression

@@ -1,7 +1,7 @@
 """Sinks: write a run's tables so that a rerun of a run id replaces everything that run wrote.
 
 * Every table of ``offsets_audit.tables.TABLES`` is written on every run, with its schema, even with no
-  rows, so readers never meet a missing table or have to infer a schema (issue 17).
+  rows, so readers never meet a missing table or have to infer a schema.
 * A table's rows of one run are written aside and swapped in whole (Parquet: a staging folder renamed onto
   ``run_id=<id>``; Delta: one commit replacing the ``run_id`` partition), so a rerun replaces them, empty
   or not, and a killed run never leaves a half-written partition behind.

@@ -4,7 +4,7 @@ The executors write the run's rows (or, with none, one empty file carrying the s
 folder beside the partitions (``_staging-...``, which Spark's readers skip); the driver then swaps it onto
 ``run_id=<id>`` with two renames. Rows of other runs are never touched. A run killed mid-write leaves at
 most a staging or replaced folder, which the next write of that run id removes; Spark's dynamic
-partition overwrite, used before, could not replace a partition with nothing (issue 13, defect 1).
+partition overwrite cannot replace a partition with nothing.
 """
 
 from __future__ import annotations

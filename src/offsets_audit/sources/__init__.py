@@ -70,7 +70,7 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
         text = _text_options(options)
         text["plan"] = _plan_segments(path, text, report)
         # Small segments are packed into about this many input partitions (one task each), not one per file:
-        # four per core, so a core slowed by other work does not hold the stage up (bench: 4x beat 1x and 0).
+        # four per core, so a core slowed by other work does not hold the stage up.
         text.setdefault("minPartitions", str(4 * spark.sparkContext.defaultParallelism))
         register(spark)
         name, extra = (formats or {}).get("kafka-segments", ("kafka-segments", {}))

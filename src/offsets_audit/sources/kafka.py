@@ -351,7 +351,7 @@ def resolve_offsets(config: KafkaReadConfig | Mapping[str, Any]) -> dict[tuple[s
         try:
             consumer = new_consumer(config)
             return _resolve_bounds(config, consumer)
-        # Alike to read_range's retry on purpose: there a retry resumes at the position reached, here it restarts.
+        # A retry restarts the lookup (read_range's retry resumes at the position reached instead).
         except transient as exc:
             if attempt >= config.fetch_retries:
                 raise _unreachable(config, attempt, exc) from exc
@@ -508,7 +508,7 @@ def read_range(config: KafkaReadConfig | Mapping[str, Any], offset_range: Offset
                 position = max(position, min(consumer.position(tp), offset_range.end))
                 if not fetched and time.monotonic() - idle_since > config.request_timeout_ms / 1000.0:
                     raise errors.KafkaTimeoutError(f"no progress reading {offset_range} at offset {position}")
-        # Alike to the bounds lookup's retry on purpose: this one resumes at the position already read.
+        # A retry resumes at the position already read.
         except transient as exc:
             failures += 1
             if failures >= config.fetch_retries:

@@ -29,7 +29,7 @@ class KafkaRangePartition(InputPartition):
 class KafkaPythonDataSource(DataSource):
     """Batch reads of Kafka topics through kafka-python, with Spark Kafka source options."""
 
-    # name/schema/reader: pyspark's DataSource API, alike to SegmentsDataSource's on purpose (each source is its own class).
+    # name/schema/reader: pyspark's DataSource API.
     @classmethod
     def name(cls) -> str:
         return "kafka-python"

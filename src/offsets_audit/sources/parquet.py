@@ -27,7 +27,7 @@ def missing_columns(columns: Iterable[str]) -> list[str]:
 _VERIFIED: set[tuple[str, int, int]] = set()
 
 #: ``verifyRowGroups: auto`` reads every row group before Spark only for dumps up to this size: beyond it the
-#: check would be a second full read of the input on the driver's one thread (a 2 M-row file took ~23 s),
+#: check would be a second full read of the input on the driver's one thread,
 #: which a nightly job over hundreds of millions of records cannot afford; footers are still checked.
 ROW_GROUP_CHECK_AUTO_MAX_BYTES = 1 << 30
 

@@ -21,7 +21,7 @@ BATCH_COLUMNS = [
     "source_file", "file_position", "read_error_code", "read_error_message", "records_lost", "raw_bytes",
 ]
 
-# The column tables below are data, alike in shape on purpose (one StructField per column).
+# The column tables below are data: one StructField per column.
 KAFKA_SCHEMA = StructType([
     StructField("key", BinaryType(), True),
     StructField("value", BinaryType(), True),

@@ -507,8 +507,8 @@ def _header_walk(handle: BinaryIO, size: int, max_bytes: int,
     ending there, and the last ``_VERIFY_LAST`` batches walked as (position, size).
 
     The compiled kernel walks the headers when it is built (``kernel``), a chunk of ``_KERNEL_CHUNK`` bytes at a
-    time (no file is held in memory), and numpy finds the cuts among the batch ends: a 5 M-record log has about
-    1.8 M batches, whose headers cost the driver 0.8 s in Python before any Spark work, growing with the log. The
+    time (no file is held in memory), and numpy finds the cuts among the batch ends: a log of millions of records
+    has millions of batches, whose headers cost the driver seconds in Python before any Spark work. The
     Python walk (``complete_batch_ends``) is the reference it is tested against."""
     walk = getattr(_KERNEL, "batch_ends", None) if kernel else None
     if walk is None:
@@ -938,7 +938,7 @@ def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base
     records: list = []
     append = records.append
     end = len(data)
-    # Duplicated on purpose: every field repeats the one-byte varint fast path inline instead of calling
+    # Every field repeats the one-byte varint fast path inline instead of calling
     # ``_zigzag``, because this loop runs once per record of every batch and the call is its main cost.
     for _ in range(count):
         raw = data[pos]
@@ -1009,7 +1009,7 @@ def _decode_v2_records(data: bytes, pos: int, count: int, base_offset: int, base
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 varint at ``pos`` (up to 10 bytes, i.e. a varlong); returns (value, next position).
 
-    Kept apart from ``codec.wire``'s on purpose: the sources sit below the codec (they may not import it), and
+    Not ``codec.wire``'s: the sources sit below the codec (they may not import it), and
     a batch's bad varint is a ``ValueError`` that makes an unreadable stretch, not a record's ``DecodeError``."""
     result = 0
     shift = 0
@@ -1203,7 +1203,7 @@ def complete_batch_ends(handle: BinaryIO, start: int, end: int) -> Iterator[int]
     reads them; stops at the first header that is cut short by ``end`` or cannot be a batch.
 
     The headers come from chunks of ``_WALK_CHUNK`` bytes read ahead (a batch of a few records is a few hundred
-    bytes: one read and one seek per header made planning a 5 M-record log take a second)."""
+    bytes: one read and one seek per header made planning a large log slow)."""
     pos = start
     chunk, chunk_start = b"", start
     while pos < end:

@@ -13,7 +13,7 @@ from offsets_audit.sources.segments_stream import SegmentsStreamReader
 class SegmentsDataSource(DataSource):
     """Batch reads of Kafka broker log segment files (``*.log``), magic 0/1/2, every codec."""
 
-    # name/schema/reader: pyspark's DataSource API, alike to KafkaPythonDataSource's on purpose (each source is its own class).
+    # name/schema/reader: pyspark's DataSource API.
     @classmethod
     def name(cls) -> str:
         return "kafka-segments"

@@ -25,7 +25,7 @@ Options:
 The driver plans the byte ranges (one per segment, or per byte range of a large segment) and packs consecutive
 ones into input partitions; each task decodes its ranges one after another with
 ``offsets_audit.sources.segments.iter_batches`` and yields ``pyarrow.RecordBatch`` es. A task per small
-segment was most of the read's time: each task pays a Python worker round trip of ~0.5 s.
+segment was most of the read's time: each task pays a Python worker round trip.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
 DEFAULT_ROWS_PER_BATCH = 10_000
 #: A kernel run of fewer records joins the rows around it (``_Columns.add_run``) instead of becoming its own Arrow
 #: batch: where plain and compressed batches alternate, runs are one Kafka batch long, and an Arrow batch of a few
-#: rows costs ~0.2 ms to build (the 4.65 M-record mixed-codec log of ``bench/read.py`` read at 71 k records/s).
+#: rows costs about as much to build as one of thousands (the mixed-codec log of ``bench/read.py``).
 SHORT_RUN = 512
 #: What opening one more segment costs, in bytes to read (Spark's ``spark.sql.files.openCostInBytes``).
 OPEN_COST_BYTES = 4 * 1024 * 1024
@@ -383,7 +383,7 @@ class _Columns:
             elif name == "compression":
                 columns[name] = pa.repeat(pa.scalar("none", type=field.type), rows)
             elif name in file_values:
-                # One value repeated (not a list of ``rows`` Python strings to convert: ~4 ms a column per 65,536 rows).
+                # One value repeated, not a list of ``rows`` Python strings to convert.
                 columns[name] = pa.repeat(pa.scalar(file_values[name], type=field.type), rows)
             else:  # the read-error columns: null on a readable record
                 columns[name] = pa.nulls(rows, type=field.type)

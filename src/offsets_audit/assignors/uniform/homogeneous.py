@@ -70,7 +70,7 @@ def assign_homogeneous(group: GroupSpec, current: dict | None = None, additions:
                 quota = 0
             if kept:
                 new[topic_id] = set(kept)
-        # Repeated on purpose in vectorised.fast_homogeneous (array form); this one mirrors Kafka's Java line by line.
+        # Mirrors Kafka's Java line by line (vectorised.fast_homogeneous has the array form).
         if quota > 0 and has_extra and member_count - member_index > remaining_extra:
             quota -= 1
             has_extra = False

@@ -6,8 +6,8 @@ topic as level-by-level filling of the subscribers sorted by (size, index), memb
 share one subscriber array, and only topics whose subscribers differ by more than one partition run the
 sequential balancing loop.
 
-The quota and balancing loops repeat the reference builders' on purpose: those stay a line-by-line mirror of
-Kafka's Java (the golden tests pin both), these work on arrays.
+The quota and balancing loops repeat the reference builders': those stay a line-by-line mirror of Kafka's Java
+(the golden tests pin both), these work on arrays.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class _Partitions:
         held, owner = held[order], owner[order]
         topic = np.searchsorted(np.asarray(self.offsets), held, side="right") - 1
         partition = held - np.asarray(self.offsets, dtype=np.int64)[topic]
-        # Run-splitting alike to range's on purpose: here runs per (owner, topic), there per member.
+        # Runs per (owner, topic).
         breaks = np.flatnonzero((owner[1:] != owner[:-1]) | (topic[1:] != topic[:-1])) + 1
         starts = np.concatenate(([0], breaks)).tolist()
         ends = np.concatenate((breaks, [len(held)])).tolist()
@@ -132,7 +132,7 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
     topic_ids = subscribed_topic_order(members[0].subscribed_topic_ids)
     if not topic_ids:
         return {"error": None, "members": {}}
-    # The layout and claim steps repeat fast_heterogeneous' on purpose: only the subscribed topics differ.
+    # The layout and claim steps as in fast_heterogeneous: only the subscribed topics differ.
     layout = _Partitions.of(group, topic_ids)
     if layout is None:
         return None
@@ -176,7 +176,7 @@ def fast_homogeneous(group: GroupSpec) -> dict | None:
                 owners[revoked] = -1
                 unassigned.append(revoked)
                 quota = 0
-        # Repeated on purpose from homogeneous.assign_homogeneous (the line-by-line Java mirror; see module doc).
+        # As in homogeneous.assign_homogeneous, the line-by-line Java mirror (see the module doc).
         if quota > 0 and has_extra and member_count - member_index > remaining_extra:
             quota -= 1
             has_extra = False

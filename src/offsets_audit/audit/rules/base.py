@@ -41,7 +41,6 @@ class GroupView:
     """One group id while its events are walked in log order."""
 
     def __init__(self, group_id: str | None, group_type: str | None = None) -> None:
-        # (Plain attribute assignments: alike in shape to other classes' __init__, nothing shared.)
         self.group_id = group_id
         self.group_type = group_type
         self.exists = False

@@ -30,7 +30,7 @@ def _rule(id: str, family: str, severity: str, summary: str, enabled: bool = Tru
     RULES[id] = RuleSpec(id, family, severity, summary, thresholds, enabled)
 
 
-# The rule table: one _rule(...) call per rule, alike in shape on purpose (it is data, read top to bottom).
+# The rule table: one _rule(...) call per rule (it is data, read top to bottom).
 # -- epochs (KIP-848 / KIP-1263) ---------------------------------------------------------------------
 _rule("group_epoch_decreased", "epochs", "error",
       "a group's epoch went down without the group being deleted and re-created")
