@@ -35,16 +35,19 @@ def _cases(name: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def _report(title: str, rows: list[tuple[str, str, float, int]]) -> None:
+def _report(title: str, rows: list[tuple[str, str, float, int]]) -> dict:
+    """Print the largest cases' times beside Kafka's; return them (ms) by case id."""
     print(f"\n{title}")
     print(f"  {'case':<34} {'size':<28} {'python ms':>10} {'java ms':>9} {'ratio':>7}")
     for case_id, size, seconds, java_nanos in rows:
         java_ms = java_nanos / 1e6
         ratio = seconds * 1e3 / java_ms if java_ms else float("nan")
         print(f"  {case_id:<34} {size:<28} {seconds * 1e3:>10.3f} {java_ms:>9.3f} {ratio:>7.1f}")
+    return {case_id: {"ms": round(seconds * 1e3, 4), "kafka_ms": round(java_nanos / 1e6, 4)}
+            for case_id, _, seconds, java_nanos in rows}
 
 
-def bench_simple(top: int = 5) -> None:
+def bench_simple(top: int = 5) -> dict:
     cases = _cases("simple")
     sized = sorted(cases, key=lambda c: len(c["input"]["members"]) * sum(t["partitions"] for t in c["input"]["topics"]),
                    reverse=True)[:top]
@@ -53,13 +56,15 @@ def bench_simple(top: int = 5) -> None:
         inp = case["input"]
         size = f"{len(inp['members'])} members, {sum(t['partitions'] for t in inp['topics'])} partitions"
         rows.append((case["case_id"], size, _median_seconds(lambda: simple.assign(inp)), case["java_nanos"]))
-    _report("share SimpleAssignor, largest golden cases", rows)
+    largest = _report("share SimpleAssignor, largest golden cases", rows)
     total_python = sum(_median_seconds(lambda c=c: simple.assign(c["input"]), 1) for c in cases)
     total_java = sum(c["java_nanos"] for c in cases) / 1e9
     print(f"  all {len(cases)} cases: python {total_python * 1e3:.1f} ms, java {total_java * 1e3:.1f} ms")
+    return {"largest": largest, "cases": len(cases), "all_cases_ms": round(total_python * 1e3, 2),
+            "kafka_all_cases_ms": round(total_java * 1e3, 2)}
 
 
-def bench_streams_sticky(top: int = 5) -> None:
+def bench_streams_sticky(top: int = 5) -> dict:
     cases = _cases("streams_sticky")
 
     def tasks(inp):
@@ -71,17 +76,21 @@ def bench_streams_sticky(top: int = 5) -> None:
         inp = case["input"]
         size = f"{len(inp['members'])} members, {tasks(inp)} tasks, sb={inp['configs']['num_standby_replicas']}"
         rows.append((case["case_id"], size, _median_seconds(lambda: streams_sticky.assign(inp)), case["java_nanos"]))
-    _report("streams StickyTaskAssignor, largest golden cases", rows)
+    largest = _report("streams StickyTaskAssignor, largest golden cases", rows)
     total_python = sum(_median_seconds(lambda c=c: streams_sticky.assign(c["input"]), 1) for c in cases)
     total_java = sum(c["java_nanos"] for c in cases) / 1e9
     print(f"  all {len(cases)} cases: python {total_python * 1e3:.1f} ms, java {total_java * 1e3:.1f} ms")
+    return {"largest": largest, "cases": len(cases), "all_cases_ms": round(total_python * 1e3, 2),
+            "kafka_all_cases_ms": round(total_java * 1e3, 2)}
 
 
 def _uuid(rng: random.Random) -> str:
     return "".join(rng.choice(string.ascii_letters + string.digits + "-_") for _ in range(21)) + "A"
 
 
-def bench_synthetic() -> None:
+def bench_synthetic() -> dict:
+    """Time synthetic larger groups (no Kafka reference); return ms by group."""
+    out = {}
     rng = random.Random(7)
     print("\nsynthetic groups (python only)")
     for members, topics, partitions in ((100, 10, 50), (500, 20, 100)):
@@ -95,6 +104,7 @@ def bench_synthetic() -> None:
                "assignable_partitions": None}
         seconds = _median_seconds(lambda: simple.assign(inp), 3)
         print(f"  simple homogeneous  {members} members x {topics * partitions} partitions: {seconds * 1e3:.1f} ms")
+        out[f"simple {members} members x {topics * partitions} partitions"] = round(seconds * 1e3, 2)
     for processes, threads, subtopologies, partitions in ((20, 4, 5, 32), (100, 4, 10, 64)):
         inp = {"configs": {"num_standby_replicas": 1, "rack_aware_assignment_tags": []},
                "subtopologies": [{"subtopology_id": str(s), "max_num_input_partitions": partitions, "stateful": s % 2 == 0}
@@ -105,9 +115,11 @@ def bench_synthetic() -> None:
                            for p in range(processes) for _ in range(threads)]}
         seconds = _median_seconds(lambda: streams_sticky.assign(inp), 3)
         print(f"  streams sticky {processes}x{threads} members, {subtopologies * partitions} tasks: {seconds * 1e3:.1f} ms")
+        out[f"sticky {processes}x{threads} members, {subtopologies * partitions} tasks"] = round(seconds * 1e3, 2)
+    return out
 
 
-def bench_metadata_hash() -> None:
+def bench_metadata_hash() -> dict:
     with open_golden(GOLDEN / "metadata_hash" / "topic_hash.jsonl") as handle:
         topics = [json.loads(line) for line in handle if line.strip()]
     topics = [t for t in topics if not t.get("missing")]
@@ -116,10 +128,11 @@ def bench_metadata_hash() -> None:
                                                                         t["partition_racks"]) for t in topics])
     print(f"\nKIP-1101 topic hash: {len(topics)} topics / {partitions} partitions in {seconds * 1e3:.1f} ms "
           f"({partitions / seconds / 1e6:.2f} M partitions/s)")
+    return {"topics": len(topics), "partitions": partitions, "partitions_per_s": round(partitions / seconds)}
 
 
 if __name__ == "__main__":
-    bench_simple()
-    bench_streams_sticky()
-    bench_synthetic()
-    bench_metadata_hash()
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("assignors_streams", {"simple": bench_simple(), "streams_sticky": bench_streams_sticky(),
+                                 "synthetic_ms": bench_synthetic(), "topic_hash": bench_metadata_hash()})

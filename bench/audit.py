@@ -85,7 +85,7 @@ def _compiler_threads_cpu(pid: int) -> dict[int, float]:
     """CPU seconds of each of JVM ``pid``'s JIT compiler threads alive now (``/proc/<pid>/task``, threads named
     ``C1 CompilerThread#`` and ``C2 CompilerThread#``). HotSpot's own compile time (``CompilationMXBean``) is the
     compilations' elapsed time, which on a busy 2-core machine includes the time a compiler thread waited for a
-    core: measured on 27 Nov, 36-40 s of it at 5.3 M records against 19.5 s of the threads' CPU."""
+    core, so it can be about twice the threads' own CPU."""
     out = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
@@ -177,7 +177,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
             print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
     # Where the CPU went (2 cores give 2 s a second): HotSpot's compiler threads warming up take a real share of
-    # a JVM's first runs (README, "JVM warm-up"). HotSpot's compile time is elapsed time, which counts a compiler
+    # a JVM's first runs. HotSpot's compile time is elapsed time, which counts a compiler
     # thread waiting for a core; its compiler threads' CPU is what compiling took from the tasks.
     print(f"CPU during the job: JVM {cpu['jvm_cpu_s']:.1f} s (HotSpot compiling {cpu['jit_s']:.1f} s elapsed, "
           f"{cpu['jit_cpu_s']:.1f} s of its compiler threads' CPU; collectors "
@@ -238,13 +238,20 @@ def main() -> None:
         spark.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
+    scaling = []
     for small, large in zip(results, results[1:]):
         records_ratio = large["records"] / small["records"]
         time_ratio = large["wall_s"] / small["wall_s"]
         print(f"{records_ratio:.1f}x the records ({small['records']:,} -> {large['records']:,}) cost "
               f"{time_ratio:.1f}x the time (linear: {time_ratio / records_ratio:.2f} of proportional)")
+        scaling.append({"records": [small["records"], large["records"]], "records_ratio": round(records_ratio, 2),
+                        "time_ratio": round(time_ratio, 2)})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("audit", {"groups": args.groups, "sizes": results, "scaling": scaling,
+                     "records_per_s": [round(r["records"] / r["wall_s"]) for r in results]})
 
 
 if __name__ == "__main__":

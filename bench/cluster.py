@@ -160,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         alive = [p.pid for p in started if p.poll() is None]
         print("stopped the master and both workers" if not alive else f"still running: {alive}")
         print("OK: every table equal" if not different else f"DIFFERENT: {', '.join(different)}")
+        from results import record  # bench/ is this script's folder, first on sys.path
+
+        record("cluster", {"records": summary["records"], "groups": args.groups, "hours": args.hours,
+                           "cluster": "standalone master + 2 workers x 1 core", "cluster_s": round(cluster_s, 1),
+                           "local_s": round(local_s, 1), "tables_equal": not different, "tables_different": different,
+                           "all_stopped": not alive})
         return 1 if different or alive else 0
 
 

@@ -1,4 +1,4 @@
-"""Offset-commit columns for the commit log: parsing ``value_json`` (``from_json``, before issue 10) against the
+"""Offset-commit columns for the commit log: parsing ``value_json`` (``from_json``, the old way) against the
 codec's typed ``offset_commit_value`` (now), alternated in one local[2] SparkSession on the same decoded input.
 
 Each round times the commit columns alone and the whole commit log (``resolve_commits``), each computed with
@@ -71,13 +71,19 @@ def main() -> None:
         typed = commit_log.commit_records
         assert sorted(commit_records_from_json(decoded).collect()) == sorted(typed(decoded).collect())
         print("the commit columns from value_json and from the typed column are equal")
+        figures: dict = {"records": decoded.count(), "rounds": []}
         for round_ in range(args.rounds):
             for name, build in (("from_json (before)", commit_records_from_json), ("typed (now)", typed)):
                 commit_log.commit_records = build  # resolve_commits looks it up at call time
                 columns, whole = _seconds(build(decoded)), _seconds(commit_log.resolve_commits(decoded))
                 print(f"round {round_}: {name:<20} commit columns {columns:6.1f} s, whole commit log {whole:6.1f} s, "
                       f"load average {os.getloadavg()[0]:.1f}", flush=True)
+                figures["rounds"].append({"round": round_, "way": name.split()[0],
+                                          "commit_columns_s": round(columns, 2), "commit_log_s": round(whole, 2)})
         commit_log.commit_records = typed
+        from results import record  # bench/ is this script's folder, first on sys.path
+
+        record("commit_log", figures)
     finally:
         spark.stop()
 

@@ -15,10 +15,7 @@ records/s and the ratio to ../shared/bench/java_decode.json:
 
     .venv/bin/python bench/decode.py [--rows 1000000] [--skip-spark] [--spark-generic]
 
-Recorded 2026-11-22, 1,000,000 rows, 2 shared cores, load average ~4 (Java reference 165-180k on one thread):
-Arrow batches generic 145k/s, vectorised 446k/s (10,000-row batches) and 579k/s (65,536); Spark local[2]
-generic 122k/s wall, 107k per CPU second (Python 7.4 s, JVM 2.0 s); vectorised 240k/s wall, 234k per CPU
-second (Python 2.1 s, JVM 2.2 s). The JVM's Arrow round trip is now half the CPU of the Spark path.
+The figures go to ``bench/results/decode.jsonl`` (``bench/results.py``).
 """
 
 from __future__ import annotations
@@ -250,9 +247,13 @@ def main() -> None:
 
     java = json.loads(JAVA_REFERENCE.read_text())["records_per_second_one_thread"]["to_dev_null"]
     java_mid = sum(java) / len(java)
+    figures: dict = {"rows": args.rows, "java_one_thread_records_per_s": list(java)}
 
-    def line(label: str, rate: float, what: str = "Java one thread") -> None:
+    def line(label: str, rate: float, what: str = "Java one thread", key: str | None = None) -> None:
         print(f"{label:<58} {rate:>10,.0f} rec/s  ({rate / java_mid:.2f}x {what})")
+        if key:
+            figures[key] = round(rate)
+            figures[key.replace("records_per_s", "vs_java")] = round(rate / java_mid, 3)
 
     start = time.perf_counter()
     rows = build_rows(args.rows)
@@ -262,25 +263,32 @@ def main() -> None:
     print(f"Java reference {java[0]:,}-{java[1]:,} rec/s on one thread; pure figures use process CPU time, "
           "Spark wall time")
     decode_only, with_json = bench_pure(rows)
-    line("pure core, decode_record only", decode_only)
-    line("pure core, decode_columns (decode + JSON text)", with_json)
+    line("pure core, decode_record only", decode_only, key="decode_record_records_per_s")
+    line("pure core, decode_columns (decode + JSON text)", with_json, key="decode_columns_records_per_s")
     batches = arrow_batches(rows, args.batch_rows)
     generic = bench_batches(batches, decode_batch_generic)
     fast = bench_batches(batches, decode_batch)
     joined = bench_batches(arrow_batches(rows, COALESCE_ROWS), decode_batch)
-    line(f"Arrow batches of {args.batch_rows:,}, generic path", generic)
-    line(f"Arrow batches of {args.batch_rows:,}, vectorised path", fast)
-    line(f"Arrow batches of {COALESCE_ROWS:,} (as decode() joins them), vectorised", joined)
+    line(f"Arrow batches of {args.batch_rows:,}, generic path", generic, key="arrow_generic_records_per_s")
+    line(f"Arrow batches of {args.batch_rows:,}, vectorised path", fast, key="arrow_vectorised_records_per_s")
+    line(f"Arrow batches of {COALESCE_ROWS:,} (as decode() joins them), vectorised", joined,
+         key="arrow_joined_vectorised_records_per_s")
     print(f"  vectorised / generic: {fast / generic:.2f}x, joined batches {joined / generic:.2f}x; {_load()}")
     if not args.skip_spark:
         cores = int(args.master[args.master.index("[") + 1:-1]) if args.master.startswith("local[") else 1
         modes = [("vectorised", False)] + ([("generic", True)] if args.spark_generic else [])
         for label, generic_mode in modes:
             rate, cpu = bench_spark(rows, args.master, generic=generic_mode, batch_rows=args.batch_rows)
-            line(f"Spark {args.master} {label}, wall clock", rate)
-            line(f"  wall clock / {cores} cores", rate / cores)
-            line("  per CPU second (JVM + Python workers)", len(rows) / sum(cpu.values()))
+            line(f"Spark {args.master} {label}, wall clock", rate, key=f"spark_{label}_records_per_s")
+            line(f"  wall clock / {cores} cores", rate / cores, key=f"spark_{label}_per_core_records_per_s")
+            line("  per CPU second (JVM + Python workers)", len(rows) / sum(cpu.values()),
+                 key=f"spark_{label}_per_cpu_second_records_per_s")
             print(f"  CPU seconds: JVM {cpu['jvm']:.2f}, Python {cpu['python']:.2f}; {_load()}")
+            figures[f"spark_{label}_cpu_s"] = {side: round(seconds, 2) for side, seconds in cpu.items()}
+        figures["spark_master"] = args.master
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("decode", figures)
 
 
 if __name__ == "__main__":

@@ -362,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     histories = make_histories(Path(args.dir))
     failed = 0
+    figures: dict = {"seed": args.seed, "damages": len(args.only) if args.only else args.damages, "cli_runs": args.cli}
     shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(prefix="fuzz-", dir=shm) as scratch:
         if args.keep:
@@ -369,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         pure = pure_campaign(histories, args.damages, args.seed, Path(scratch), args.decode_every, args.only,
                              args.keep)
         f = pure["figures"]
+        figures["pure"] = dict(f)
         print(f"pure path: {len(args.only) if args.only else args.damages:,} damaged inputs in {f['seconds']} s (decode_batch on every "
               f"{args.decode_every}): {f['traceback']} tracebacks, "
               f"{f['user_error (exit 2)']} one-line errors (exit 2), {f['exact']:,} with read + records_lost == "
@@ -388,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cli:
             cli = cli_campaign(histories, args.cli, args.seed, Path(scratch))
             c = cli["figures"]
+            figures["cli"] = dict(c)
             exits = ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k.startswith("exit"))
             print(f"CLI path: {args.cli} damaged inputs through run/decode with local Spark in {c['seconds']} s: "
                   f"{c['traceback']} tracebacks; {exits}; segment runs exact {c['cli exact']}, "
@@ -396,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             for failure in cli["failures"][:10]:
                 print("  FAIL", failure)
     print("OK" if not failed else f"{failed} FAILED")
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("fuzz", {**figures, "failed": failed})
     return 1 if failed else 0
 
 

@@ -140,6 +140,14 @@ def main() -> None:
               f"{batch / max(batch_records, 1) * 1000:.2f} ms")
         print(f"incremental run over {what} ({new_records / max(batch_records, 1):.2%} of the records) / batch run: "
               f"{new / batch:.2f}")
+        from results import record  # bench/ is this script's folder, first on sys.path
+
+        record("incremental", {
+            "groups": args.groups, "hours": args.hours, "partitions": args.partitions, "new": args.new,
+            "history_runs": args.history_runs, "touched_partitions": args.touched_partitions,
+            "history_records": batch_records, "new_records": new_records, "spark_start_s": round(spark_start, 1),
+            "new_run_s": round(new, 1), "nothing_new_run_s": round(idle, 1), "batch_run_s": round(batch, 1),
+            "per_new_record_ms": round(per_record * 1000, 3), "new_run_vs_batch": round(new / batch, 3)})
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

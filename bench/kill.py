@@ -63,8 +63,8 @@ def environment() -> dict:
 
 def run_to_completion(source: Path, output: Path, fmt: str, in_process: bool = False) -> tuple[float, dict]:
     """The run, uninterrupted: its own process (a JVM started cold, as a user's), or with ``in_process`` the same
-    command line through the CLI's ``main`` here, on this process's Spark session (warm: ~30 s less per run on
-    2 cores)."""
+    command line through the CLI's ``main`` here, on this process's Spark session (warm: no JVM start, no
+    first-run compiling)."""
     started = time.perf_counter()
     if in_process:
         from offsets_audit.cli import main as cli_main
@@ -189,9 +189,11 @@ def main() -> int:
     spark = get_spark("offsets-audit-kill-bench", extra_conf={"spark.sql.shuffle.partitions": "2"})
     started = time.perf_counter()
     failed = False
+    figures: dict = {"seed": args.seed, "kills_per_format": args.kills}
     try:
         for fmt in args.formats.split(","):
             counts = campaign(spark, root, fmt, args.kills, rng)
+            figures[fmt] = dict(counts)
             print(f"{fmt}: {counts['kills']} kills ({counts['landed']} landed, {counts['in_write']} in the write "
                   f"stage); after the kill {counts['incomplete_after_kill']} incomplete, "
                   f"{counts['complete_after_kill']} complete ({counts['complete_but_wrong']} of them different); "
@@ -202,6 +204,9 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(f"total {time.perf_counter() - started:.0f} s; {'FAILED' if failed else 'all reruns equal a clean run'}")
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("kill", {**figures, "seconds": round(time.perf_counter() - started), "failed": failed})
     return 1 if failed else 0
 
 

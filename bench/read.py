@@ -99,7 +99,9 @@ def generate(directory: Path, megabytes: int, seed: int = 7) -> dict:
     return manifest
 
 
-def bench_segments(args) -> None:
+def bench_segments(args, figures: dict | None = None) -> None:
+    """The segment part: fills ``figures`` with what it prints."""
+    figures = {} if figures is None else figures
     from offsets_audit.sources.segments import list_segments, read_segment
 
     directory = Path(args.dir)
@@ -115,6 +117,9 @@ def bench_segments(args) -> None:
             count += 1
     seconds = time.perf_counter() - started
     assert count == manifest["records"] and not quarantine, (count, quarantine[:1])
+    figures.update(records=count, batches=manifest["batches"], megabytes=round(manifest["bytes"] / 1e6, 1),
+                   read_segment_records_per_s=round(count / seconds),
+                   read_segment_mb_per_s=round(manifest["bytes"] / 1e6 / seconds, 1))
     print(f"read_segment (1 thread):       {count / seconds:>12,.0f} records/s  "
           f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s)")
 
@@ -132,6 +137,9 @@ def bench_segments(args) -> None:
     row = df.selectExpr("count(*) AS n", "sum(length(value)) AS value_bytes").collect()[0]
     seconds = time.perf_counter() - started
     assert row.n == manifest["records"], row
+    figures.update(spark_master=f"local[{args.cores}]", kafka_segments_records_per_s=round(row.n / seconds),
+                   kafka_segments_mb_per_s=round(manifest["bytes"] / 1e6 / seconds, 1),
+                   kafka_segments_input_partitions=df.rdd.getNumPartitions())
     print(f"kafka-segments (local[{args.cores}]):   {row.n / seconds:>12,.0f} records/s  "
           f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s, "
           f"{df.rdd.getNumPartitions()} input partitions)")
@@ -147,11 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--kafka", action="store_true", help="also benchmark the live Kafka source (if available)")
     args = parser.parse_args(argv)
-    bench_segments(args)
+    figures: dict = {}
+    bench_segments(args, figures)
     if args.kafka:
         from read_kafka import bench_kafka  # bench/read_kafka.py: the live-Kafka part
 
-        bench_kafka(args)
+        bench_kafka(args, figures)
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("read", figures)
     return 0
 
 

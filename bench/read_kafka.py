@@ -55,8 +55,9 @@ def fill_topic(bootstrap: str, topic: str, count: int) -> int:
     return count + PARTITIONS
 
 
-def bench_kafka(args) -> None:
-    """The live-Kafka part of bench/read.py (``--kafka``); also runs alone."""
+def bench_kafka(args, figures: dict | None = None) -> None:
+    """The live-Kafka part of bench/read.py (``--kafka``); also runs alone. Fills ``figures`` with what it prints."""
+    figures = {} if figures is None else figures
     from offsets_audit.sources.kafka import plan_ranges, read_range
 
     count = getattr(args, "records", None) or 200_000
@@ -87,6 +88,8 @@ def bench_kafka(args) -> None:
         read = sum(1 for offset_range in ranges for _ in read_range(options, offset_range))
         seconds = time.perf_counter() - started
         assert read == total, (read, total)
+        figures.update(kafka_records=total, kafka_broker="external" if external else "tansu",
+                       read_range_records_per_s=round(read / seconds))
         print(f"read_range (1 thread):        {read / seconds:>12,.0f} records/s  ({seconds:.1f} s)")
 
         if getattr(args, "skip_spark", False):
@@ -104,6 +107,7 @@ def bench_kafka(args) -> None:
         row = df.selectExpr("count(*) AS n", "sum(length(value)) AS value_bytes").collect()[0]
         seconds = time.perf_counter() - started
         assert row.n == total, row
+        figures.update(kafka_python_master=f"local[{cores}]", kafka_python_records_per_s=round(row.n / seconds))
         print(f"kafka-python (local[{cores}]):     {row.n / seconds:>12,.0f} records/s  ({seconds:.1f} s, "
               f"{df.rdd.getNumPartitions()} input partitions)")
         spark.stop()
@@ -114,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000, help="records to produce")
     parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     parser.add_argument("--skip-spark", action="store_true")
-    bench_kafka(parser.parse_args(argv))
+    figures: dict = {}
+    bench_kafka(parser.parse_args(argv), figures)
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("read_kafka", figures)
     return 0
 
 

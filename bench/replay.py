@@ -107,7 +107,8 @@ def simulated_group_inputs(groups: int, hours: float) -> dict[str, dict[str, lis
     return by_group
 
 
-def fold_rows_ab(groups: int, hours: float, rounds: int) -> None:
+def fold_rows_ab(groups: int, hours: float, rounds: int) -> dict:
+    """The ``--fold-rows`` A/B; returns its figures (CPU seconds per round of each way)."""
     from offsets_audit.codec.spark import DECODED_RECORD_COLUMN
     from offsets_audit.replay.fold import GroupFold
     from offsets_audit.replay.spark import fold_rows
@@ -126,14 +127,17 @@ def fold_rows_ab(groups: int, hours: float, rounds: int) -> None:
                                  c[DECODED_RECORD_COLUMN] if use_decoded else None))
         return time.thread_time() - start, out
 
+    seconds: dict[str, list[float]] = {"bytes_decoded_again_cpu_s": [], "codec_decoded_form_cpu_s": []}
     for i in range(rounds):
         for use_decoded in (False, True):
             cpu, rows = run(use_decoded)
+            seconds["codec_decoded_form_cpu_s" if use_decoded else "bytes_decoded_again_cpu_s"].append(round(cpu, 3))
             print(f"round {i + 1} {'codec decoded form' if use_decoded else 'bytes decoded again':<20} "
                   f"{cpu:6.2f} s CPU = {n / cpu:,.0f} group records per CPU-second ({len(rows):,} rows; "
                   f"load average {os.getloadavg()[0]:.1f})")
     assert run(False)[1] == run(True)[1], "the two ways must give the same rows"
     print("rows equal: yes")
+    return {"mode": "fold_rows", "groups": groups, "hours": hours, "group_records": n, **seconds}
 
 
 def main() -> None:
@@ -145,8 +149,10 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=0.3, help="--fold-rows: simulated hours")
     parser.add_argument("--rounds", type=int, default=3, help="--fold-rows: alternated A/B rounds")
     args = parser.parse_args()
+    from results import record as record_figures  # bench/ is this script's folder, first on sys.path
+
     if args.fold_rows:
-        fold_rows_ab(30 if args.groups == 2_000 else args.groups, args.hours, args.rounds)
+        record_figures("replay", fold_rows_ab(30 if args.groups == 2_000 else args.groups, args.hours, args.rounds))
         return
 
     records = list(generate(args.records, args.groups))
@@ -168,9 +174,15 @@ def main() -> None:
     print(f"CPU time:           {cpu:.1f} s = {len(records) / cpu:,.0f} records per CPU-second "
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"peak RSS:           {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB (includes the input list)")
+    figures = {"mode": "replay_records", "records": len(records), "groups": len(replayer.result.groups),
+               "events": replayer.result.events.count, "records_per_s": round(len(records) / elapsed),
+               "records_per_cpu_second": round(len(records) / cpu),
+               "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
     if args.tracemalloc:
         _, peak = tracemalloc.get_traced_memory()
         print(f"tracemalloc peak:   {peak / 2**20:,.0f} MiB (replay state)")
+        figures["tracemalloc_peak_mib"] = round(peak / 2**20)
+    record_figures("replay", figures)
 
 
 class _Counter(list):

@@ -25,6 +25,11 @@ def main(argv=None) -> int:
     rate = summary["records"] / max(summary["seconds"], 1e-9)
     print(f"groups={args.groups} hours={args.hours} workers={args.workers} records={summary['records']:,} "
           f"batches={summary['batches']:,} seconds={summary['seconds']} records/s={rate:,.0f}")
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("simulate", {"groups": args.groups, "hours": args.hours, "workers": args.workers,
+                        "compression": args.compression, "records": summary["records"],
+                        "batches": summary["batches"], "seconds": summary["seconds"], "records_per_s": round(rate)})
     return 0
 
 

@@ -9,7 +9,7 @@ job's own progress lines (``[offsets-audit] <stage> ...``), read as it writes th
   small jobs, a stage's last tasks); a stage near 1.0 gets faster only with less CPU, not with more overlap;
 * jit = the JVM's compiler threads' CPU inside the JVM figure (warm-up, mostly in a JVM's first runs).
 
-Wall times drift with the machine (README, Figures); the busy share and the CPU split drift less.
+Wall times drift with the machine; the busy share and the CPU split drift less.
 
     .venv/bin/python bench/stage_cpu.py DIR/500000 DIR/20000000 [--conf key=value ...]
 """
@@ -58,7 +58,8 @@ class StageMarks(io.TextIOBase):
         self.real.flush()
 
 
-def run(spark, history: Path, output: Path) -> None:
+def run(spark, history: Path, output: Path) -> dict:
+    """Run the job on ``history``, print each stage's wall time, CPU split and busy share; return them."""
     from offsets_audit.config import load_config
     from offsets_audit.job import run_job
 
@@ -82,6 +83,7 @@ def run(spark, history: Path, output: Path) -> None:
     print(f"\n== {history}: {records:,} records, {wall:.1f} s = {records / wall:,.0f} records/s")
     print(f"  {'stage':<16} {'wall s':>7} {'JVM s':>7} {'jit s':>6} {'Python s':>9} {'busy':>5}")
     previous = ("(before)", began, before)
+    stages: dict = {}
     for mark in marks.marks:
         name, start, figures = previous
         seconds = mark[1] - start
@@ -90,8 +92,11 @@ def run(spark, history: Path, output: Path) -> None:
         if name != "(before)" or seconds >= 0.05:
             print(f"  {name:<16} {seconds:7.1f} {cpu['jvm_cpu_s']:7.1f} {cpu['jit_cpu_s']:6.1f} "
                   f"{cpu['workers_cpu_s']:9.1f} {busy:5.2f}")
+            stages[name] = {"wall_s": round(seconds, 1), "jvm_cpu_s": cpu["jvm_cpu_s"], "jit_cpu_s": cpu["jit_cpu_s"],
+                            "workers_cpu_s": cpu["workers_cpu_s"], "busy": round(busy, 3)}
         previous = mark
     print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()), flush=True)
+    return {"history": str(history), "records": records, "wall_s": round(wall, 1), "stages": stages}
 
 
 def main() -> None:
@@ -108,11 +113,15 @@ def main() -> None:
 
     extra = dict(item.split("=", 1) for item in args.conf)
     spark = get_spark("bench-stage-cpu", master=f"local[{CORES}]", extra_conf={"spark.ui.enabled": "false", **extra})
+    runs = []
     try:
         for i, history in enumerate(args.histories):
-            run(spark, Path(history), Path(args.output) / str(i))
+            runs.append(run(spark, Path(history), Path(args.output) / str(i)))
     finally:
         spark.stop()
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("stage_cpu", {"cores": CORES, "conf": extra, "runs": runs})
 
 
 if __name__ == "__main__":
