@@ -12,6 +12,7 @@ versions) and the figures themselves. ``bench/README.md`` shows the latest line 
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import os
 import platform
@@ -103,7 +104,22 @@ def record(bench: str, figures: Mapping[str, Any], *, argv: Sequence[str] | None
     path = folder / f"{bench}.jsonl"
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(line, sort_keys=False, default=str) + "\n")
+    if folder == RESULTS:
+        rewrite_readme()
     return path
+
+
+def rewrite_readme() -> None:
+    """Regenerate ``bench/README.md`` (``bench/report.py``) so that it shows the line just recorded; a failure
+    only says so, the figures are already safe in their JSON file."""
+    try:
+        spec = importlib.util.spec_from_file_location("offsets_audit_bench_report", BENCH / "report.py")
+        assert spec is not None and spec.loader is not None
+        report = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(report)
+        report.write()
+    except Exception as exc:  # noqa: BLE001 - the bench's figures are written; the page can be rebuilt by hand
+        print(f"bench/README.md not rewritten ({exc}): run .venv/bin/python bench/report.py", file=sys.stderr)
 
 
 def latest(bench: str, results_dir: Path | None = None) -> dict[str, Any] | None:
