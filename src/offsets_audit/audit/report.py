@@ -2,30 +2,69 @@
 
 ``render_report(data)`` is pure (lists of dicts in, HTML out); ``sinks.report.write_report(spark, ...)`` reads the
 tables the job wrote for one run, keeps what the page shows (a few thousand rows at most) and writes
-``<output>/report/<run_id>.html``. Sections: findings by rule, latency distribution per group type,
-rebalance rate over time, why groups rebalance (causes over time, top culprits, each worst group's bumps
-labelled with their causes), the epoch timeline of the worst groups (group epoch, target assignment epoch
-at its AssignmentTimestamp, member epochs converging), and the findings themselves with their evidence.
+``<output>/report/<run_id>.html``. Sections: the findings with their evidence first (a worst group's name links
+to its timeline), then findings by rule, latency distribution per group type, rebalance rate over time, why
+groups rebalance (causes over time, top culprits, each worst group's bumps labelled with their causes), and the
+epoch timeline of the worst groups (group epoch, target assignment epoch at its AssignmentTimestamp, member
+epochs converging). Counts are printed with thousands separators and count axes have whole-number ticks.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import html
 import math
+import re
 from collections.abc import Sequence
 
 SEVERITY_COLORS = {"error": "#c62828", "warning": "#ef8f00", "info": "#1e88e5"}
 SERIES_COLORS = ["#1e88e5", "#e53935", "#43a047", "#8e24aa", "#fb8c00", "#00897b"]
 LATENCY_BINS = [(0, 1, "0"), (1, 100, "<100ms"), (100, 1000, "<1s"), (1000, 3000, "<3s"), (3000, 10_000, "<10s"),
                 (10_000, 60_000, "<1min"), (60_000, 600_000, "<10min"), (600_000, math.inf, ">=10min")]
-RATE_BUCKETS = [(1000, "second"), (10_000, "10 seconds"), (60_000, "minute"), (600_000, "10 minutes"),
-                (3_600_000, "hour"), (86_400_000, "day")]
+RATE_BUCKETS = [(1000, "second"), (10_000, "10 seconds"), (60_000, "minute"), (120_000, "2 minutes"),
+                (300_000, "5 minutes"), (600_000, "10 minutes"), (1_800_000, "30 minutes"), (3_600_000, "hour"),
+                (7_200_000, "2 hours"), (21_600_000, "6 hours"), (43_200_000, "12 hours"), (86_400_000, "day")]
 WORST_GROUPS = 4
 MAX_FINDINGS_LISTED = 300
 
 
 def _e(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def _n(value) -> str:
+    """A count or figure as a person reads it: ``190,316``, ``0.25``; ``-`` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return f"{int(value):,}"
+    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _count_axis(largest: float, ticks: int = 4) -> float:
+    """The top of a count axis with ``ticks`` equal whole-number steps (a round number: 1 to 8 times a power of
+    ten, or 12, 15, 25 times one) reaching ``largest``: the grid lines then read 0, 30, 60, 90, 120 rebalances,
+    never 59.5."""
+    need = max(largest, 1) / ticks
+    power = 10 ** math.floor(math.log10(need)) if need >= 1 else 1
+    steps = [m * power for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)]
+    step = next(s for s in steps if s >= need and float(s).is_integer())
+    return int(step) * ticks
+
+
+def _duration(ms: int) -> str:
+    """A bucket width in words: ``second``, ``10 seconds``, ``20 minutes``, ``2 hours``, ``3 days``."""
+    for unit_ms, unit in ((86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute"), (1000, "second")):
+        if ms >= unit_ms and ms % unit_ms == 0:
+            count = ms // unit_ms
+            return unit if count == 1 else f"{count:,} {unit}s"
+    return f"{ms:,} ms"
+
+
+def timeline_anchor(group_id) -> str:
+    """The id of a group's epoch timeline in the page (group ids may hold any character)."""
+    return "timeline-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f".{ord(m.group()):x}", str(group_id))
 
 
 def _fmt_ms(ms) -> str:
@@ -57,7 +96,7 @@ def _chart_frame(title: str, width: int, height: int, left: int, right: int, top
         value = top_value * tick / 4
         y = top + plot_h - plot_h * tick / 4
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{value:.3g}</text>')
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_n(value)}</text>')
     return parts
 
 
@@ -70,7 +109,7 @@ def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[i
         return _hbar_chart(title, categories, series, width=width)
     left, right, top, bottom = 50, 10, 28, 48
     plot_w, plot_h = width - left - right, height - top - bottom
-    top_value = max([v for _, vs, _ in series for v in vs] + [1])
+    top_value = _count_axis(max([v for _, vs, _ in series for v in vs] + [1]))
     slot = plot_w / len(categories)
     bar_w = max(slot * 0.8 / max(len(series), 1), 1)
     parts = _chart_frame(title, width, height, left, right, top, plot_h, top_value)
@@ -80,7 +119,7 @@ def _bar_chart(title: str, categories: list[str], series: list[tuple[str, list[i
             v = values[i]
             h = plot_h * v / top_value
             parts.append(f'<rect x="{x0 + j * bar_w:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w:.1f}" '
-                         f'height="{h:.1f}" fill="{color}"><title>{_e(name)} {_e(category)}: {v:g}</title></rect>')
+                         f'height="{h:.1f}" fill="{color}"><title>{_e(name)} {_e(category)}: {_n(v)}</title></rect>')
         parts.append(f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" class="tick" '
                      f'text-anchor="middle">{_e(category)}</text>')
     parts.append(_legend([(n, c) for n, _, c in series], left, height - 14))
@@ -109,9 +148,9 @@ def _hbar_chart(title, categories, series, width=640) -> str:
             w = plot_w * values[i] / top_value
             if w > 0:
                 parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{color}">'
-                             f'<title>{_e(category)} ({_e(name)}): {values[i]:g}</title></rect>')
+                             f'<title>{_e(category)} ({_e(name)}): {_n(values[i])}</title></rect>')
             x += w
-        parts.append(f'<text x="{x + 4:.1f}" y="{y + 14}" class="tick">{totals[i]:g}</text>')
+        parts.append(f'<text x="{x + 4:.1f}" y="{y + 14}" class="tick">{_n(totals[i])}</text>')
     parts.append(_legend([(n, c) for n, _, c in series], 10, height - 10))
     parts.append("</svg>")
     return "".join(parts)
@@ -149,7 +188,7 @@ def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
     left, right, top, bottom = 56, 16, 28, 44
     t0, t1 = min(points), max(points)
     span = max(t1 - t0, 1)
-    e_max = max(max(epochs), 1)
+    e_max = _count_axis(max(epochs))
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def x(t):
@@ -168,16 +207,17 @@ def _timeline(group_id: str, events: list[dict], width=900, height=280) -> str:
         return (f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2" {dash}>'
                 f'<title>{_e(name)}</title></path>')
 
-    parts = [f'<svg class="chart timeline" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+    parts = [f'<svg class="chart timeline" id="{_e(timeline_anchor(group_id))}" role="img" aria-label="{_e(title)}" '
+             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
              f'<text x="{left}" y="16" class="title">{_e(title)}</text>']
     for tick in range(5):
         v = e_max * tick / 4
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
-                     f'<text x="{left - 4}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">{v:.0f}</text>')
+                     f'<text x="{left - 4}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">{_n(v)}</text>')
     for tick in range(5):
         t = t0 + span * tick / 4
-        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">'
+        anchor = "end" if tick == 4 else "middle"          # the last label ends at the plot's edge, not past it
+        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="{anchor}">'
                      f'+{_fmt_ms(t - t0)}</text>')
     member_ids = sorted({m for _, _, m in members if m})
     parts.append(steps(sorted(bumps), "#e53935", "group epoch"))
@@ -216,28 +256,37 @@ def _latency_distribution(rebalances: list[dict]) -> str:
     charts = []
     for group_type in sorted({r.get("group_type") or "?" for r in rebalances}):
         rows = [r for r in rebalances if (r.get("group_type") or "?") == group_type]
+        if not any(r.get(metric) is not None for r in rows for metric in ("time_to_assignment_ms", "convergence_ms")):
+            why = ("the log holds no JoinGroup start, only each generation's result" if group_type == "classic"
+                   else "none of them has both its start and its end in the log")
+            charts.append(f'<p class="no-latency">Rebalance latency, {_e(group_type)} groups ({_n(len(rows))} '
+                          f'rebalances): not measurable, {_e(why)}.</p>')
+            continue
         series = []
         for j, (metric, label) in enumerate((("time_to_assignment_ms", "time to target assignment"),
                                              ("convergence_ms", "time to convergence"))):
             values = [r[metric] for r in rows if r.get(metric) is not None]
             series.append((label, [sum(1 for v in values if lo <= v < hi) for lo, hi, _ in LATENCY_BINS],
                            SERIES_COLORS[j]))
-        charts.append(_bar_chart(f"Rebalance latency, {group_type} groups ({len(rows)} rebalances)",
+        charts.append(_bar_chart(f"Rebalance latency, {group_type} groups ({_n(len(rows))} rebalances)",
                                  [name for _, _, name in LATENCY_BINS], series, y_label="rebalances"))
     return "".join(charts) or _empty("Rebalance latency", message="no rebalances in this run")
 
 
 def _time_buckets(t0: int, t1: int, most: int) -> tuple[int, int, str, int]:
-    """``(start, bucket_ms, unit, count)``: the smallest ``RATE_BUCKETS`` width giving at most ``most`` buckets
-    from ``t0`` to ``t1`` (whole days beyond the largest)."""
-    bucket, unit = next(((b, u) for b, u in RATE_BUCKETS if (t1 - t0) // b < most), RATE_BUCKETS[-1])
-    start = t0 - t0 % bucket
-    n = int((t1 - start) // bucket) + 1
-    if n > most:
-        bucket *= math.ceil(n / most)
-        unit = f"{bucket // 86_400_000} days"
-        n = int((t1 - start) // bucket) + 1
-    return start, bucket, unit, n
+    """``(start, bucket_ms, unit, count)``: the smallest ``RATE_BUCKETS`` width whose buckets, aligned on it, cover
+    ``t0`` to ``t1`` in at most ``most`` buckets (whole days beyond the largest); ``unit`` names the width."""
+
+    def count(bucket: int) -> int:
+        return int((t1 - (t0 - t0 % bucket)) // bucket) + 1
+
+    bucket = next((b for b, _ in RATE_BUCKETS if count(b) <= most), 0)
+    if not bucket:
+        day = RATE_BUCKETS[-1][0]
+        bucket = day * math.ceil(count(day) / most)
+        while count(bucket) > most:
+            bucket += day
+    return t0 - t0 % bucket, bucket, _duration(bucket), count(bucket)
 
 
 def _rebalance_rate(rebalances: list[dict]) -> str:
@@ -272,25 +321,31 @@ def _latency_table(summary: list[dict]) -> str:
     for s in rows:
         def q(metric):
             return " / ".join(_fmt_ms(s.get(f"{metric}_{p}")) for p in ("p50", "p95", "p99", "max"))
-        body.append(f"<tr><td>{_e(s['group_type'])}</td><td>{_e(s.get('rebalances'))}</td>"
-                    f"<td>{_e(s.get('complete'))}</td><td>{q('time_to_assignment_ms')}</td>"
+        body.append(f"<tr><td>{_e(s['group_type'])}</td><td>{_n(s.get('rebalances'))}</td>"
+                    f"<td>{_n(s.get('complete'))}</td><td>{q('time_to_assignment_ms')}</td>"
                     f"<td>{q('convergence_ms')}</td></tr>")
     return f'<table class="latency">{head}{"".join(body)}</table>'
 
 
-def _findings_table(findings: list[dict]) -> str:
+def _findings_table(findings: list[dict], linked: Sequence[str] = ()) -> str:
+    """The findings, most serious first; the group of each finding in ``linked`` (the groups whose epoch timeline
+    the page shows) links to that timeline."""
     if not findings:
         return "<p>No findings.</p>"
     rank = {"error": 0, "warning": 1, "info": 2}
     ordered = sorted(findings, key=lambda f: (rank.get(f["severity"], 3), f["rule"], str(f.get("group_id")),
                                               f.get("time") or 0))
     rows = []
+    with_timeline = set(linked)
     for f in ordered[:MAX_FINDINGS_LISTED]:
         evidence = f.get("evidence") or []
+        group = _e(f.get("group_id"))
+        if f.get("group_id") in with_timeline:
+            group = f'<a href="#{_e(timeline_anchor(f["group_id"]))}" title="its epoch timeline">{group}</a>'
         rows.append(f'<tr class="{_e(f["severity"])}"><td>{_e(f["severity"])}</td><td><code>{_e(f["rule"])}</code></td>'
-                    f"<td>{_e(f.get('group_id'))}</td><td>{_e(_fmt_time(f.get('time')))}</td><td>{_e(f['message'])}</td>"
+                    f"<td>{group}</td><td>{_e(_fmt_time(f.get('time')))}</td><td>{_e(f['message'])}</td>"
                     f"<td><code>{_e(', '.join(list(evidence)[:8]))}{' ...' if len(evidence) > 8 else ''}</code></td></tr>")
-    more = (f"<p>{len(findings) - MAX_FINDINGS_LISTED} more in the findings table.</p>"
+    more = (f"<p>{_n(len(findings) - MAX_FINDINGS_LISTED)} more in the findings table.</p>"
             if len(findings) > MAX_FINDINGS_LISTED else "")
     return ("<table class=\"findings\"><tr><th>severity</th><th>rule</th><th>group</th><th>time (UTC)</th>"
             f"<th>message</th><th>evidence (partition:offset)</th></tr>{''.join(rows)}</table>{more}")
@@ -317,7 +372,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 6px;
 text-align:left;vertical-align:top}tr.error td:first-child{color:#c62828;font-weight:600}
 tr.warning td:first-child{color:#ef8f00;font-weight:600}.kpi{display:inline-block;margin-right:24px}
-.kpi b{font-size:20px;display:block}
+.kpi b{font-size:20px;display:block}.no-latency{font-size:13px;color:#555}.worst a{margin-right:12px}
 """
 
 
@@ -325,8 +380,8 @@ def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -
     """One sentence on what the run found, so a clean run reads as clean rather than as a blank page."""
     quarantined = records.get("quarantined") or 0
     lost = records.get("records_lost") or 0
-    parts = [f"{len(findings)} finding(s)" if findings else "No findings: every enabled rule passed",
-             f"{len(rebalances)} rebalance(s)" if rebalances else "no rebalances",
+    parts = [f"{len(findings):,} finding(s)" if findings else "No findings: every enabled rule passed",
+             f"{len(rebalances):,} rebalance(s)" if rebalances else "no rebalances",
              (f"{quarantined:,} record(s) quarantined" + (f" and {lost:,} lost" if lost else "")
               if quarantined or lost else "nothing quarantined")]
     clean = not findings and not quarantined and not lost
@@ -345,22 +400,27 @@ def render_report(data: dict) -> str:
     kpis = [("records read", records.get("read")), ("quarantined", records.get("quarantined")),
             ("groups", sum((summary.get("groups") or {}).values()) if summary.get("groups") else None),
             ("rebalances", len(rebalances)), ("errors", severities["error"]), ("warnings", severities["warning"])]
-    timelines = "".join(_timeline(g, evs) for g, evs in (data.get("timelines") or {}).items())
+    shown = {g: evs for g, evs in (data.get("timelines") or {}).items()}
+    timelines = "".join(_timeline(g, evs) for g, evs in shown.items())
+    linked = [g for g, evs in shown.items() if evs]            # groups whose timeline is drawn
+    worst = ("<p class=\"worst\">Worst groups: " + "".join(
+        f'<a href="#{_e(timeline_anchor(g))}">{_e(g)}</a>' for g in linked) + "</p>") if linked else ""
     return "".join([
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>__consumer_offsets audit {_e(data.get('run_id'))}</title><style>{STYLE}</style></head><body>",
         f"<h1>__consumer_offsets audit, run {_e(data.get('run_id'))}</h1>", _run_in_words(findings, rebalances, records),
         "<div>",
-        "".join(f'<span class="kpi"><b>{_e("-" if v is None else v)}</b>{_e(k)}</span>' for k, v in kpis),
-        "</div><h2 id=\"findings-by-rule\">Findings by rule</h2>", _findings_by_rule(findings),
+        "".join(f'<span class="kpi"><b>{_n(v)}</b>{_e(k)}</span>' for k, v in kpis),
+        "</div>", worst,
+        "<h2 id=\"findings\">Findings</h2>", _findings_table(findings, linked),
+        "<h2 id=\"findings-by-rule\">Findings by rule</h2>", _findings_by_rule(findings),
         "<h2 id=\"latency\">Rebalance latency</h2>", _latency_table(data.get("latency_summary") or []),
         _latency_distribution(rebalances),
         "<h2 id=\"rate\">Rebalance rate</h2>", _rebalance_rate(rebalances),
         "<h2 id=\"causes\">Why groups rebalance</h2>",
-        causes_section(rebalances, list(data.get("timelines") or {}) or worst_groups(findings, rebalances)),
+        causes_section(rebalances, list(shown) or worst_groups(findings, rebalances)),
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
         timelines or "<p>No group has findings or rebalances to show.</p>",
-        "<h2 id=\"findings\">Findings</h2>", _findings_table(findings),
         "</body></html>",
     ])
 
@@ -385,7 +445,7 @@ def _stacked_bars(title: str, labels: list[str], series: Sequence[tuple[str, Seq
     left, right, top, bottom = 50, 10, 28, 60
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum(vs[i] for _, vs, _ in series) for i in range(len(labels))]
-    top_value = max(totals + [1])
+    top_value = _count_axis(max(totals + [1]))
     slot = plot_w / len(labels)
     parts = _chart_frame(title, width, height, left, right, top, plot_h, top_value)
     for i, label in enumerate(labels):
@@ -395,7 +455,7 @@ def _stacked_bars(title: str, labels: list[str], series: Sequence[tuple[str, Seq
             if h > 0:
                 y -= h
                 parts.append(f'<rect x="{left + i * slot + slot * 0.1:.1f}" y="{y:.1f}" width="{slot * 0.8:.1f}" '
-                             f'height="{h:.1f}" fill="{color}"><title>{_e(label)} {_e(name)}: {values[i]:g}'
+                             f'height="{h:.1f}" fill="{color}"><title>{_e(label)} {_e(name)}: {_n(values[i])}'
                              f'</title></rect>')
         parts.append(f'<text x="{left + i * slot + slot / 2:.1f}" y="{top + plot_h + 14}" class="tick" '
                      f'text-anchor="middle">{_e(label)}</text>')
@@ -453,9 +513,9 @@ def _top_culprits(rebalances: list[dict], n: int = MAX_CULPRITS_LISTED) -> str:
     for (client_id, client_host), e in ordered:
         causes = ", ".join(f"{c} {k}" for c, k in sorted(e["causes"].items(), key=lambda kv: (-kv[1], kv[0])))
         groups = sorted(str(g) for g in e["groups"])
-        body.append(f"<tr><td>{_e(client_id)}</td><td>{_e(client_host)}</td><td>{e['rebalances']}</td>"
-                    f"<td>{len(groups)}: {_e(', '.join(groups[:5]))}{' ...' if len(groups) > 5 else ''}</td>"
-                    f"<td>{len(e['members'])}</td><td>{_e(causes)}</td></tr>")
+        body.append(f"<tr><td>{_e(client_id)}</td><td>{_e(client_host)}</td><td>{_n(e['rebalances'])}</td>"
+                    f"<td>{_n(len(groups))}: {_e(', '.join(groups[:5]))}{' ...' if len(groups) > 5 else ''}</td>"
+                    f"<td>{_n(len(e['members']))}</td><td>{_e(causes)}</td></tr>")
     return ('<table class="culprits"><tr><th>client id</th><th>client host</th><th>rebalances caused</th>'
             f'<th>groups</th><th>member ids</th><th>causes</th></tr>{"".join(body)}</table>')
 
@@ -502,7 +562,8 @@ def _cause_timeline(group_id: str, rebalances: list[dict], width=900, height=240
             last_label_x = cx
     for tick in range(5):
         t = t0 + span * tick / 4
-        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">'
+        anchor = "end" if tick == 4 else "middle"          # the last label ends at the plot's edge, not past it
+        parts.append(f'<text x="{x(t):.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="{anchor}">'
                      f'+{_fmt_ms(t - t0)}</text>')
     used = list(dict.fromkeys((r.get("causes") or ["unknown"])[0] for r in rows))
     parts.append(_legend([(c, CAUSE_COLORS.get(c, "#757575")) for c in used[:6]], left, height - 6))
