@@ -11,6 +11,12 @@ from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 from golden_files import GOLDEN  # noqa: E402  (tests/golden/, vendored)
+from kafka_broker import kafka_broker, kafka_broker_factory  # noqa: E402, F401  (fixtures: a real Kafka broker)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--kafka-versions", default=None, metavar="V[,V...]|all",
+                     help="Kafka versions the real-broker tests run on (default: the newest; all: the version matrix)")
 
 # In CI the fuzzing is derandomised, so a red build is reproducible and never a new random draw; locally
 # every run explores new inputs.

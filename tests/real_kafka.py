@@ -1,0 +1,513 @@
+"""Real clients against a real broker, and Kafka's own tools as the judge of what the job reads.
+
+``run_scenarios`` starts the scenario driver (``tests/kafka/java/common/offsetsaudit/scenarios``: Kafka's Java
+clients of the broker's version) and returns once every scenario holds its groups stable with members alive.
+``capture`` then takes, from the quiet broker, what Kafka says of its groups (``kafka-consumer-groups``,
+``kafka-share-groups``, ``kafka-streams-groups``, ``kafka-topics``) together with the end offsets of
+``__consumer_offsets`` at that moment, and retries until no record was appended while the tools ran, so the
+log up to those offsets is exactly the state the tools described.
+
+The judges compare, as plain data:
+
+* :func:`parse_dump_log`: ``kafka-dump-log --offsets-decoder`` text, per segment file and offset;
+* :func:`kafka_view`: the tools' tables, parsed into offsets, group states and members;
+* :func:`replay_view`: the same shape from the job's replay (``replay_records``), topic ids named through
+  ``kafka-topics``; :func:`differences` lists what differs, one line per value.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from kafka_broker import OFFSETS_TOPIC, KafkaBroker
+
+#: Every scenario of the driver, and the Kafka versions whose clients and broker can run it.
+SCENARIOS = ("classic_eager", "classic_cooperative", "classic_static", "consumer_uniform", "consumer_range",
+             "consumer_static", "consumer_regex", "transactions", "migration", "admin_groups", "share", "streams")
+
+
+def supported_scenarios(broker: KafkaBroker) -> list[str]:
+    """The scenarios ``broker``'s version runs (KIP-848 from 3.9, its regexes and share groups from 4.0, streams
+    groups from 4.1)."""
+    s = broker.supports
+    unsupported = set()
+    if not s.share:
+        unsupported |= {"share", "consumer_regex"}
+    if not s.streams:
+        unsupported.add("streams")
+    return [name for name in SCENARIOS if name not in unsupported]
+
+
+# -- the driver ------------------------------------------------------------------------------------------------
+
+
+class ScenarioRun:
+    """The scenario driver's JVM: ``READY`` once every scenario holds its groups, ``stop()`` ends it."""
+
+    def __init__(self, broker: KafkaBroker, folder: Path, prefix: str, names: Sequence[str]) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        command = broker.java_command("offsetsaudit.scenarios.Scenarios", "run", broker.bootstrap, str(folder), prefix,
+                                      *names, jvm_options=("-Xmx512m", "-XX:+UseSerialGC"))
+        self.stderr = open(folder / "driver.err", "w")
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                        text=True)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.report: dict[str, dict] = {}
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.strip())
+        self._lines.put(None)
+
+    def _expect(self, word: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                line = ""
+            if line == word:
+                return
+            if line is None or time.monotonic() > deadline:
+                self.kill()
+                raise AssertionError(f"scenario driver did not print {word}: "
+                                     f"{(self.folder / 'driver.err').read_text()[-4000:]}")
+
+    def wait_ready(self, timeout_s: float = 300.0) -> dict[str, dict]:
+        self._expect("READY", timeout_s)
+        self.report = json.loads((self.folder / "scenarios.json").read_text())
+        return self.report
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        """Ends the hold: held members and Streams instances close (leave their groups), the JVM exits."""
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.write("stop\n")
+            self.process.stdin.flush()
+            self._expect("DONE", timeout_s)
+            self.process.wait(timeout=30)
+        self.stderr.close()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def groups(self, kind: str | None = None) -> list[str]:
+        """The groups the scenarios left for the judges (``kind``: consumer, share or streams)."""
+        return [g for s in self.report.values() for g, k in s["groups"].items() if kind is None or k == kind]
+
+
+def admin_commands(broker: KafkaBroker, prefix: str) -> list[list[str]]:
+    """What ``admin_groups`` leaves for ``kafka-consumer-groups`` to do: delete one topic's offsets of a group,
+    delete a group, reset an empty group's offsets of one topic to the earliest."""
+    base = f"{prefix}-admin_groups"
+    return [
+        broker.groups_invocation("consumer", "--delete-offsets", "--group", f"{base}-delete-offsets",
+                                 "--topic", f"{base}-first"),
+        broker.groups_invocation("consumer", "--delete", "--group", f"{base}-deleted"),
+        broker.groups_invocation("consumer", "--reset-offsets", "--group", f"{base}-reset", "--topic",
+                                 f"{base}-second", "--to-earliest", "--execute"),
+    ]
+
+
+# -- capture ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Capture:
+    """What Kafka's tools printed about the broker's groups, and the end offsets of ``__consumer_offsets`` they
+    describe (the log below them is that state)."""
+
+    version: str
+    end_offsets: dict[int, int]
+    outputs: dict[str, str] = field(default_factory=dict)
+    attempts: int = 1
+
+
+def describe_invocations(broker: KafkaBroker, share_groups: Sequence[str],
+                         streams_groups: Sequence[str]) -> dict[str, list[str]]:
+    calls = {
+        "offsets": broker.groups_invocation("consumer", "--describe", "--all-groups", "--offsets", "--verbose"),
+        "members": broker.groups_invocation("consumer", "--describe", "--all-groups", "--members", "--verbose"),
+        "state": broker.groups_invocation("consumer", "--describe", "--all-groups", "--state", "--verbose"),
+        "list": broker.groups_invocation("consumer", "--list", "--state"),
+        "topics": ["org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap, "--describe"],
+    }
+    for kind, groups in (("share", share_groups), ("streams", streams_groups)):
+        if not groups:
+            continue
+        named = [arg for group in groups for arg in ("--group", group)]
+        for what in ("members", "state", "offsets"):
+            calls[f"{kind}_{what}"] = broker.groups_invocation(kind, "--describe", *named, f"--{what}", "--verbose")
+    return calls
+
+
+def capture(broker: KafkaBroker, share_groups: Sequence[str] = (), streams_groups: Sequence[str] = (),
+            *, attempts: int = 6, settle_s: float = 1.0) -> Capture:
+    """Kafka's description of every group, taken when no record was appended to ``__consumer_offsets`` from
+    before the tools ran until after (a periodic write, e.g. a regex refresh, makes it try again)."""
+    calls = describe_invocations(broker, share_groups, streams_groups)
+    for attempt in range(1, attempts + 1):
+        before = broker.end_offsets()
+        time.sleep(settle_s)
+        runs = broker.run_tools(list(calls.values()))
+        after = broker.end_offsets()
+        if before == after:
+            for run in runs:
+                run.check()
+            return Capture(broker.version, before, {name: run.stdout for name, run in zip(calls, runs)}, attempt)
+    raise AssertionError(f"__consumer_offsets kept growing while the tools ran ({before} -> {after})")
+
+
+# -- kafka-dump-log ------------------------------------------------------------------------------------------------
+
+_DUMPING = re.compile(r"^Dumping (?P<file>\S+)$")
+_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) .*? (?:key: (?P<key>.*) payload: (?P<payload>.*)"
+                     r"|endTxnMarker: (?P<marker>\w+) coordinatorEpoch: (?P<epoch>-?\d+))$")
+_RECORD_START = re.compile(r"^\| offset: (?P<offset>\d+) ")
+
+
+def parse_dump_log(text: str) -> dict[str, dict[int, tuple]]:
+    """``kafka-dump-log --offsets-decoder --print-data-log`` text as ``{segment file name: {offset: entry}}``:
+    ``("record", key, payload)`` or ``("marker", COMMIT|ABORT, coordinator epoch)``; a record line the
+    decoder could not print (``("unparsed", line)``) is kept too, so nothing is dropped silently."""
+    files: dict[str, dict[int, tuple]] = {}
+    current: dict[int, tuple] | None = None
+    for line in text.splitlines():
+        dumping = _DUMPING.match(line)
+        if dumping:
+            current = files.setdefault(Path(dumping["file"]).parent.name + "/" + Path(dumping["file"]).name, {})
+            continue
+        start = _RECORD_START.match(line)
+        if not start or current is None:
+            continue
+        offset = int(start["offset"])
+        match = _RECORD.match(line)
+        if match is None:
+            current[offset] = ("unparsed", line)
+        elif match["marker"]:
+            current[offset] = ("marker", match["marker"], int(match["epoch"]))
+        else:
+            current[offset] = ("record", match["key"], match["payload"])
+    return files
+
+
+def our_dump_log(segments: Iterable[Path]) -> tuple[dict[str, dict[int, tuple]], list[dict]]:
+    """What our reader and codec make of the same segment files, in ``parse_dump_log``'s shape, and the
+    quarantine entries the reader wrote (none for a broker's own log)."""
+    from offsets_audit.codec.records import decode_record, kafka_dump_log
+    from offsets_audit.sources.segments import read_segment
+
+    files: dict[str, dict[int, tuple]] = {}
+    quarantine: list[dict] = []
+    for segment in segments:
+        entries = files.setdefault(segment.parent.name + "/" + segment.name, {})
+        for record in read_segment(segment, quarantine=quarantine):
+            if record["is_control"]:
+                entries[record["offset"]] = ("marker", record["control_type"], record["coordinator_epoch"])
+            else:
+                key, payload = kafka_dump_log(decode_record(record["key"], record["value"]))
+                entries[record["offset"]] = ("record", key, payload)
+    return files, quarantine
+
+
+# -- the tools' tables ------------------------------------------------------------------------------------------
+
+
+def parse_tables(text: str) -> list[dict[str, str]]:
+    """Rows of the fixed-width tables the group tools print (blocks of a header and rows; a column starts where
+    its header word starts, the last runs to the end of the line)."""
+    rows: list[dict[str, str]] = []
+    header: list[tuple[str, int]] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            header = None
+            continue
+        if line.startswith("GROUP ") or line.startswith("GROUP\t"):
+            spaced = line.replace("COORDINATOR (ID)", "COORDINATOR-(ID)")
+            header = [(m.group(), m.start()) for m in re.finditer(r"\S+", spaced)]
+            continue
+        if header is None:
+            continue
+        row = {}
+        for i, (name, start) in enumerate(header):
+            end = header[i + 1][1] if i + 1 < len(header) else len(line)
+            row[name] = line[start:end].strip()
+        rows.append(row)
+    return rows
+
+
+def parse_assignment(text: str) -> dict[str, list[int]]:
+    """``topic:0,1;other:3`` (``-`` or empty: nothing) as ``{topic: [partitions]}``."""
+    out: dict[str, list[int]] = {}
+    if text in ("", "-"):
+        return out
+    for part in text.split(";"):
+        if not part:
+            continue
+        topic, _, partitions = part.rpartition(":")
+        out[topic] = sorted(int(p) for p in partitions.split(",") if p != "")
+    return out
+
+
+_TASKS = re.compile(r"(?P<target>TARGET-)?(?P<kind>ACTIVE|STANDBY|WARMUP)(?:-TASKS)?:\s*(?P<tasks>[^;]*);")
+_TASK = re.compile(r"(?P<subtopology>[^\s:,\[\]]+):\s*\[(?P<partitions>[\d,\s]*)\]")
+
+
+def parse_streams_tasks(text: str) -> dict[str, dict[str, dict[str, list[int]]]]:
+    """``ACTIVE: 0:[2,3]; TARGET-ACTIVE: 0:[2,3];`` as ``{"current"|"target": {active|standby|warmup:
+    {subtopology: [partitions]}}}`` (kinds not printed are empty)."""
+    out: dict[str, dict[str, dict[str, list[int]]]] = {
+        side: {kind: {} for kind in ("active", "standby", "warmup")} for side in ("current", "target")}
+    for match in _TASKS.finditer(text):
+        side = "target" if match["target"] else "current"
+        for task in _TASK.finditer(match["tasks"]):
+            partitions = sorted(int(p) for p in task["partitions"].replace(" ", "").split(",") if p)
+            if partitions:
+                out[side][match["kind"].lower()][task["subtopology"]] = partitions
+    return out
+
+
+def topic_names(topics_text: str) -> dict[str, str]:
+    """Topic id -> name from ``kafka-topics --describe``."""
+    return {m["id"]: m["name"] for m in re.finditer(r"Topic: (?P<name>\S+)\s+TopicId: (?P<id>\S+)", topics_text)}
+
+
+def _int(text: str) -> int | None:
+    return None if text in ("", "-") else int(text)
+
+
+def kafka_view(capture_: Capture) -> dict[str, Any]:
+    """What the tools say, as comparable data: ``offsets`` {(group, topic, partition): (offset, leader epoch)},
+    ``groups`` {group: {state, group_epoch, assignment_epoch, members, protocol}} and ``members``
+    {group: {member id: {...}}}, for consumer and classic groups, share groups and streams groups."""
+    out = capture_.outputs
+    offsets: dict[tuple[str, str, int], tuple[int, int | None]] = {}
+    for row in parse_tables(out["offsets"]):
+        if row.get("CURRENT-OFFSET", "-") != "-":
+            offsets[(row["GROUP"], row["TOPIC"], int(row["PARTITION"]))] = (
+                int(row["CURRENT-OFFSET"]), _int(row.get("LEADER-EPOCH", "-")))
+    for row in parse_tables(out.get("streams_offsets", "")):
+        if row.get("CURRENT-OFFSET", "-") not in ("-", ""):
+            offsets[(row["GROUP"], row["TOPIC"], int(row["PARTITION"]))] = (
+                int(row["CURRENT-OFFSET"]), _int(row.get("LEADER-EPOCH", "-")))
+    groups: dict[str, dict] = {}
+    for row in parse_tables(out["state"]) + parse_tables(out.get("share_state", "")) \
+            + parse_tables(out.get("streams_state", "")):
+        groups[row["GROUP"]] = {
+            "state": row["STATE"],
+            "group_epoch": _int(row.get("GROUP-EPOCH", "-")),
+            "assignment_epoch": _int(row.get("TARGET-ASSIGNMENT-EPOCH", row.get("ASSIGNMENT-EPOCH", "-"))),
+            "members": int(row["#MEMBERS"]),
+        }
+        strategy = row.get("ASSIGNMENT-STRATEGY")
+        if strategy is not None and groups[row["GROUP"]]["group_epoch"] is None:
+            groups[row["GROUP"]]["protocol"] = None if strategy == "-" else strategy
+    members: dict[str, dict[str, dict]] = {}
+    for row in parse_tables(out["members"]):
+        if not row.get("CONSUMER-ID"):
+            continue
+        members.setdefault(row["GROUP"], {})[row["CONSUMER-ID"]] = {
+            "instance_id": row.get("GROUP-INSTANCE-ID") or None,
+            "client_id": row["CLIENT-ID"],
+            "host": row["HOST"],
+            "member_epoch": _int(row.get("CURRENT-EPOCH", "-")),
+            "assignment": parse_assignment(row["CURRENT-ASSIGNMENT"]),
+            "target_epoch": _int(row.get("TARGET-EPOCH", "-")),
+            "target_assignment": parse_assignment(row.get("TARGET-ASSIGNMENT", "-")),
+            "upgraded": None if "UPGRADED" not in row else row["UPGRADED"] == "true",
+        }
+    for row in parse_tables(out.get("share_members", "")):
+        members.setdefault(row["GROUP"], {})[row["CONSUMER-ID"]] = {
+            "client_id": row["CLIENT-ID"], "host": row["HOST"],
+            "member_epoch": _int(row["MEMBER-EPOCH"]), "assignment": parse_assignment(row["ASSIGNMENT"]),
+        }
+    for row in parse_tables(out.get("streams_members", "")):
+        tasks = parse_streams_tasks(row.get("ASSIGNMENTS", ""))
+        members.setdefault(row["GROUP"], {})[row["MEMBER"]] = {
+            "client_id": row["CLIENT-ID"], "process_id": row["PROCESS"], "member_epoch": _int(row["MEMBER-EPOCH"]),
+            "classic": row["MEMBER-PROTOCOL"] == "classic", "topology_epoch": _int(row["TOPOLOGY-EPOCH"]),
+            "target_epoch": _int(row["TARGET-ASSIGNMENT-EPOCH"]), "tasks": tasks["current"],
+            "target_tasks": tasks["target"],
+        }
+    listed = {row["GROUP"]: row["STATE"] for row in parse_tables(out["list"])}
+    return {"offsets": offsets, "groups": groups, "members": members, "listed": listed}
+
+
+# -- the replay, in the same shape --------------------------------------------------------------------------------
+
+
+def records_below(records: Iterable[dict], end_offsets: Mapping[int, int]) -> list[dict]:
+    """The records of each ``__consumer_offsets`` partition below ``end_offsets`` (what the tools described)."""
+    return [r for r in records if r["offset"] < end_offsets.get(r["partition"], 0)]
+
+
+def segment_records(log_dir: Path, quarantine: list | None = None) -> list[dict]:
+    """Every record of the ``__consumer_offsets-N`` folders under ``log_dir``, in log order per partition."""
+    from offsets_audit.sources.segments import read_segment
+
+    records: list[dict] = []
+    for folder in sorted(log_dir.glob(f"{OFFSETS_TOPIC}-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
+        for segment in sorted(folder.glob("*.log")):
+            records.extend(read_segment(segment, quarantine=quarantine))
+    return records
+
+
+def live_records(bootstrap: str, end_offsets: Mapping[int, int]) -> list[dict]:
+    """``__consumer_offsets`` read live through the package's kafka-python source (its pure core, read_committed)
+    up to ``end_offsets``, with timestamps as epoch milliseconds like the segments reader's."""
+    from offsets_audit.sources.kafka import plan_ranges, read_range
+
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": OFFSETS_TOPIC,
+               "endingOffsets": json.dumps({OFFSETS_TOPIC: {str(p): o for p, o in end_offsets.items()}})}
+    rows = []
+    for offset_range in plan_ranges(options):
+        for row in read_range(options, offset_range):
+            stamp = row["timestamp"]
+            rows.append({**row, "timestamp": int(stamp.timestamp() * 1000) if isinstance(stamp, datetime) else stamp})
+    return sorted(rows, key=lambda r: (r["partition"], r["offset"]))
+
+
+def _named(partitions: Mapping[str, Any] | None, names: Mapping[str, str]) -> dict[str, list[int]]:
+    """``{topic id: [p] or {p: epoch}}`` as ``{topic name: sorted partitions}`` (ids Kafka does not know kept)."""
+    out: dict[str, list[int]] = {}
+    for topic_id, parts in (partitions or {}).items():
+        if parts:
+            out[names.get(topic_id, topic_id)] = sorted(int(p) for p in parts)
+    return out
+
+
+def _tasks(tasks: Mapping[str, Any] | None) -> dict[str, dict[str, list[int]]]:
+    return {kind: {sub: sorted(int(p) for p in parts) for sub, parts in ((tasks or {}).get(kind) or {}).items() if parts}
+            for kind in ("active", "standby", "warmup")}
+
+
+def replay_view(result, names: Mapping[str, str]) -> dict[str, Any]:
+    """The pure replay's groups, members and committed offsets in ``kafka_view``'s shape."""
+    return table_view([fold.state_row() for fold in result.groups.values()],
+                      [row for fold in result.groups.values() for row in fold.member_rows()],
+                      result.offsets.committed_rows(), names)
+
+
+def job_view(output: Path, names: Mapping[str, str], spark) -> dict[str, Any]:
+    """The job's written ``group_state``, ``members`` and ``offsets`` tables in ``kafka_view``'s shape."""
+    def rows(table: str) -> list[dict]:
+        return [row.asDict() for row in spark.read.parquet(str(output / table)).collect()]
+
+    offsets = [row for row in rows("offsets") if row.get("status") in (None, "committed")]
+    return table_view(rows("group_state"), rows("members"), offsets, names)
+
+
+def table_view(state_rows: Iterable[Mapping], member_rows: Iterable[Mapping], offset_rows: Iterable[Mapping],
+               names: Mapping[str, str]) -> dict[str, Any]:
+    """Rows of the replay's ``group_state``, ``members`` and ``offsets`` tables (the pure replay's or the job's)
+    in ``kafka_view``'s shape, topic ids named through ``kafka-topics``."""
+    offsets = {}
+    for c in offset_rows:
+        partition = c["partition"] if "topic_partition" not in c else c["topic_partition"]
+        epoch = c["committed_leader_epoch"]
+        offsets[(c["group_id"], c["topic"], partition)] = (c["committed_offset"], None if epoch in (None, -1) else epoch)
+    by_group: dict[str, list[Mapping]] = {}
+    for row in member_rows:
+        by_group.setdefault(row["group_id"], []).append(row)
+    groups: dict[str, dict] = {}
+    members: dict[str, dict[str, dict]] = {}
+    with_offsets = {g for g, _, _ in offsets}
+    states = {row["group_id"]: row for row in state_rows}
+    for group_id in sorted(set(states) | with_offsets):
+        state = states.get(group_id) or {"exists": False, "group_type": None, "num_members": 0}
+        if not state["exists"] and group_id not in with_offsets:
+            continue
+        kind = state["group_type"] if state["exists"] else None
+        entry: dict[str, Any] = {"state": str(state["state"]) if state["exists"] else "Empty",
+                                 "members": state["num_members"] if state["exists"] else 0}
+        if kind in ("consumer", "share", "streams"):
+            entry["group_epoch"] = state["group_epoch"]
+            entry["assignment_epoch"] = state["assignment_epoch"]
+        else:
+            entry["group_epoch"] = entry["assignment_epoch"] = None
+            entry["protocol"] = state.get("protocol") or None
+        groups[group_id] = entry
+        group_members = {}
+        rows_ = by_group.get(group_id, []) if state["exists"] else []
+        has_classic = any(row["classic_protocol"] for row in rows_)
+        for row in rows_:
+            member = json.loads(row["member_json"])
+            if kind == "classic":
+                decoded = member.get("assignment_decoded") or {}
+                assignment = {p["topic"]: sorted(p["partitions"]) for p in decoded.get("assignedPartitions", [])
+                              if p["partitions"]}
+                group_members[row["member_id"]] = {
+                    "instance_id": row["instance_id"], "client_id": row["client_id"], "host": row["client_host"],
+                    "member_epoch": None, "assignment": assignment, "target_epoch": None, "target_assignment": {},
+                    "upgraded": None}
+            elif kind == "consumer":
+                group_members[row["member_id"]] = {
+                    "instance_id": row["instance_id"], "client_id": row["client_id"], "host": row["client_host"],
+                    "member_epoch": row["member_epoch"], "assignment": _named(member["assigned_partitions"], names),
+                    "target_epoch": state["assignment_epoch"],
+                    "target_assignment": _named(member.get("target_assignment"), names),
+                    "upgraded": (not row["classic_protocol"]) if has_classic else None}
+            elif kind == "share":
+                group_members[row["member_id"]] = {
+                    "client_id": row["client_id"], "host": row["client_host"], "member_epoch": row["member_epoch"],
+                    "assignment": _named(member["assigned_partitions"], names)}
+            elif kind == "streams":
+                group_members[row["member_id"]] = {
+                    "client_id": row["client_id"], "process_id": row["process_id"],
+                    "member_epoch": row["member_epoch"], "classic": bool(row["classic_protocol"]),
+                    "topology_epoch": row["topology_epoch"], "target_epoch": state["assignment_epoch"],
+                    "tasks": _tasks(member.get("assigned_tasks")), "target_tasks": _tasks(member.get("target_assignment"))}
+        if group_members:
+            members[group_id] = group_members
+    return {"offsets": offsets, "groups": groups, "members": members}
+
+
+def differences(kafka: Mapping[str, Any], ours: Mapping[str, Any], groups: Iterable[str] | None = None) -> list[str]:
+    """One line per value the tools and the replay disagree on (restricted to ``groups`` when given): every
+    committed offset, every group's state and epochs, every member's epochs and assignments."""
+    wanted = None if groups is None else set(groups)
+    lines: list[str] = []
+
+    def keep(group: str) -> bool:
+        return wanted is None or group in wanted
+
+    for key in sorted(set(kafka["offsets"]) | set(ours["offsets"])):
+        if keep(key[0]) and kafka["offsets"].get(key) != ours["offsets"].get(key):
+            lines.append(f"offset {key}: kafka {kafka['offsets'].get(key)} ours {ours['offsets'].get(key)}")
+    for group in sorted(set(kafka["groups"]) | set(ours["groups"])):
+        if not keep(group):
+            continue
+        theirs, mine = kafka["groups"].get(group), ours["groups"].get(group)
+        if theirs is None or mine is None:
+            lines.append(f"group {group}: kafka {theirs} ours {mine}")
+            continue
+        for name in sorted(theirs):
+            if theirs[name] != mine.get(name):
+                lines.append(f"group {group} {name}: kafka {theirs[name]!r} ours {mine.get(name)!r}")
+    for group in sorted(set(kafka["members"]) | set(ours["members"])):
+        if not keep(group):
+            continue
+        theirs, mine = kafka["members"].get(group, {}), ours["members"].get(group, {})
+        for member in sorted(set(theirs) | set(mine)):
+            if member not in theirs or member not in mine:
+                lines.append(f"member {group}/{member}: kafka {theirs.get(member)} ours {mine.get(member)}")
+                continue
+            for name in sorted(theirs[member]):
+                if theirs[member][name] != mine[member].get(name):
+                    lines.append(f"member {group}/{member} {name}: kafka {theirs[member][name]!r} "
+                                 f"ours {mine[member].get(name)!r}")
+    return lines
