@@ -68,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def task_main(argv: list[str] | None = None) -> None:
+    """``main`` for a Databricks ``python_wheel_task``, which calls its entry point and ignores what it returns:
+    a non-zero status (a mistake in the settings or the input, exit 2) is raised as ``SystemExit`` so the task
+    fails instead of passing."""
+    status = main(argv)
+    if status:
+        raise SystemExit(status)
+
+
 #: How Spark names a file it failed to read (Spark 4 error class FAILED_READ_FILE, older wordings after it).
 _FAILED_FILE = re.compile(r"(?:Encountered error while reading file|Could not read footer for file|"
                           r"is not a Parquet file|Error reading file)[:\s]*(?P<path>\S+)")

@@ -140,6 +140,24 @@ def conform(df, name: str):
     return cast_to(df, known, extra)
 
 
+@cache
+def _described() -> dict:
+    import yaml
+    from importlib import resources
+
+    return yaml.safe_load((resources.files("offsets_audit") / "tables.yaml").read_text(encoding="utf-8"))
+
+
+def comments(name: str) -> tuple[str, dict[str, str]]:
+    """Table ``name``'s comment and its columns' (``tables.yaml``): what each means, as a catalog shows it. A table
+    an incremental run adds (``provisional_findings``...) takes the columns of the table it is ``like``."""
+    entry = _described().get(name) or {}
+    columns = entry.get("columns")
+    if columns is None and "like" in entry:
+        columns = (_described().get(entry["like"]) or {}).get("columns")
+    return str(entry.get("comment") or ""), {str(k): str(v) for k, v in (columns or {}).items()}
+
+
 def empty(spark, name: str):
     """An empty DataFrame with table ``name``'s schema."""
     return spark.createDataFrame([], schema(name))

@@ -7,6 +7,8 @@
   or not, and a killed run never leaves a half-written partition behind.
 * A run manifest ``<output>/_runs/<run_id>.json`` is removed when a run starts writing and written when
   every table is in place: a run without one is incomplete (killed or failed), whatever its tables hold.
+* With ``output.catalog`` the same contract holds for tables by name, ``<catalog>.<schema>.<table>``
+  (``sinks.catalog``); ``Output`` says which way a run's tables are kept and reads and writes them either way.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import datetime as _dt
 import functools
 import json
 import os
+from dataclasses import dataclass
 
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
 from offsets_audit.sinks.files import FileSystem, is_local, local_path
 from offsets_audit.sinks.paths import escape_partition_value, partition_path, table_path
 
-__all__ = ["check_output_path", "partition_path", "read_table", "remove_run", "table_path", "write_run",
+__all__ = ["Output", "check_output_path", "partition_path", "read_table", "remove_run", "table_path", "write_run",
            "write_table", "write_text_file"]
 
 FORMATS = ("parquet", "delta")
@@ -196,3 +199,73 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
         raise UserError(f"cannot write {target}: {exc.__class__.__name__}",
                         fix="use a local or mounted output.path, or set output.html_report: false") from None
     return target
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a run's tables are kept: under the folder ``path`` in ``format`` (``<path>/<table>``), or with
+    ``catalog`` (``<catalog>.<schema>``) as tables ``<catalog>.<schema>.<table>`` of Spark's catalog, Delta where
+    the session has it and Parquet otherwise (``sinks.catalog``; ``format`` is then not used). Either way
+    ``path`` holds the files a run writes beside its tables: the summary JSON and the HTML report."""
+
+    path: str = "out"
+    format: str = "parquet"
+    catalog: str = ""
+
+    @classmethod
+    def of(cls, settings) -> Output:
+        """From a config's ``output`` mapping, or a settings object with the same names."""
+        def get(key: str):
+            return settings.get(key) if isinstance(settings, dict) else getattr(settings, key, None)
+
+        return cls(path=get("path") or "", format=get("format") or "parquet", catalog=get("catalog") or "")
+
+    @property
+    def by_name(self) -> bool:
+        return bool(self.catalog)
+
+    def check(self) -> None:
+        """One line naming the fix, before any Spark work, when the tables cannot be kept where asked."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import Namespace
+
+            Namespace.parse(self.catalog)
+        else:
+            _check_format(self.format)
+        check_output_path(self.path)
+
+    def __str__(self) -> str:
+        return self.catalog if self.by_name else f"{self.path} ({self.format})"
+
+    def write_run(self, spark, run_id: str, frames: dict, *, timings: dict | None = None) -> dict:
+        """Every table of the run, then its manifest (``write_run``); ``{table: path or name}``."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import write_catalog_run
+
+            return write_catalog_run(spark, self.catalog, run_id, frames, timings=timings)
+        return write_run(spark, self.path, run_id, self.format, frames, timings=timings)
+
+    def read_table(self, spark, table: str, run_id: str):
+        """Run ``run_id``'s rows of ``table`` with its known schema (``read_table``); None when there is no such
+        table."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import read_catalog_table
+
+            return read_catalog_table(spark, self.catalog, table, run_id)
+        return read_table(spark, self.path, table, run_id, self.format)
+
+    def run_manifest(self, spark, run_id: str) -> dict | None:
+        """The manifest of a complete run, None when the run is incomplete or unknown."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import catalog_run_manifest
+
+            return catalog_run_manifest(spark, self.catalog, run_id)
+        return run_manifest(spark, self.path, run_id)
+
+    def complete_runs(self, spark) -> list[dict]:
+        """Manifests of the complete runs, oldest first."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import complete_catalog_runs
+
+            return complete_catalog_runs(spark, self.catalog)
+        return complete_runs(spark, self.path)
