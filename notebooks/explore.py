@@ -2,8 +2,9 @@
 # MAGIC %md
 # MAGIC # Explore one audit run
 # MAGIC
-# MAGIC Reads the tables `offsets_audit.job.run_job` wrote under `<output>/<table>` (partitioned by `run_id`),
-# MAGIC picks one group (by default the group with the most findings) and shows:
+# MAGIC Reads the tables `offsets_audit.job.run_job` wrote, by name (`<catalog>.<schema>.<table>`, the job's
+# MAGIC `output.catalog`) or under a folder (`<output>/<table>`), picks one group (by default the group with the
+# MAGIC most findings) and shows:
 # MAGIC
 # MAGIC 1. its epoch timeline: group epoch bumps, target assignment epochs with their `AssignmentTimestamp`s,
 # MAGIC    and every member's epoch converging on the assignment epoch (KIP-848 / KIP-1071 / KIP-1263);
@@ -13,15 +14,17 @@
 # MAGIC
 # MAGIC Runs on Databricks (widgets at the top), in Jupyter (`notebooks/explore.ipynb`, same cells) and as a
 # MAGIC plain script: `python notebooks/explore.py` after `offsets-audit demo` (reads `demo-out/tables`).
-# MAGIC Locally the parameters come from the environment: `OFFSETS_AUDIT_TABLES`, `OFFSETS_AUDIT_FORMAT`
-# MAGIC (`parquet` or `delta`), `OFFSETS_AUDIT_RUN_ID`, `OFFSETS_AUDIT_GROUP_ID`, and `OFFSETS_AUDIT_PLOTS`
-# MAGIC (a folder to save the figures as PNG files).
+# MAGIC Locally the parameters come from the environment: `OFFSETS_AUDIT_CATALOG` (`<catalog>.<schema>`; when
+# MAGIC set the tables are read by name), else `OFFSETS_AUDIT_TABLES` and `OFFSETS_AUDIT_FORMAT` (`parquet` or
+# MAGIC `delta`); `OFFSETS_AUDIT_RUN_ID`, `OFFSETS_AUDIT_GROUP_ID`, and `OFFSETS_AUDIT_PLOTS` (a folder to save
+# MAGIC the figures as PNG files).
 
 # COMMAND ----------
 
 import os
 
 DEFAULTS = {
+    "tables_catalog": os.environ.get("OFFSETS_AUDIT_CATALOG", ""),
     "tables_path": os.environ.get("OFFSETS_AUDIT_TABLES", "demo-out/tables"),
     "table_format": os.environ.get("OFFSETS_AUDIT_FORMAT", "parquet"),
     "run_id": os.environ.get("OFFSETS_AUDIT_RUN_ID", ""),
@@ -33,18 +36,20 @@ try:
 except NameError:
     params = dict(DEFAULTS)
 else:
+    dbutils.widgets.text("tables_catalog", DEFAULTS["tables_catalog"], "Tables catalog.schema (or a path below)")  # noqa: F821
     dbutils.widgets.text("tables_path", DEFAULTS["tables_path"], "Tables path")  # noqa: F821
     dbutils.widgets.dropdown("table_format", DEFAULTS["table_format"], ["parquet", "delta"], "Format")  # noqa: F821
     dbutils.widgets.text("run_id", DEFAULTS["run_id"], "Run id (empty: latest)")  # noqa: F821
     dbutils.widgets.text("group_id", DEFAULTS["group_id"], "Group id (empty: most findings)")  # noqa: F821
     params = {name: dbutils.widgets.get(name) for name in DEFAULTS}  # noqa: F821
 
+CATALOG = params["tables_catalog"].strip()
 TABLES = params["tables_path"].strip().rstrip("/")
 TABLE_FORMAT = params["table_format"].strip() or "parquet"
 RUN_ID = params["run_id"].strip()
 GROUP_ID = params["group_id"].strip()
 PLOTS_DIR = os.environ.get("OFFSETS_AUDIT_PLOTS", "")
-print(f"tables: {TABLES} ({TABLE_FORMAT})")
+
 
 # COMMAND ----------
 
@@ -65,20 +70,22 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from offsets_audit import tables as audit_tables
-from offsets_audit.sinks import complete_runs, read_table
+from offsets_audit.sinks import Output
 
 try:
     spark  # noqa: F821 -- Databricks and pyspark shells provide it
 except NameError:
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.appName("offsets-audit-explore")
-             .master(os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]"))
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
+    builder = (SparkSession.builder.appName("offsets-audit-explore")
+               .master(os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", "2"))
+    if CATALOG:  # the tables by name of a local run: the metastore `offsets-audit run` keeps (Spark's defaults)
+        builder = builder.config("spark.sql.catalogImplementation", "hive")
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
 
 try:
@@ -89,15 +96,18 @@ except NameError:
 if PLOTS_DIR:
     os.makedirs(PLOTS_DIR, exist_ok=True)
 
+OUTPUT = Output(path=TABLES, format=TABLE_FORMAT, catalog=CATALOG)
+print(f"tables: {OUTPUT}")
+
 
 def load(name, group_id=None):
     """This run's rows of one table as pandas, optionally only one group's.
 
     Read with the table's own schema (``offsets_audit.tables``), so a table the run wrote empty reads as
     an empty frame with its columns; None only when the table is not there at all."""
-    df = read_table(spark, TABLES, name, RUN_ID, TABLE_FORMAT)
+    df = OUTPUT.read_table(spark, name, RUN_ID)
     if df is None:
-        print(f"table {name} not found under {TABLES}")
+        print(f"table {name} not found in {OUTPUT}")
         return empty_frame(name)
     if group_id is not None:
         df = df.filter(F.col("group_id") == group_id)
@@ -129,11 +139,13 @@ def show_plot(fig, name):
         plt.close(fig)
 
 
-# A run is complete when its manifest (<tables>/_runs/<run_id>.json) exists: written after every table.
-complete = [m["run_id"] for m in complete_runs(spark, TABLES)]
+# A run is complete when its manifest exists (a row of <catalog>.<schema>.runs, or <tables>/_runs/<run_id>.json):
+# written after every table.
+complete = [m["run_id"] for m in OUTPUT.complete_runs(spark)]
 if not RUN_ID:
     if not complete:
-        raise SystemExit(f"no complete run under {TABLES}: run `offsets-audit demo` or point tables_path at a run")
+        raise SystemExit(f"no complete run in {OUTPUT}: run `offsets-audit demo`, or point tables_catalog or "
+                         "tables_path at the job's tables")
     RUN_ID = complete[-1]
 elif RUN_ID not in complete:
     print(f"warning: run {RUN_ID} is not complete (killed or failed while writing): rerun it with the same run id")
@@ -161,7 +173,7 @@ overview = (groups[["group_id", "group_type", "state", "group_epoch", "assignmen
             .fillna({"findings": 0, "rebalances": 0}).astype({"findings": "int64", "rebalances": "int64"})
             .reset_index().sort_values(["findings", "rebalances", "group_id"], ascending=[False, False, True]))
 show_table(overview, f"{len(overview)} groups in run {RUN_ID}")
-quarantine = read_table(spark, TABLES, "quarantine", RUN_ID, TABLE_FORMAT)
+quarantine = OUTPUT.read_table(spark, "quarantine", RUN_ID)
 quarantined = 0 if quarantine is None else quarantine.count()
 if not len(findings_all) and not quarantined:
     print(f"run {RUN_ID} is clean: no findings (every enabled rule passed), nothing quarantined, "
