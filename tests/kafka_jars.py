@@ -12,7 +12,8 @@ resolving or compiling into the same folder at once.
 The Java helpers (``tests/kafka/java/``: the scenario driver of real clients, the coordinator oracle) are
 compiled with the JDK's ``javac`` per Kafka version into ``.cache/kafka/<version>/classes``, so one source tree
 serves every version of the matrix; a source file that needs a newer Kafka than the one being built sits under
-``java/<first version>/`` and is left out of older builds.
+``java/<first version>/`` and is left out of older builds, and a file there replaces the one with the same relative
+path in ``java/common`` or a lower version's folder (one class, one source per range of Kafka versions).
 
 Command line (used by ``make kafka``)::
 
@@ -114,16 +115,23 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def java_sources(version: str) -> list[Path]:
-    """The helper sources a Kafka ``version`` compiles: ``java/common`` and every ``java/<v>`` with v ≤ version."""
+    """The helper sources a Kafka ``version`` compiles: ``java/common`` and every ``java/<v>`` with v ≤ version.
+
+    A file under ``java/<v>/`` replaces the file with the same relative path from ``java/common`` or from a lower
+    ``java/<v>``, so a class whose code must differ between Kafka versions (an internal API that changed) keeps one
+    name with one source per range of versions: the highest folder not above ``version`` wins.
+    """
     if not JAVA_SOURCES.is_dir():
         return []
-    sources: list[Path] = []
-    for folder in sorted(JAVA_SOURCES.iterdir()):
-        if not folder.is_dir():
-            continue
-        if folder.name == "common" or (folder.name[0].isdigit() and _version_key(folder.name) <= _version_key(version)):
-            sources += sorted(folder.rglob("*.java"))
-    return sources
+    folders = [folder for folder in JAVA_SOURCES.iterdir() if folder.is_dir()
+               and (folder.name == "common"
+                    or (folder.name[0].isdigit() and _version_key(folder.name) <= _version_key(version)))]
+    folders.sort(key=lambda folder: (-1,) if folder.name == "common" else _version_key(folder.name))
+    chosen: dict[Path, Path] = {}
+    for folder in folders:
+        for path in folder.rglob("*.java"):
+            chosen[path.relative_to(folder)] = path
+    return [chosen[relative] for relative in sorted(chosen)]
 
 
 def helper_classes(version: str = DEFAULT_KAFKA_VERSION) -> Path:
