@@ -88,6 +88,10 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 #: Member epoch of a static member that left temporarily (``LEAVE_GROUP_STATIC_MEMBER_EPOCH``).
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
+#: The group epoch of a freshly created modern group: ``ModernGroup``'s constructor sets 1 (the epoch of
+#: ``TargetAssignmentMetadata.INITIAL``), so a group whose first records are a member's (a regular-expression
+#: subscriber waiting for its resolution) is Stable at epoch 1 before any ``*GroupMetadata`` record.
+INITIAL_GROUP_EPOCH = 1
 #: ``TargetAssignmentMetadata.INITIAL`` of a freshly created modern group.
 INITIAL_ASSIGNMENT_EPOCH = 1
 INITIAL_ASSIGNMENT_TIMESTAMP = 0
@@ -348,7 +352,9 @@ class ModernGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        self.group_epoch = INITIAL_GROUP_EPOCH
+        #: Whether a ``*GroupMetadata`` record has set the epoch (the first one's bump reports ``old`` 0).
+        self.epoch_recorded = False
         self.metadata_hash = 0
         self.assignment_epoch = INITIAL_ASSIGNMENT_EPOCH
         self.assignment_timestamp = INITIAL_ASSIGNMENT_TIMESTAMP
@@ -370,7 +376,9 @@ class ModernGroup:
         return modern_group_state(self.members, self.group_epoch, self.assignment_epoch, self.is_reconciled)
 
     def set_group_metadata(self, value: dict) -> list[tuple]:
-        old, old_hash = self.group_epoch, self.metadata_hash
+        old = self.group_epoch if getattr(self, "epoch_recorded", True) else 0
+        old_hash = self.metadata_hash
+        self.epoch_recorded = True
         self.group_epoch = value.get("epoch", 0)
         self.metadata_hash = value.get("metadataHash", 0)
         if old != self.group_epoch:
