@@ -18,6 +18,8 @@ assignment, a new incarnation or a conversion from classic, a change of assignor
 neither order. What-if rows, streams groups and plug-ins take record order; ``range`` ignores the current
 assignment (``not_order_sensitive``).
 
+Each ``rerun`` row also carries ``rerun_cpu_ms``, the first re-run's thread CPU time (``TIMING_COLUMN``).
+
 Balance metrics per row: ``spread`` = max - min partitions (streams: active tasks) per member, and,
 where committed and end offsets are known, ``lag_spread`` = max - min summed lag per member.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -54,6 +57,13 @@ ASSIGNOR_AUDIT_DDL = (
     "member_count_diff string, recorded_spread int, result_spread int, recorded_lag_spread long, "
     "result_lag_spread long, num_members int, error string, notes string, current_order string"
 )
+
+#: The re-run's time on the executor thread's CPU clock, in ms: the first run of the recorded assignor, as Kafka
+#: ran it once (a chained repetition is not counted). Not a column of the written table (a clock reading differs
+#: from run to run); the coordinator-load estimate reads it from the stage's DataFrame (``audit.coordinator_load``).
+TIMING_COLUMN = "rerun_cpu_ms"
+ASSIGNOR_AUDIT_TIMED_COLUMNS = (*ASSIGNOR_AUDIT_COLUMNS, TIMING_COLUMN)
+ASSIGNOR_AUDIT_TIMED_DDL = ASSIGNOR_AUDIT_DDL + f", {TIMING_COLUMN} double"
 
 #: ``current_order`` values: how the current assignment's Java iteration order was obtained.
 ORDER_CHAINED = "chained"
@@ -274,7 +284,9 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
             # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
             # and the fast path is all that runs. Where it does not give the target, the chain's carried
             # Java order may (the order was lost on the way, or the log was written by something else).
+            began = time.thread_time()
             result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+            rerun_cpu_ms = (time.thread_time() - began) * 1e3
             cmp = compare(run.recorded, result, run.group_type)
             if (not cmp["same"] and current_order == ORDER_RECORDS and is_chainable(assignor)
                     and chain.continues(run)):
@@ -287,6 +299,7 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
             chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
         else:
             result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
+            rerun_cpu_ms = None
             cmp = compare(run.recorded, result, run.group_type)
         res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
         row = _base_row(run)
@@ -298,7 +311,7 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
             recorded_lag_spread=spread(rec_lags) if rec_lags else None,
             result_lag_spread=spread(res_lags) if res_lags else None,
             error=None if result.get("error") is None else f"{result['error']}: {result.get('message')}",
-            notes="; ".join(notes) or None, current_order=current_order)
+            notes="; ".join(notes) or None, current_order=current_order, rerun_cpu_ms=rerun_cpu_ms)
         out.append(row)
     return out
 

@@ -13,7 +13,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL, GroupRerun, audit_group
+from offsets_audit.assignors.rerun import (
+    ASSIGNOR_AUDIT_COLUMNS,
+    ASSIGNOR_AUDIT_TIMED_COLUMNS,
+    ASSIGNOR_AUDIT_TIMED_DDL,
+    GroupRerun,
+    audit_group,
+)
 from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
 from offsets_audit.plans import by_group
 from offsets_audit.workers import fewer_collections
@@ -59,8 +65,8 @@ def _offsets_by_topic(pdf: pd.DataFrame | None) -> dict:
     return out
 
 
-def _result_frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=list(ASSIGNOR_AUDIT_COLUMNS))
+def _result_frame(rows: list[dict], columns: Sequence[str] = ASSIGNOR_AUDIT_COLUMNS) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=list(columns))
     for column in ("assignment_epoch", "partition", "moved_partitions", "recorded_spread", "result_spread",
                    "num_members"):
         frame[column] = frame[column].astype("Int32")
@@ -80,7 +86,8 @@ def _group_rows(pdf: pd.DataFrame) -> list[dict]:
 
 def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
           *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform"):
-    """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``)."""
+    """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``) with the re-runs' timing beside it
+    (``rerun.ASSIGNOR_AUDIT_TIMED_DDL``: the written table leaves that column out)."""
     topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
     what_if = tuple(what_if or ())
     options: dict = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
@@ -92,10 +99,10 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
         snapshot = TopicMetadata(topics) if topics else None
         with fewer_collections():  # a few dicts per member and target (``workers.fewer_collections``)
             rows = audit_group(_group_rows(pdf), snapshot, offsets=_offsets_by_topic(offsets_pdf), **options)
-        return _result_frame(rows)
+        return _result_frame(rows, ASSIGNOR_AUDIT_TIMED_COLUMNS)
 
     return _per_group(targets, lambda pdf, offsets_pdf=None: one_group(pdf, offsets_pdf) if not pdf.empty
-                      else _result_frame([]), offsets, ASSIGNOR_AUDIT_DDL)
+                      else _result_frame([], ASSIGNOR_AUDIT_TIMED_COLUMNS), offsets, ASSIGNOR_AUDIT_TIMED_DDL)
 
 
 #: Per group, the resumable re-run state an incremental run leaves for the next (``rerun.GroupRerun``);

@@ -37,7 +37,7 @@ def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
             moved_n = len(moved)
         else:
             moved_n = moved
-        details = {k: v for k, v in row.items() if k not in ("group_id", "group_type") and _plain(v)}
+        details = {k: v for k, v in row.items() if k not in ("group_id", "group_type", "rerun_cpu_ms") and _plain(v)}
         time = row.get("timestamp")
         from ..model import to_millis
 
