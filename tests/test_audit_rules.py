@@ -99,6 +99,24 @@ def test_new_group_epoch_unexpected():
     assert "None" not in finding.message and "unknown" in finding.message
 
 
+def test_new_group_epoch_unexpected_knows_streams_groups_start_at_2_before_kip_1263():
+    """A real Kafka 4.2 broker writes the first epoch of a streams group as 2 (its consumer and share groups
+    start at 1): no finding for it there, one for a streams group starting at 1."""
+    h = History(group_type="streams")
+    h.created()
+    h.joined("a")
+    h.bump(0, 2)
+    h.target(2)
+    assert "new_group_epoch_unexpected" not in fired(h.events, config(kafka_version="4.2"))
+    assert "new_group_epoch_unexpected" not in fired(h.events, config(kafka_version="4.4"))
+    one = History(group_type="streams")
+    one.created()
+    one.joined("a")
+    one.bump(0, 1)
+    one.target(1)
+    assert "new_group_epoch_unexpected" in fired(one.events, config(kafka_version="4.2"))
+
+
 def test_new_group_epoch_unexpected_exempts_groups_converted_from_classic_and_back():
     """Kafka converts in one batch: the old group's tombstones, then the new group's records; the converted
     group keeps the classic generation (here 1) as its group and assignment epoch."""

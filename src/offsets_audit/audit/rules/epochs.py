@@ -31,7 +31,7 @@ class EpochRules(RuleFamily):
                           [view.bumps[old].where if old in view.bumps else None, ev.where],
                           {"old_group_epoch": old, "new_group_epoch": new})
         if view.created_in_log and not view.converted and not old and view.assignment_count == 0:
-            expected = self._first_group_epochs()
+            expected = self._first_group_epochs(view)
             if new not in expected:
                 self.ctx.emit("new_group_epoch_unexpected", view, ev.timestamp,
                               f"first group epoch of a new group is {new}; {self._version_text()} writes "
@@ -48,7 +48,7 @@ class EpochRules(RuleFamily):
                           [ev.where, view.bumps[group_epoch].where if group_epoch in view.bumps else None],
                           {"assignment_epoch": epoch, "group_epoch": group_epoch})
         if (view.created_in_log and not view.converted and view.assignment_count == 0
-                and self._first_group_epochs() == (2,) and epoch < 2):
+                and self._first_group_epochs(view) == (2,) and epoch < 2):
             self.ctx.emit("new_group_epoch_unexpected", view, ev.timestamp,
                           f"first computed target assignment of a new group has epoch {epoch}; "
                           f"{self._version_text()} keeps epoch 1 for the empty initial assignment and computes the "
@@ -56,12 +56,17 @@ class EpochRules(RuleFamily):
                           [ev.where], {"assignment_epoch": epoch, "expected_at_least": 2,
                                        "kafka_version": self.ctx.kafka_version})
 
-    def _first_group_epochs(self) -> tuple:
+    def _first_group_epochs(self, view: GroupView) -> tuple:
         """First group epoch(s) a new modern group gets: 2 from Kafka 4.3 (KIP-1263), 1 before; either when the
-        brokers' version is not configured (``broker.kafka_version`` null)."""
-        if not self.ctx.kafka_version:
+        brokers' version is not configured (``broker.kafka_version`` null). Streams groups (KIP-1071) start at 2
+        on every release where they are generally available (4.2 writes 2 too); 4.1's early-access streams
+        groups may start at either."""
+        version = self.ctx.kafka_version
+        if not version:
             return (1, 2)
-        return (2,) if kafka_version_at_least(self.ctx.kafka_version, 4, 3) else (1,)
+        if view.group_type == "streams":
+            return (2,) if kafka_version_at_least(version, 4, 2) else (1, 2)
+        return (2,) if kafka_version_at_least(version, 4, 3) else (1,)
 
     def _version_text(self) -> str:
         version = self.ctx.kafka_version
