@@ -1,13 +1,12 @@
 """Read throughput of the live Kafka source: records/s of the pure kafka-python core and of ``kafka-python``.
 
-    .venv/bin/python bench/read_kafka.py                        # tansu broker, 200k records
+    .venv/bin/python bench/read_kafka.py                        # a real Kafka broker (KRaft), 200k records
     .venv/bin/python bench/read_kafka.py --records 1000000 --cores 2
     KAFKA_BOOTSTRAP=broker:9092 .venv/bin/python bench/read_kafka.py   # a real cluster
     .venv/bin/python bench/read.py --kafka                      # after the segment figures
 
 Records are the golden coordinator records cycled (offset commits, group metadata, tombstones) over four
-partitions, produced in batches. Tansu answers ListOffsets(latest) with "last batch base offset + 1" (see
-docs/sources.md), so each partition ends with one single-record batch to make the planned end offsets true.
+partitions, produced in batches; each partition ends with one single-record batch.
 """
 
 from __future__ import annotations
@@ -66,15 +65,15 @@ def bench_kafka(args, figures: dict | None = None) -> None:
         broker = nullcontext(external)
     else:
         sys.path.insert(0, str(REPO / "tests"))
-        from broker import tansu_broker
+        from broker import real_broker
 
-        broker = tansu_broker()
+        broker = real_broker()
     with broker as bootstrap:
         topic = f"bench-coordinator-records-{int(time.time())}"
         started = time.perf_counter()
         total = fill_topic(bootstrap, topic, count)
         print(f"kafka: {total:,} records produced to {topic} ({PARTITIONS} partitions) at "
-              f"{'KAFKA_BOOTSTRAP ' + external if external else 'tansu ' + bootstrap} "
+              f"{'KAFKA_BOOTSTRAP ' + external if external else 'Kafka ' + bootstrap} "
               f"in {time.perf_counter() - started:.1f} s")
         options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
 
@@ -88,7 +87,7 @@ def bench_kafka(args, figures: dict | None = None) -> None:
         read = sum(1 for offset_range in ranges for _ in read_range(options, offset_range))
         seconds = time.perf_counter() - started
         assert read == total, (read, total)
-        figures.update(kafka_records=total, kafka_broker="external" if external else "tansu",
+        figures.update(kafka_records=total, kafka_broker="external" if external else "kafka",
                        read_range_records_per_s=round(read / seconds))
         print(f"read_range (1 thread):        {read / seconds:>12,.0f} records/s  ({seconds:.1f} s)")
 

