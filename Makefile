@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser kafka demo check test bench dist clean
+.PHONY: install browser kafka demo check test test-kafka-versions bench dist clean
 
 # setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
@@ -39,6 +39,12 @@ check: $(STAMP)
 
 test: $(STAMP) check browser kafka
 	$(BIN)/python -m pytest
+
+# The real-Kafka tests (a KRaft broker, Kafka's clients and tools) on every Kafka version of the matrix
+# (tests/kafka_jars.py KAFKA_VERSIONS); `make test` runs them on the newest only.
+test-kafka-versions: $(STAMP)
+	$(BIN)/python tests/kafka_jars.py kafka 3.9.1 4.0.2 4.2.1 4.4.0
+	$(BIN)/python -m pytest tests/test_real_kafka.py --kafka-versions all
 
 bench: $(STAMP)
 	$(BIN)/python bench/decode.py

@@ -62,8 +62,9 @@ class Support:
     share: bool      # KIP-932 share groups (KafkaShareConsumer)
     streams: bool    # KIP-1071 streams groups (group.protocol=streams)
     dump_log_class: str
-    #: Whether the Java clients have CloseOptions.GroupMembershipOperation (KIP-1092).
-    close_options: bool
+    config_command_class: str
+    #: The group configs ``<type>.assignment.interval.ms`` (KIP-1263).
+    assignment_interval: bool
 
 
 def support(version: str) -> Support:
@@ -71,9 +72,10 @@ def support(version: str) -> Support:
     return Support(
         consumer=v >= (3, 9),
         share=v >= (4, 0),
-        streams=v >= (4, 1),
+        streams=v >= (4, 2),  # early access in 4.1 (not covered here)
         dump_log_class="org.apache.kafka.tools.DumpLogSegments" if v >= (4, 3) else "kafka.tools.DumpLogSegments",
-        close_options=v >= (4, 1),
+        config_command_class="org.apache.kafka.tools.ConfigCommand" if v >= (4, 3) else "kafka.admin.ConfigCommand",
+        assignment_interval=v >= (4, 3),
     )
 
 
@@ -143,7 +145,7 @@ def _server_properties(version: str, port: int, controller_port: int, log_dir: P
         # share groups are early access in 4.0: enabled by settings, not by a feature level
         props.update({"group.share.enable": "true", "unstable.api.versions.enable": "true",
                       "group.coordinator.rebalance.protocols": "classic,consumer,share"})
-    if v >= (4, 1):
+    if v >= (4, 2):
         props.update({
             "group.streams.min.session.timeout.ms": "1000",
             "group.streams.session.timeout.ms": "3000",
@@ -159,8 +161,11 @@ def _server_properties(version: str, port: int, controller_port: int, log_dir: P
 
 def _features(version: str) -> list[str]:
     """``StorageTool format --feature`` arguments: share and streams groups where they are a feature level."""
-    if version_key(version) >= (4, 1):
+    v = version_key(version)
+    if v >= (4, 2):
         return ["--feature", "share.version=1", "--feature", "streams.version=1"]
+    if v >= (4, 1):
+        return ["--feature", "share.version=1"]
     return []
 
 
@@ -407,6 +412,10 @@ class KafkaBroker:
         """``kafka-consumer-groups`` (``kind="consumer"``), ``kafka-share-groups`` or ``kafka-streams-groups``
         against this broker (a tool invocation)."""
         return [self.GROUP_TOOLS[kind], "--bootstrap-server", self.bootstrap, *args]
+
+    def configs_invocation(self, *args: str) -> list[str]:
+        """``kafka-configs`` against this broker (a tool invocation)."""
+        return [self.supports.config_command_class, "--bootstrap-server", self.bootstrap, *args]
 
     def groups_tool(self, kind: str, *args: str) -> str:
         return self.run_tools([self.groups_invocation(kind, *args)])[0].check().stdout

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from kafka_broker import OFFSETS_TOPIC, KafkaBroker
+from kafka_broker import OFFSETS_TOPIC, KafkaBroker, version_key
 
 #: Every scenario of the driver, and the Kafka versions whose clients and broker can run it.
 SCENARIOS = ("classic_eager", "classic_cooperative", "classic_static", "consumer_uniform", "consumer_range",
@@ -136,6 +136,14 @@ class Capture:
     outputs: dict[str, str] = field(default_factory=dict)
     attempts: int = 1
 
+    def save(self, folder: Path) -> None:
+        """Each tool's output as ``<name>.txt`` and the end offsets as ``end_offsets.json`` (to read after a
+        failure, or to compare versions)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in self.outputs.items():
+            (folder / f"{name}.txt").write_text(text)
+        (folder / "end_offsets.json").write_text(json.dumps(self.end_offsets))
+
 
 def describe_invocations(broker: KafkaBroker, share_groups: Sequence[str],
                          streams_groups: Sequence[str]) -> dict[str, list[str]]:
@@ -150,8 +158,10 @@ def describe_invocations(broker: KafkaBroker, share_groups: Sequence[str],
         if not groups:
             continue
         named = [arg for group in groups for arg in ("--group", group)]
+        # kafka-share-groups has --verbose from 4.1 on (4.0's early-access tool prints without it)
+        verbose = ["--verbose"] if kind == "streams" or version_key(broker.version) >= (4, 1) else []
         for what in ("members", "state", "offsets"):
-            calls[f"{kind}_{what}"] = broker.groups_invocation(kind, "--describe", *named, f"--{what}", "--verbose")
+            calls[f"{kind}_{what}"] = broker.groups_invocation(kind, "--describe", *named, f"--{what}", *verbose)
     return calls
 
 
@@ -169,6 +179,7 @@ def capture(broker: KafkaBroker, share_groups: Sequence[str] = (), streams_group
             for run in runs:
                 run.check()
             return Capture(broker.version, before, {name: run.stdout for name, run in zip(calls, runs)}, attempt)
+        time.sleep(settle_s * attempt)
     raise AssertionError(f"__consumer_offsets kept growing while the tools ran ({before} -> {after})")
 
 

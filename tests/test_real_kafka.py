@@ -82,6 +82,7 @@ def real(kafka_version, tmp_path_factory, spark) -> RealRun:
         scenarios = driver.wait_ready()
         admin = broker.run_tools(admin_commands(broker, PREFIX))
         described = capture(broker, driver.groups("share"), driver.groups("streams"))
+        described.save(folder / "capture")
         live = live_records(broker.bootstrap, described.end_offsets)
         parquet_dump = folder / "dump"
         ending = json.dumps({"__consumer_offsets": {str(p): o for p, o in described.end_offsets.items()}})
@@ -91,6 +92,7 @@ def real(kafka_version, tmp_path_factory, spark) -> RealRun:
         broker.stop()
         driver.kill()
         dump_log = broker.run_tools([broker.dump_log_invocation(broker.offsets_segments())])[0].check().stdout
+        (folder / "capture" / "dump-log.txt").write_text(dump_log)
     finally:
         if driver is not None:
             driver.kill()
