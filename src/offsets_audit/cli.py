@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 
@@ -26,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("offsets_audit.demo", "simulate a small history and run the nightly job on it with local Spark"),
 }
 
+#: Sub-commands that run Spark work: each takes ``--remote`` for a Spark Connect server.
+SPARK_COMMANDS = ("decode", "dump", "run", "check", "demo")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offsets-audit", description=__doc__.splitlines()[0])
@@ -42,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_arguments(p)
+        if name in SPARK_COMMANDS:
+            p.add_argument("--remote", metavar="URL",
+                           help="run on Spark Connect: sc://host:port/;token=... (Databricks serverless and shared "
+                                "clusters, a Connect server), or local[N] for a local one; the same as "
+                                "SPARK_REMOTE=URL")
     return parser
 
 
@@ -52,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"offsets-audit: error: the '{args.command}' command is not part of this build", file=sys.stderr)
         return 2
     module = importlib.import_module(args._module)
+    if getattr(args, "remote", None):
+        os.environ["SPARK_REMOTE"] = args.remote  # PySpark's own convention: spark_session.get_spark reads it
     try:
         return int(module.run(args) or 0)
     except UserError as exc:

@@ -49,22 +49,14 @@ def cached_leaf(df):
     take over leaves. The leaf still holds the
     cache's physical plan, so blocks lost with an executor are recomputed from the lineage as before (unlike
     ``localCheckpoint``); unpersisting ``df`` (the caller keeps that duty) frees the leaf's data too. Off the
-    classic JVM API (Spark Connect) ``df`` comes back unchanged."""
-    jdf = getattr(df, "_jdf", None)
-    if jdf is None or not df.is_cached:
+    classic JVM API (Spark Connect) ``df`` comes back unchanged (``spark_api.cached_relation``)."""
+    from offsets_audit.spark_api import cached_relation, is_connect
+
+    if is_connect(df.sparkSession) or not df.is_cached:
         return df
-    from pyspark.sql import DataFrame
-
-    from py4j.protocol import Py4JError
-
-    spark = df.sparkSession
-    try:
-        plan = jdf.queryExecution().withCachedData()
-        if plan.getClass().getSimpleName() != "InMemoryRelation":
-            return df  # not served whole from the cache (never seen): keep the lineage
-        leaf = DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
-    except (Py4JError, TypeError):  # py4j: a missing class is a JavaPackage, which is not callable
-        return df  # a Spark without the classic Dataset class (before 4.0): plan over the lineage, as before
+    leaf = cached_relation(df)
+    if leaf is None:
+        return df  # not served whole from the cache, or Spark Connect: plan over the lineage
     leaf.is_cached = True  # its data is df's cache: persisting it again would cache a second copy
     return leaf
 

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from offsets_audit.plans import master_cores
+from offsets_audit.spark_api import collect_jvm_garbage, quiet_driver_logs
 
 
 #: Generated classes a local session keeps compiled (``spark.sql.codegen.cache.maxEntries``): a few runs' worth.
@@ -94,13 +95,20 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int | None = None) 
 
 
 def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_conf: dict | None = None):
-    """Return the active SparkSession, or build a local one when none is running."""
+    """Return the active SparkSession, or build one when none is running: a Spark Connect session when
+    ``SPARK_REMOTE`` is set (PySpark's own convention, which ``--remote`` follows; ``connect_session``), else a
+    local classic one on ``master``."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         register_data_sources(active)
         return active
+    remote = os.environ.get("SPARK_REMOTE", "").strip()
+    if remote:
+        spark = connect_session(remote, app_name, extra_conf)
+        register_data_sources(spark)
+        return spark
     if launched_by_spark():
         # spark-submit already started the JVM with its --master, --name and --conf: add only spark.conf.
         builder = SparkSession.builder
@@ -109,23 +117,99 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
         spark = builder.getOrCreate()
         register_data_sources(spark)
         return spark
+    master = master or os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]")
+    _local_environment(master)
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in _local_session_conf(master, extra_conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    quiet_driver_logs(spark)
+    register_data_sources(spark)
+    return spark
+
+
+def _local_environment(master: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]")
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session serves loopback only
-    builder = SparkSession.builder.appName(app_name)
+
+
+def _local_session_conf(master: str, extra_conf: dict | None) -> dict[str, str]:
     conf = local_conf(master)
     log_config = resources.files("offsets_audit") / "log4j2.properties"
     if isinstance(log_config, Path) and log_config.is_file():
         conf["spark.driver.extraJavaOptions"] += f" -Dlog4j2.configurationFile={log_config}"
-    conf.update(extra_conf or {})
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    register_data_sources(spark)
-    return spark
+    conf.update({key: str(value) for key, value in (extra_conf or {}).items()})
+    return conf
+
+
+def connect_session(remote: str, app_name: str = "offsets-audit", extra_conf: dict | None = None):
+    """A Spark Connect session on ``remote``: ``sc://host:port/;token=...`` (Databricks serverless and shared
+    clusters, a ``start-connect-server.sh``), or ``local[N]`` for a Connect server this process starts on a
+    local master (``local_connect_server``). ``extra_conf`` (the config's ``spark.conf``) is set on the session
+    where the server lets a client set it (runtime SQL settings); a local server takes all of it at start."""
+    from offsets_audit.errors import UserError
+
+    if not remote.startswith(("local", "sc://")):
+        raise UserError(f"Spark Connect address {remote!r} is neither sc://host:port nor local[N]",
+                        fix="pass --remote sc://host:15002 (or set SPARK_REMOTE), or local[2] for a local server")
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # checks the client's packages
+    except ImportError as error:
+        raise UserError(f"Spark Connect needs PySpark's connect client: {error}".splitlines()[0],
+                        fix="pip install 'consumer-offsets-audit[connect]' (or 'pyspark[connect]')") from None
+    if remote.startswith("local"):
+        port = local_connect_server(remote, app_name, extra_conf)
+        remote = f"sc://localhost:{port}"
+
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql's functions now build Connect columns
+    builder = ConnectSession.builder.remote(remote)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, str(value))
+    return builder.getOrCreate()
+
+
+#: Set on a local Connect server by PySpark's own ``remote("local")`` too.
+_CONNECT_SERVER_CONF = {
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.sql.artifact.isolation.enabled": "true",
+    "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+}
+
+
+def local_connect_server(master: str, app_name: str = "offsets-audit", extra_conf: dict | None = None) -> int:
+    """Start a Spark Connect server in this process's driver JVM on ``master`` (``local[N]``), with the settings of
+    a local classic session (``local_conf``) and ``extra_conf``, serving loopback only; returns its port.
+
+    This is what PySpark's ``SparkSession.builder.remote("local[N]")`` does, but on a free port rather than
+    the fixed 15002: two runs on one machine (two clusters' nightly audits, a test beside a notebook) would
+    otherwise meet on the same port. The server requires the token PySpark's local mode uses
+    (``SPARK_CONNECT_AUTHENTICATE_TOKEN``, made here when unset), which its client reads from the environment;
+    stopping the client's session stops the server (``SPARK_LOCAL_REMOTE``), as in PySpark's local mode."""
+    import secrets
+    import socket
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    _local_environment(master)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN", secrets.token_hex(16))
+    conf = {**_local_session_conf(master, extra_conf), **_CONNECT_SERVER_CONF,
+            "spark.app.name": app_name, "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port)}
+    remote = os.environ.pop("SPARK_REMOTE", None)  # spark-submit refuses to start a JVM with a remote set
+    try:
+        server = SparkSession(SparkContext.getOrCreate(SparkConf().setAll(list(conf.items()))))
+    finally:
+        if remote is not None:
+            os.environ["SPARK_REMOTE"] = remote
+    quiet_driver_logs(server)
+    os.environ["SPARK_LOCAL_REMOTE"] = "1"
+    return port
 
 
 def release_run(releases) -> None:
@@ -153,11 +237,7 @@ def frees_its_plans(run):
             return run(*args, **kwargs)
         finally:
             gc.collect()
-            from pyspark import SparkContext
-
-            context = SparkContext._active_spark_context
-            if context is not None:
-                context._jvm.System.gc()
+            collect_jvm_garbage()
     return wrapper
 
 

@@ -102,7 +102,7 @@ def _write_tables(spark, output: str, frames: dict, outputs: dict, *, overwrite:
     fs = FileSystem(spark, output)
     if not fs.usable:   # Spark Connect on a remote store: Spark's own modes
         for name, df in frames.items():
-            df.write.mode("overwrite" if overwrite else "errorifexists").parquet(outputs[name])
+            df.write.mode("overwrite" if overwrite else "error").parquet(outputs[name])
         return
     staging = f"{output.rstrip('/')}/_staging-{uuid.uuid4().hex}"
     try:

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     df = read(spark, config)
     with SparkProgress(spark, "dump", interval_s=args.progress_interval):
-        df.write.mode("overwrite" if args.overwrite else "errorifexists").partitionBy("partition").parquet(args.output)
+        df.write.mode("overwrite" if args.overwrite else "error").partitionBy("partition").parquet(args.output)
     records = spark.read.parquet(args.output).count()
     elapsed = time.monotonic() - started
     origin = args.segments or f"{args.topic} at {args.bootstrap_server}"

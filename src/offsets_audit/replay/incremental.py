@@ -50,6 +50,7 @@ import pandas as pd
 
 from offsets_audit.codec.offset_commits import OFFSET_COMMIT_TYPE_IDS
 from offsets_audit.errors import UserError
+from offsets_audit.spark_api import default_parallelism
 from offsets_audit.replay.spark import OFFSETS_STATE_DDL as _OFFSETS_STATE_DDL
 from offsets_audit.replay.commit_log import offsets_snapshot, record_time_ms, resolve_commits
 from offsets_audit.replay.spark import fold_frame, merge_offsets, offsets_table, state_rows  # noqa: F401 - merge_offsets: imported from here by callers
@@ -195,18 +196,23 @@ def read_stream(spark, source: dict):
     raise UserError(f"source kind {source.get('kind')!r} is unknown", fix="set source kind to kafka, parquet or segments")
 
 
+def _committed_batches(query_checkpoint: str) -> set[int]:
+    """The micro-batch ids a streaming query's checkpoint has committed (its ``commits/<id>`` files)."""
+    folder = Path(_local(query_checkpoint)) / "commits"
+    if not folder.is_dir():
+        return set()
+    return {int(child.name) for child in folder.iterdir() if child.name.isdigit()}
+
+
 def _run_query(df, checkpoint: str, write_batch) -> list[int]:
-    """Run ``df`` with ``Trigger.AvailableNow`` through ``write_batch(batch_df, batch_id)``; returns batch ids."""
-    seen: list[int] = []
-
-    def each(batch_df, batch_id):
-        write_batch(batch_df, batch_id)
-        seen.append(batch_id)
-
-    query = (df.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+    """Run ``df`` with ``Trigger.AvailableNow`` through ``write_batch(batch_df, batch_id)``; returns the ids of the
+    micro-batches it ran, read from the query's commit log: on Spark Connect ``write_batch`` runs in the server's
+    Python worker, so nothing it records in this process's memory comes back."""
+    before = _committed_batches(checkpoint)
+    query = (df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    return seen
+    return sorted(_committed_batches(checkpoint) - before)
 
 
 def run_fold_query(spark, decoded, checkpoint: str, extension=None) -> list[int]:
@@ -595,7 +601,7 @@ def write_compact(spark, checkpoint: str, run_id: str, rows, gaps) -> None:
     """Write a run's compact snapshot (few files: O(groups + rebalances + quarantined rows), read by the next
     run instead of the micro-batches)."""
     folder = f"{checkpoint}/{COMPACT_FOLDER}/run={run_id}"
-    files = max(1, spark.sparkContext.defaultParallelism)
+    files = default_parallelism(spark)
     rows.coalesce(files).write.mode("overwrite").partitionBy("kind").parquet(f"{folder}/rows")
     gaps.coalesce(1).write.mode("overwrite").parquet(f"{folder}/gaps")
 

@@ -175,8 +175,8 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
 def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     """Write a small text file (the HTML report, the run summary) under ``output_path``.
 
-    Local paths are written directly; other URIs (``s3://``, ``abfss://``, ``dbfs:/``...) through the
-    Hadoop FileSystem the Spark session is configured with, so the report lands beside the tables.
+    Local paths are written directly; other URIs (``s3://``, ``abfss://``, ``dbfs:/``...) through the file
+    system the session reaches them with (``sinks.files``), so the report lands beside the tables.
     """
     from pathlib import Path
 
@@ -186,18 +186,15 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
         local.write_text(text, encoding="utf-8")
         return str(local)
     target = output_path.rstrip("/") + "/" + relative
+    fs = FileSystem(spark, target)
     try:
-        jvm = spark.sparkContext._jvm
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(target)
-        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        stream = fs.create(hadoop_path, True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
-    except Exception as exc:  # Spark Connect has no JVM gateway on the client
-        raise UserError(f"cannot write {target}: {exc.__class__.__name__}",
-                        fix="use a local or mounted output.path, or set output.html_report: false") from None
+        if not fs.usable:
+            raise OSError("no file system client for it here")
+        fs.write_text(target, text)
+    except Exception as exc:  # noqa: BLE001 - one line naming the path and the fix, never a stack trace
+        raise UserError(f"cannot write {target}: {exc.__class__.__name__}: {exc}",
+                        fix="use a local or mounted output.path (a /Volumes path on Databricks), install "
+                            "the fsspec implementation of its scheme, or set output.html_report: false") from None
     return target
 
 

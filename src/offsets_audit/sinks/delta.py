@@ -17,23 +17,15 @@ from pyspark.sql import functions as F
 
 from offsets_audit.errors import UserError
 from offsets_audit.sinks.files import FileSystem
+from offsets_audit.spark_api import has_data_source
 
 _STAGING = "_staging-"
 
 
 def spark_has_delta(spark) -> bool:
-    """True when Spark can resolve the ``delta`` data source (Databricks, or ``--packages io.delta:...``).
-
-    A Spark Connect session (Databricks shared and serverless compute) has no JVM gateway to ask; there the
-    server is Databricks Runtime, which always has Delta."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        return True
-    try:
-        jvm = spark.sparkContext._jvm
-        jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension")
-        return True
-    except Exception:
-        return False
+    """True when Spark resolves the ``delta`` data source: Databricks (classic or Spark Connect), or the Delta jars
+    handed to the session (``--packages io.delta:delta-spark_<spark>_2.13:<delta>``, ``spark.jars``)."""
+    return has_data_source(spark, "delta")
 
 
 def _sql_string(value: str) -> str:
@@ -49,7 +41,8 @@ def _datafusion_string(value: str) -> str:
 def _needs_jars(path: str) -> None:
     if "://" in path and not path.startswith("file://"):
         raise UserError(f"cannot use the Delta table {path} without the Delta jars",
-                        fix="add --packages io.delta:delta-spark_2.13:<version>, or use output.format: parquet")
+                        fix="hand Spark the Delta jars (--packages io.delta:delta-spark_4.2_2.13:4.4.0 on Spark 4.2), "
+                            "or use output.format: parquet")
 
 
 def write_delta_table(df, output_path: str, table: str, run_id: str) -> str:
@@ -99,7 +92,7 @@ def _write_with_deltalake(tagged, table: str, path: str, run_id: str) -> str:
     fs = FileSystem(tagged.sparkSession, path)
     _remove_staging_leftovers(fs, path, run_id)
     staging = f"{path}/{_STAGING}{uuid.uuid4().hex}-{escape_partition_value(run_id)}"
-    tagged.write.mode("errorifexists").parquet(staging)
+    tagged.write.mode("error").parquet(staging)
     try:
         staged = ds.dataset(staging, format="parquet").schema
         dataset = ds.dataset(staging, format="parquet", schema=_arrow_schema(table, staged))
@@ -120,8 +113,12 @@ def remove_delta_run(spark, output_path: str, table: str, run_id: str) -> None:
 
     path = table_path(output_path, table)
     if spark_has_delta(spark):
-        if _spark_delta_exists(spark, path):
-            spark.sql(f"DELETE FROM delta.`{path}` WHERE run_id = {_sql_string(run_id)}")
+        existing = _spark_delta_table(spark, path)
+        if existing is not None:
+            # An empty overwrite of the run's rows: one commit removing them, through the same writer as
+            # write_delta_table (no SQL DELETE, which needs Delta's session extension configured).
+            (existing.limit(0).write.format("delta").mode("overwrite")
+             .option("replaceWhere", f"run_id = {_sql_string(run_id)}").save(path))
         return
     _needs_jars(path)
     from deltalake import DeltaTable
@@ -130,11 +127,14 @@ def remove_delta_run(spark, output_path: str, table: str, run_id: str) -> None:
         DeltaTable(path).delete(f"run_id = {_datafusion_string(run_id)}")
 
 
-def _spark_delta_exists(spark, path: str) -> bool:
+def _spark_delta_table(spark, path: str):
+    """The Delta table at ``path`` read through Spark, None when there is none."""
     try:
-        return spark.read.format("delta").load(path).schema is not None
-    except Exception:
-        return False
+        df = spark.read.format("delta").load(path)
+        df.schema  # noqa: B018 - analysis is where a missing table shows on Spark Connect
+        return df
+    except Exception:  # noqa: BLE001 - not a Delta table (or no folder at all)
+        return None
 
 
 def read_delta_run(spark, output_path: str, table: str, run_id: str):
@@ -144,9 +144,10 @@ def read_delta_run(spark, output_path: str, table: str, run_id: str):
     path = table_path(output_path, table)
     known = table in tables.TABLES
     if spark_has_delta(spark):
-        if not _spark_delta_exists(spark, path):
+        df = _spark_delta_table(spark, path)
+        if df is None:
             return None
-        df = spark.read.format("delta").load(path).filter(F.col("run_id") == run_id).drop("run_id")
+        df = df.filter(F.col("run_id") == run_id).drop("run_id")
         return tables.conform(df, table) if known else df
     _needs_jars(path)
     from deltalake import DeltaTable

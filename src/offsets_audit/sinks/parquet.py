@@ -52,7 +52,7 @@ def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
     for leftover in _leftovers(fs, path, run_id):
         fs.delete(leftover)
     staging = f"{path}/{_aside(_STAGING, run_id)}"
-    df.drop("run_id").write.mode("errorifexists").parquet(staging)
+    df.drop("run_id").write.mode("error").parquet(staging)
     partition = partition_path(output_path, table, run_id)
     replaced = None
     if fs.exists(partition):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from offsets_audit.spark_api import default_parallelism, has_data_source
 from offsets_audit.sources.options import option_text
 from offsets_audit.sources.options import required_path as _required_path
 from offsets_audit.sources.options import text_options as _text_options
@@ -28,7 +29,6 @@ def register(spark) -> None:
 _CONFIG_KEYS = ("kind", "path", "reader")
 #: Options only the kafka-python reader understands; Spark's kafka source is not given them.
 _PYTHON_ONLY_OPTIONS = ("fetchretries", "retrybackoffms", "polltimeoutms", "rowsperbatch", "isolation.level")
-_SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
 def read(spark, source_config, *, report: dict | None = None, formats: dict | None = None):
@@ -71,7 +71,7 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
         text["plan"] = _plan_segments(path, text, report)
         # Small segments are packed into about this many input partitions (one task each), not one per file:
         # four per core, so a core slowed by other work does not hold the stage up.
-        text.setdefault("minPartitions", str(4 * spark.sparkContext.defaultParallelism))
+        text.setdefault("minPartitions", str(4 * default_parallelism(spark)))
         register(spark)
         name, extra = (formats or {}).get("kafka-segments", ("kafka-segments", {}))
         df = spark.read.format(name).options(**text, **extra).load(path)
@@ -236,20 +236,9 @@ def _as_source_schema(df):
     return as_source_schema(df)
 
 
-def spark_kafka_available(spark) -> bool | None:
-    """Whether Spark's own ``kafka`` source is on the classpath; None when it cannot be asked (Spark Connect)."""
-    try:
-        jvm = spark._jvm
-    except Exception:
-        return None
-    if jvm is None:
-        return None
-    try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(_SPARK_KAFKA_PROVIDER, False, loader)
-        return True
-    except Exception:
-        return False
+def spark_kafka_available(spark) -> bool:
+    """Whether Spark's own ``kafka`` source is on the session's classpath (``spark_api.has_data_source``)."""
+    return has_data_source(spark, "kafka")
 
 
 def _read_kafka(spark, options: dict, reader: str):
@@ -257,18 +246,8 @@ def _read_kafka(spark, options: dict, reader: str):
 
     if reader not in ("auto", "spark", "kafka-python"):
         raise UserError(f"kafka reader {reader!r} is unknown", fix="set reader to auto, spark or kafka-python")
-    available = spark_kafka_available(spark) if reader == "auto" else None
-    if reader == "spark" or available:
+    if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
         return _read_spark_kafka(spark, options)
-    if reader == "auto" and available is None:
-        try:
-            df = _read_spark_kafka(spark, options)
-            df.schema  # noqa: B018 - forces analysis, which is where a missing source shows
-            return df
-        except Exception as exc:
-            text = str(exc)
-            if "DATA_SOURCE_NOT_FOUND" not in text and "Failed to find data source" not in text:
-                raise
     return _read_kafka_python(spark, options)
 
 

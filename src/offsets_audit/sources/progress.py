@@ -1,8 +1,9 @@
 """Progress lines for long Spark jobs, printed to stderr every few seconds (records, records/s, tasks).
 
-Task counts come from ``SparkContext.statusTracker()``; record counts from Spark's status store (the same
-numbers the Spark UI shows as input/output records, updated as tasks finish). Where neither can be asked
-(Spark Connect) the reporter stays silent rather than failing the job.
+On a classic session task counts come from ``SparkContext.statusTracker()`` and record counts from Spark's
+status store (the same numbers the Spark UI shows as input/output records, updated as tasks finish). A Spark
+Connect session has neither; its server reports each operation's stages to the client's progress handlers
+(``SparkSession.registerProgressHandler``): tasks and bytes read, no record counts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
+
+from offsets_audit.spark_api import is_connect, spark_context, status_store
 
 
 @dataclass
@@ -23,12 +26,17 @@ class StageSnapshot:
     records: int | None
 
 
-def format_line(label: str, elapsed_s: float, records: int | None, stages: list[StageSnapshot]) -> str:
-    """``dump: 12,000 records (3,000 records/s) | stage 3: 5/9 tasks, 2 running | 4s``."""
+def format_line(label: str, elapsed_s: float, records: int | None, stages: list[StageSnapshot],
+                bytes_read: int | None = None) -> str:
+    """``dump: 12,000 records (3,000 records/s) | stage 3: 5/9 tasks, 2 running | 4s``; where records are not
+    counted (Spark Connect), the bytes read: ``dump: 12.5 MiB read (3.1 MiB/s) | ...``."""
     parts = [f"{label}:"]
     if records is not None:
         rate = records / elapsed_s if elapsed_s > 0 else 0.0
         parts.append(f"{records:,} records ({rate:,.0f} records/s)")
+    elif bytes_read is not None:
+        mib = bytes_read / 2**20
+        parts.append(f"{mib:,.1f} MiB read ({mib / elapsed_s if elapsed_s > 0 else 0.0:,.1f} MiB/s)")
     for stage in stages:
         parts.append(f"| stage {stage.stage_id}: {stage.completed}/{stage.tasks} tasks, {stage.active} running")
     parts.append(f"| {elapsed_s:.0f}s")
@@ -45,18 +53,18 @@ class SparkProgress:
         self.label = label
         self.interval_s = interval_s
         self.stream = stream if stream is not None else sys.stderr
+        self._spark = spark
         self._tracker = None
         self._store = None
-        try:
-            context = spark.sparkContext
-            self._tracker = context.statusTracker()
-            self._context = context
-            self._store = context._jsc.sc().statusStore()
-        except Exception:  # Spark Connect has no SparkContext
-            pass
+        self._context = spark_context(spark)
+        self._connect_stages: dict[tuple, Any] | None = None
+        found = status_store(spark)
+        if found is not None:
+            self._tracker, self._store = found
+        elif is_connect(spark):
+            self._connect_stages = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._context = None
         self._job_group = f"offsets-audit-{label}-{id(self):x}"
         self._previous_group: str | None = None
         self._seen_stages: set[int] = set()
@@ -69,7 +77,9 @@ class SparkProgress:
             # Jobs started by this thread join the group, so stages that start and end between polls count too.
             self._previous_group = self._context.getLocalProperty("spark.jobGroup.id")
             self._context.setLocalProperty("spark.jobGroup.id", self._job_group)
-        if self._tracker is not None:
+        if self._connect_stages is not None:
+            self._spark.registerProgressHandler(self._on_connect_progress)
+        if self._tracker is not None or self._connect_stages is not None:
             self._thread = threading.Thread(target=self._run, name=f"progress-{self.label}", daemon=True)
             self._thread.start()
         return self
@@ -80,6 +90,8 @@ class SparkProgress:
             self._thread.join(timeout=self.interval_s + 5)
         if self._context is not None:
             self._context.setLocalProperty("spark.jobGroup.id", self._previous_group)
+        if self._connect_stages is not None:
+            self._spark.removeProgressHandler(self._on_connect_progress)
         if self.lines_printed and exc_info[0] is None:
             self._print(self._line(final=True))
 
@@ -94,7 +106,14 @@ class SparkProgress:
         print(line, file=self.stream, flush=True)
         self.lines_printed += 1
 
+    def _on_connect_progress(self, stages, inflight_tasks: int, operation_id, done: bool) -> None:
+        """A Connect server's report on one operation: its stages so far (``StageInfo``), kept by stage."""
+        for stage in stages or ():
+            self._connect_stages[(operation_id, stage.stage_id)] = stage
+
     def _line(self, final: bool) -> str:
+        if self._connect_stages is not None:
+            return self._connect_line(final)
         for job_id in self._tracker.getJobIdsForGroup(self._job_group):
             job = self._tracker.getJobInfo(job_id)
             if job is not None:
@@ -108,6 +127,14 @@ class SparkProgress:
                                             info.numActiveTasks, None))
         label = f"{self.label} done" if final else self.label
         return format_line(label, time.monotonic() - self._start, self._records(), active)
+
+    def _connect_line(self, final: bool) -> str:
+        stages = list(self._connect_stages.values())
+        active = [] if final else [StageSnapshot(stage.stage_id, stage.num_tasks, stage.num_completed_tasks,
+                                                 0, None) for stage in stages if not stage.done]
+        label = f"{self.label} done" if final else self.label
+        return format_line(label, time.monotonic() - self._start, None, active,
+                           bytes_read=sum(stage.num_bytes_read for stage in stages))
 
     def _records(self) -> int | None:
         """Input or output records of every stage seen so far, whichever is larger per stage."""
