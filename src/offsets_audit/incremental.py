@@ -13,7 +13,7 @@ the interval summary of ``assignment_interval_overridden``) is *provisional*: ea
 and the next run replaces it. So the findings (rebalances) of every run plus the last run's provisional ones
 are, row for row and id for id, those of one batch run over the whole log.
 
-Every run writes its tables through ``sinks.write_run`` under its ``run_id`` (run manifest, every table even
+Every run writes its tables through ``sinks.Output.write_run`` (under a path or by name) under its ``run_id`` (run manifest, every table even
 when empty, a rerun of the run id replaces all it wrote), its HTML report and ``latency_daily``: the latency
 summary of every day this run's rebalances touch, over all rebalances of those days so far. Which micro-batches
 a run covers is kept in ``PATH/runs.json``: a run covers every batch since the last *published* run, so a run
@@ -311,7 +311,8 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     config = with_group_configs(config)
     out = config["output"]
     run_id = config["run_id"]
-    sinks.check_output_path(out["path"])
+    output = sinks.Output.of(out)
+    output.check()
     replay_incremental.check_locations(config, checkpoint)
     root = replay_incremental.local_folder(checkpoint)
     root.mkdir(parents=True, exist_ok=True)
@@ -432,8 +433,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         delta = (due is not None and 0 < len(chain) <= replay_incremental.DELTAS_BEFORE_FULL
                  and "chain" in runs[-1])
         next_chain = chain + [run_id] if delta else [run_id]
-        paths = stage("write", lambda: sinks.write_run(spark, out["path"], run_id, out["format"], frames,
-                                                       timings=timings))
+        paths = stage("write", lambda: output.write_run(spark, run_id, frames, timings=timings))
         summary: dict = {
             "run_id": run_id, "mode": "incremental", "checkpoint": checkpoint,
             "batches": {"fold": ran_fold, "records": ran_records,
@@ -459,7 +459,7 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
         summary.update(run_figures(frames))
         if out.get("html_report"):
             from offsets_audit.sinks.report import write_report
-            summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+            summary["report"] = write_report(spark, output, run_id, summary)
         summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
                                                         json.dumps(summary, indent=2, default=str))
         if offset_state is not None:
@@ -520,16 +520,17 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
                     shutil.rmtree(child, ignore_errors=True)
 
 
-def read_runs(spark, output: str, fmt: str = "parquet") -> dict:
-    """Every published run's tables under ``output`` as one DataFrame per table (``run_id`` column kept), for
-    readers that want the history: the union of ``findings`` over runs plus the last run's
-    ``provisional_findings`` is what one batch run over the whole log reports."""
+def read_runs(spark, output, fmt: str = "parquet") -> dict:
+    """Every published run's tables as one DataFrame per table (``run_id`` column kept), for readers that want the
+    history: the union of ``findings`` over runs plus the last run's ``provisional_findings`` is what one batch run
+    over the whole log reports. ``output`` is a ``sinks.Output`` (tables by name or under a path) or a path."""
     from offsets_audit import sinks
 
+    where = output if isinstance(output, sinks.Output) else sinks.Output(path=output, format=fmt)
     out: dict = {}
-    for manifest in sinks.complete_runs(spark, output):
+    for manifest in where.complete_runs(spark):
         for table in manifest.get("tables") or {}:
-            df = sinks.read_table(spark, output, table, manifest["run_id"], fmt)
+            df = where.read_table(spark, table, manifest["run_id"])
             if df is None:
                 continue
             from pyspark.sql import functions as F

@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", help="kafka source: kafka.bootstrap.servers")
     parser.add_argument("--output", help="override output.path")
     parser.add_argument("--output-format", choices=["parquet", "delta"], help="override output.format")
+    parser.add_argument("--output-catalog", metavar="CATALOG.SCHEMA",
+                        help="override output.catalog: write the tables by name, <catalog>.<schema>.<table>")
     parser.add_argument("--run-id", help="override run_id (a rerun with the same id replaces its rows)")
     parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
     parser.add_argument("--group-configs", help="group configs snapshot (capture-group-configs; JSON or Parquet)")
@@ -52,6 +54,8 @@ def overrides_from_args(args) -> dict:
         output["path"] = args.output
     if getattr(args, "output_format", None):
         output["format"] = args.output_format
+    if getattr(args, "output_catalog", None):
+        output["catalog"] = args.output_catalog
     if output:
         overrides["output"] = output
     if getattr(args, "run_id", None):
@@ -81,7 +85,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
     timings: dict[str, float] = {}
     out = config["output"]
     run_id = config["run_id"]
-    sinks.check_output_path(out["path"])
+    output = sinks.Output.of(out)
+    output.check()
 
     def stage(name):
         class _Stage:
@@ -157,8 +162,8 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
             # file commits: their time is the stage's "write:summary_figures".
             from offsets_audit.sinks.summary import run_figures
 
-            done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: sinks.write_run(
-                spark, out["path"], run_id, out["format"], tables, timings=timings)}, workers=2)
+            done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: output.write_run(
+                spark, run_id, tables, timings=timings)}, workers=2)
             (figures, figures_s), (paths, _) = done["summary_figures"], done["tables"]
             timings["write:summary_figures"] = round(figures_s, 3)
 
@@ -166,7 +171,7 @@ def run_job(spark, config: dict, *, progress: bool = True) -> dict:
         summary["input"] = input_report
         if out.get("html_report"):
             from offsets_audit.sinks.report import write_report
-            summary["report"] = write_report(spark, out["path"], run_id, out["format"], summary)
+            summary["report"] = write_report(spark, output, run_id, summary)
         _write_summary(spark, out["path"], run_id, summary)
         return summary
     finally:
@@ -320,15 +325,14 @@ def print_summary(summary: dict, file=None) -> None:
 def run(args) -> int:
     config = load_config(args.config, overrides_from_args(args))
     from offsets_audit.group_configs import with_group_configs
-    from offsets_audit.sinks import check_output_path
     from offsets_audit.sources import preflight
     from offsets_audit.spark_session import get_spark
 
-    check_output_path(config["output"]["path"])
+    output = sinks_output(config)
+    output.check()
     preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
     config = with_group_configs(config)  # a wrong --group-configs path fails here, before Spark starts
-    spark = get_spark("offsets-audit", master=config["spark"]["master"],
-                      extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
+    spark = get_spark("offsets-audit", master=config["spark"]["master"], extra_conf=session_conf(config))
     if args.incremental:
         if not args.checkpoint:
             raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
@@ -338,6 +342,27 @@ def run(args) -> int:
     summary = run_job(spark, config)
     print_summary(summary)
     return 0
+
+
+def sinks_output(config: dict):
+    """Where the run's tables are kept (``sinks.Output``): under ``output.path``, or by name with ``output.catalog``."""
+    from offsets_audit.sinks import Output
+
+    return Output.of(config["output"])
+
+
+def session_conf(config: dict) -> dict[str, str]:
+    """The config's ``spark.conf`` as text; with tables by name, a session this process starts itself keeps its
+    catalog in Spark's Hive metastore (``sinks.catalog.local_session_conf``). A session spark-submit or a cluster
+    starts keeps its own catalog."""
+    from offsets_audit.spark_session import launched_by_spark
+
+    conf = {str(k): str(v) for k, v in config["spark"]["conf"].items()}
+    if sinks_output(config).by_name and not launched_by_spark():
+        from offsets_audit.sinks.catalog import local_session_conf
+
+        conf = local_session_conf(conf)
+    return conf
 
 
 def describe(config: dict) -> str:

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", help="override source.path: a Parquet dump or a broker log dir")
     parser.add_argument("--input-format", choices=["parquet", "segments"], help="override source.kind")
     parser.add_argument("--output", help="override output.path")
+    parser.add_argument("--output-catalog", metavar="CATALOG.SCHEMA",
+                        help="override output.catalog: write the tables by name, <catalog>.<schema>.<table>")
     parser.add_argument("--run-id", help="override run_id")
     parser.add_argument("--topic-metadata", help="topic-metadata snapshot file (JSON or Parquet)")
     parser.add_argument("--group-configs", help="group configs snapshot (capture-group-configs; JSON or Parquet)")
@@ -178,10 +180,9 @@ def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: d
 
 def _read_findings(spark, config: dict, table: str = "findings") -> list[dict]:
     """This run's findings, read with the table's known schema (an empty table reads as no findings)."""
-    from offsets_audit.sinks import read_table
+    from offsets_audit.job import sinks_output
 
-    out = config["output"]
-    df = read_table(spark, out["path"], table, config["run_id"], out["format"])
+    df = sinks_output(config).read_table(spark, table, config["run_id"])
     return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
 
 
@@ -198,7 +199,7 @@ def run(args) -> int:
     (one line on stderr, before any Spark work where it can be seen then); 3: an internal error, a bug."""
     from offsets_audit.config import load_config
     from offsets_audit.job import overrides_from_args
-    from offsets_audit.sinks import check_output_path
+    from offsets_audit.job import sinks_output
 
     overrides = overrides_from_args(args)
     check = {k: v for k, v in (("fail_on", args.fail_on), ("junit_xml", args.junit_xml),
@@ -213,7 +214,7 @@ def run(args) -> int:
         raise UserError("--checkpoint is only read with --incremental", fix="add --incremental or drop --checkpoint")
     if config["source"]["kind"] not in ("parquet", "segments", "kafka"):
         raise UserError(f"source.kind {config['source']['kind']!r} cannot be checked", fix="use parquet or segments")
-    check_output_path(config["output"]["path"])
+    sinks_output(config).check()
     from offsets_audit.config import source_config
     from offsets_audit.sources import preflight
 
@@ -233,11 +234,10 @@ def run(args) -> int:
 def _check(config: dict, settings: dict, checkpoint: str | None = None) -> int:
     import time
 
-    from offsets_audit.job import run_job
+    from offsets_audit.job import run_job, session_conf
     from offsets_audit.spark_session import get_spark
 
-    spark = get_spark("offsets-audit-check", master=config["spark"]["master"],
-                      extra_conf={k: str(v) for k, v in config["spark"]["conf"].items()})
+    spark = get_spark("offsets-audit-check", master=config["spark"]["master"], extra_conf=session_conf(config))
     start = time.perf_counter()
     not_run: dict = {}
     if checkpoint is not None:

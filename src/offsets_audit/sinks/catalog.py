@@ -31,8 +31,8 @@ from typing import Literal
 from offsets_audit.errors import UserError
 from offsets_audit.plans import quoted, side_by_side, sql_type
 
-__all__ = ["RUNS_TABLE", "Namespace", "catalog_run_manifest", "complete_catalog_runs", "read_catalog_table",
-           "remove_catalog_run", "table_format", "write_catalog_run", "write_catalog_table"]
+__all__ = ["RUNS_TABLE", "Namespace", "catalog_run_manifest", "complete_catalog_runs", "local_session_conf",
+           "read_catalog_table", "remove_catalog_run", "table_format", "write_catalog_run", "write_catalog_table"]
 
 #: The run manifest's table, beside the run's tables.
 RUNS_TABLE = "runs"
@@ -111,6 +111,14 @@ def _conf(spark, key: str) -> str | None:
         return spark.conf.get(key, None)
     except Exception:  # a Connect server may refuse to show some settings
         return None
+
+
+def local_session_conf(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` for a local session the job builds to keep tables by name: its session catalog in Spark's Hive
+    metastore (``metastore_db`` and ``spark-warehouse`` in the working folder unless ``conf`` says otherwise), so
+    that the next run, ``check`` and the notebook find the tables; Spark's in-memory catalog forgets them when
+    the process ends. A catalog implementation ``conf`` names is kept."""
+    return {"spark.sql.catalogImplementation": "hive", **conf}
 
 
 def _ensure_schema(spark, ns: Namespace) -> None:
