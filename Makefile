@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,delta,streaming,connect,notebooks]'
+	$(BIN)/python -m pip install --quiet -e '.[spark,test,delta,streaming,connect,notebooks]'
 	touch $(STAMP)
 
 install: $(STAMP)
