@@ -22,6 +22,7 @@ from offsets_audit.assignors.topic_metadata import TopicMetadata, parse_topics
 from offsets_audit.audit import audit_events
 from offsets_audit.audit.rules.assignor import CONFIDENCE_RANK
 from offsets_audit.config import load_config
+from offsets_audit.group_configs import assignor_choice
 from offsets_audit.replay import Replayer
 from replay_support import (
     batches,
@@ -154,7 +155,9 @@ def audit_differences(result, scenario: dict[str, Any], state: dict[str, Any], k
                       min_confidence: str = "medium") -> list[str]:
     """Findings, mismatching trusted re-runs and ``unknown`` causes on a Kafka-made history (all should be none)."""
     out: list[str] = []
-    findings, rebalances = audit_events(result.events, audit_config(scenario, kafka_version))
+    config = audit_config(scenario, kafka_version)
+    findings, rebalances = audit_events(result.events, config)
+    choice = assignor_choice(config)
     for f in findings:
         out.append(f"finding: {f.rule} ({f.severity}) group {f.group_id}: {f.message}")
     for r in rebalances:
@@ -167,7 +170,8 @@ def audit_differences(result, scenario: dict[str, Any], state: dict[str, Any], k
         rows = fold.target_assignment_rows()
         if not rows:
             continue
-        for row in rerun_group(rows, snapshot):
+        for row in rerun_group(rows, snapshot, default_consumer_assignor=choice["consumer"] or "uniform",
+                               streams_assignors=choice["streams"]):
             if row["kind"] != "rerun" or row.get("error") or row.get("match") in (True, None):
                 continue
             if CONFIDENCE_RANK.get(str(row.get("confidence")), 0) >= floor:

@@ -166,7 +166,9 @@ def test_streams_reruns_are_graded_inferred_because_task_offsets_are_not_logged(
     assert all(r["error"] is None for r in rows)
 
 
-def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_name_order():
+def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_topic_ids_order():
+    """``TopicIds`` over the member's names as the ``HashSet<String>`` Kafka keeps them in ("a" hashes to 97,
+    "b" to 98: a's bucket comes first), missing topics skipped."""
     from offsets_audit.assignors.inputs import consumer_case_input
 
     topics = {"a": {"id": "AAAAAAAAAAAAAAAAAAAAAA", "name": "a", "partitions": 2},
@@ -174,5 +176,5 @@ def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_name_order()
     row = {"group_type": "consumer", "members": [
         {"member_id": "m1", "subscribed_topic_names": ["b", "a", "b", "missing", "a"]}]}
     case = consumer_case_input(row, topics, {})
-    assert case["members"][0]["subscribed_topic_ids"] == ["BBBBBBBBBBBBBBBBBBBBBB", "AAAAAAAAAAAAAAAAAAAAAA"]
+    assert case["members"][0]["subscribed_topic_ids"] == ["AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"]
     assert [t["name"] for t in case["topics"]] == ["a", "b"]

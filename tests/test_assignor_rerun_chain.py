@@ -7,7 +7,9 @@ sorted JSON, i.e. an order that is *not* the Java order Kafka iterated -- as whe
 history-dependent steps only match when the re-run carries the previous re-run's Java-ordered output.
 
 The golden generator lists members in its own order, not in the coordinator's ``TimelineHashMap`` order that
-``inputs.MemberOrder`` reproduces, so these tests keep the input's member order (``_golden_member_order``).
+``inputs.MemberOrder`` reproduces, and its subscribed topic ids in its own order, not in the order of the
+coordinator's ``TopicIds`` over the member's names (``inputs.subscription_iteration_order``), so these tests keep
+the input's orders (``_golden_member_order``).
 """
 from __future__ import annotations
 
@@ -86,7 +88,10 @@ def topic_versions(steps: list[dict]) -> TopicMetadata:
 
 @pytest.fixture
 def _golden_member_order(monkeypatch):
-    monkeypatch.setattr(inputs.MemberOrder, "order", lambda self, members: members)
+    monkeypatch.setattr(inputs.MemberOrder, "order", lambda self, members, overlay=True: members)
+    # likewise the topics: the generator's subscribed-id order, not the coordinator's ``TopicIds`` over names
+    monkeypatch.setattr(inputs, "subscription_iteration_order",
+                        lambda member, resolved: list(member.get("subscribed_topic_names") or ()))
 
 
 def _audit(assignor: str, sid: str) -> list[dict]:

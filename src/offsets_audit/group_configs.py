@@ -239,6 +239,56 @@ def assignment_interval(config: Mapping, group_id: str | None, group_type: str |
                          "(broker.group_configs), so a group config may override it")
 
 
+#: Kafka's built-in server-side assignors by class: ``group.<type>.assignors`` lists names or class names.
+BUILTIN_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+    "org.apache.kafka.coordinator.group.assignor.SimpleAssignor": "simple",
+    "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor": "sticky",
+}
+#: ``group.streams.assignors``' default and the name a streams group's re-run takes when nothing says otherwise.
+KAFKA_DEFAULT_STREAMS_ASSIGNOR = "sticky"
+#: The streams group config naming the group's task assignor (Kafka 4.4).
+STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
+
+
+def configured_assignors(value: Any) -> list[str]:
+    """The names of a ``group.<type>.assignors`` value (``GroupCoordinatorConfig``: a list of assignor names or
+    classes; a built-in class stands for its name, another class for itself)."""
+    if value is None:
+        return []
+    items = value if isinstance(value, (list, tuple)) else str(value).strip("[]").split(",")
+    names = [str(item).strip().strip("'\"") for item in items]
+    return [BUILTIN_ASSIGNOR_CLASSES.get(name, name) for name in names if name]
+
+
+def assignor_choice(config: Mapping) -> dict[str, Any]:
+    """Which assignor each group's coordinator ran, as far as the group configs snapshot says (plain data for the
+    executors): ``consumer``, the first of the brokers' ``group.consumer.assignors``
+    (``GroupCoordinatorConfig.consumerGroupAssignors``, the default of a consumer group whose members name none),
+    ``None`` when not known; ``streams``, per streams group id its assignor (``GroupMetadataManager
+    .streamsGroupAssignor``: the group config ``streams.assignor.name`` if the brokers' ``group.streams.assignors``
+    offer it, else their first), with ``""`` for the groups the snapshot does not name."""
+    snapshot = loaded_group_configs(config) or {"broker": {}, "groups": {}}
+    broker = snapshot.get("broker") or {}
+
+    def value(entry: Any) -> Any:
+        return entry.get("value") if isinstance(entry, Mapping) else entry
+
+    consumer = configured_assignors(value(broker.get("group.consumer.assignors")))
+    streams_offered = configured_assignors(value(broker.get("group.streams.assignors")))
+    streams_default = streams_offered[0] if streams_offered else KAFKA_DEFAULT_STREAMS_ASSIGNOR
+    streams = {"": streams_default}
+    for group_id, configs in (snapshot.get("groups") or {}).items():
+        named = value((configs or {}).get(STREAMS_ASSIGNOR_NAME))
+        if named is None or str(named).strip() == "":
+            continue
+        named = str(named).strip()
+        # A name the brokers do not offer falls back to their default (when their list is known).
+        streams[group_id] = named if not streams_offered or named in streams_offered else streams_default
+    return {"consumer": consumer[0] if consumer else None, "streams": streams}
+
+
 def with_group_configs(config: dict) -> dict:
     """The config with ``broker.group_configs`` loaded on the driver (plain data shipped to the executors), and,
     for a live-cluster source without a snapshot, fetched from that cluster. A fetch that fails leaves it unset

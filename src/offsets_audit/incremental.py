@@ -193,7 +193,12 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
         resumed_from_targets = True
     targets = (history if resumed_from_targets else replay_incremental.fold_rows(spark, checkpoint, fold_range)) \
         .filter(F.col("kind") == "target")
-    resumed = assignor_spark.audit_resumed(targets, state, topic_metadata, what_if=what_if, offsets=offsets).persist()
+    from offsets_audit.group_configs import assignor_choice
+
+    choice = assignor_choice(config)
+    resumed = assignor_spark.audit_resumed(targets, state, topic_metadata, what_if=what_if, offsets=offsets,
+                                           default_consumer_assignor=choice["consumer"] or "uniform",
+                                           streams_assignors=choice["streams"]).persist()
 
     def rows(kind):
         found = (resumed.filter(F.col("kind") == kind).select(F.from_json("payload", ASSIGNOR_AUDIT_DDL).alias("r"))

@@ -218,8 +218,13 @@ def _assignor_audit(spark, config: dict, replayed):
 
         load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
         what_if.append(config["assignors"]["custom"])
+    from offsets_audit.group_configs import assignor_choice
+
+    choice = assignor_choice(config)
     return assignor_spark.audit(replayed.target_assignments, topic_metadata,
-                                what_if=what_if, offsets=replayed.offsets)
+                                what_if=what_if, offsets=replayed.offsets,
+                                default_consumer_assignor=choice["consumer"] or "uniform",
+                                streams_assignors=choice["streams"])
 
 
 def _tallies(decoded_all):

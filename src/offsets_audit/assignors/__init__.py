@@ -81,6 +81,11 @@ def unregister_assignor(name: str) -> None:
     _registered.pop(name, None)
 
 
+def is_registered(name: str) -> bool:
+    """Whether ``register_assignor`` made ``name`` known."""
+    return name in _registered
+
+
 def builtin_name(name: str) -> str | None:
     """The built-in module key for ``name`` (``Streams-Sticky`` -> ``streams-sticky``), or ``None``."""
     if name in _BUILTIN_MODULES:

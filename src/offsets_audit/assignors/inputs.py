@@ -111,6 +111,30 @@ def member_subscription(member: Mapping, resolved: Mapping | None) -> list[str]:
     return names
 
 
+def _string_hashset(names: list[str]) -> list[str]:
+    """Iteration order of ``new HashSet<>(names)``: the set a member's topic names (and a resolved regular
+    expression's topics) live in once replayed (``ConsumerGroupMember.Builder``, ``ResolvedRegularExpression``)."""
+    unique = list(dict.fromkeys(names))
+    return hashmap_order(unique, None, max(int(len(unique) / 0.75) + 1, 16))
+
+
+def subscription_iteration_order(member: Mapping, resolved: Mapping | None) -> list[str]:
+    """The member's subscribed topic names in the order the assignor meets them: ``TopicIds`` over the member's
+    names set, or over ``UnionSet(names, regex topics)`` (the larger set first, then the other's topics it lacks)
+    when its regular expression is resolved (``ConsumerTargetAssignmentBuilder.newMemberSubscriptionAndAssignment``).
+    The order decides where two topic ids share a bucket of the assignor's ``HashSet<Uuid>``."""
+    names = _string_hashset(list(member.get("subscribed_topic_names") or ()))
+    by_regex = _regex_topics(member, resolved)
+    if not by_regex:
+        return names
+    regex_topics = _string_hashset(by_regex)
+    if not names:
+        return regex_topics
+    large, small = (names, regex_topics) if len(names) > len(regex_topics) else (regex_topics, names)
+    in_large = set(large)
+    return large + [t for t in small if t not in in_large]
+
+
 def consumer_subscription_type(members: list[Mapping], resolved: Mapping | None) -> str:
     """``ConsumerGroup.subscriptionType``: by-name counts, and the one-regex-for-everyone special case."""
     n = len(members)
@@ -388,7 +412,10 @@ class MemberOrder:
     capacity, which never shrinks), then the member the heartbeat adds (``OverlayMap`` additions).
 
     A member with member epoch 0 that was not present at the previous assignment is taken as the one the
-    heartbeat adds (its records are replayed only after the assignor ran). Members that joined and left
+    heartbeat adds (its records are replayed only after the assignor ran). A share group's joining member is in
+    the group's table already when its heartbeat computes the assignment (``overlay`` false): it takes its place in
+    the ``TimelineHashMap`` like the others (checked against Kafka's coordinator by the oracle's recorded
+    assignor inputs, tests/test_assignor_choice.py). Members that joined and left
     between two assignments are invisible here; they can only have grown the table, so the capacity is a
     lower bound and, in rare collisions, the order may differ from Kafka's.
     """
@@ -397,10 +424,11 @@ class MemberOrder:
         self.capacity = 2
         self.present: list[str] = []
 
-    def order(self, members: list[Mapping]) -> list[Mapping]:
+    def order(self, members: list[Mapping], overlay: bool = True) -> list[Mapping]:
         ids = [m["member_id"] for m in members]
         present = set(self.present)
-        additions = [m["member_id"] for m in members if m["member_id"] not in present and not m.get("member_epoch")]
+        additions = [m["member_id"] for m in members
+                     if overlay and m["member_id"] not in present and not m.get("member_epoch")]
         added = set(additions)
         base = [i for i in ids if i not in added]
         base_set = set(base)
@@ -459,7 +487,7 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
         names_in_use.update(names)
         ids = []
         seen: set = set()  # a set beside the list: 1,000 subscribed names were 500,000 list comparisons each
-        for name in names:
+        for name in subscription_iteration_order(m, None if is_share else resolved):
             t = topics_by_name.get(name)
             if t is not None and t.get("id") and t["id"] not in seen:
                 seen.add(t["id"])
@@ -530,14 +558,16 @@ def recorded_result(row: Mapping) -> dict:
     return {"error": None, "members": members}
 
 
-def group_assignor(row: Mapping, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> str:
+def group_assignor(row: Mapping, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
+                   streams_assignor: str = STREAMS_ASSIGNOR) -> str:
     """``ConsumerGroup.computePreferredServerAssignor``: the most used ``serverAssignor`` of the members
     (ties: the name first in ``String.compareTo`` order, one of Kafka's possible HashMap answers), else the
-    broker default; share groups use ``simple``, streams groups ``sticky``."""
+    broker default; share groups use ``simple``, streams groups the group's task assignor
+    (``GroupMetadataManager.streamsGroupAssignor``, ``sticky`` unless a group config names another)."""
     if row["group_type"] == "share":
         return SHARE_ASSIGNOR
     if row["group_type"] == "streams":
-        return STREAMS_ASSIGNOR
+        return streams_assignor
     counts = Counter(m.get("server_assignor") for m in row.get("members") or () if m.get("server_assignor"))
     if not counts:
         return default_consumer_assignor
@@ -550,17 +580,25 @@ class GroupReconstruction:
     member table's order (``MemberOrder``) and the members of the previous target (static-member replacement).
     Small, and resumable: an incremental run keeps it between runs (``assignors.rerun.GroupRerun``)."""
 
-    def __init__(self, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> None:
+    def __init__(self, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
+                 streams_assignors: Mapping[str, str] | None = None) -> None:
         self.default_consumer_assignor = default_consumer_assignor
+        #: streams group id -> its task assignor (``""``: the default), from the group configs snapshot
+        self.streams_assignors = dict(streams_assignors or {})
         self.member_order = MemberOrder()
         self.previous_members: dict[str, Mapping] = {}
+
+    def streams_assignor(self, group_id: str) -> str:
+        choice = getattr(self, "streams_assignors", None) or {}  # state kept by an older version has none
+        return choice.get(group_id) or choice.get("") or STREAMS_ASSIGNOR
 
     def build(self, row: Mapping, snapshot: TopicMetadata | None, names_by_id: Mapping[str, str]
               ) -> AssignorRun | None:
         """The ``AssignorRun`` of the next parsed target row (None for a group type without an assignor)."""
         if row["group_type"] not in ("consumer", "share", "streams"):
             return None
-        row = dict(row, members=self.member_order.order(list(row.get("members") or ())))
+        row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
+                                                        overlay=row["group_type"] != "share"))
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
         snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
                                                snapshot.as_of(row.get("assignment_timestamp") or None))
@@ -579,7 +617,8 @@ class GroupReconstruction:
         return AssignorRun(
             group_id=row["group_id"], group_type=row["group_type"], assignment_epoch=row["assignment_epoch"],
             assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
-            offset=row.get("offset"), assignor=group_assignor(row, self.default_consumer_assignor),
+            offset=row.get("offset"), assignor=group_assignor(row, self.default_consumer_assignor,
+                                                              self.streams_assignor(row["group_id"])),
             case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
             metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match)
 
@@ -591,7 +630,8 @@ def in_log_order(rows: Iterable[Mapping]) -> list[dict]:
 
 def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *,
                       names_by_id: Mapping[str, str] | None = None,
-                      default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR) -> Iterator[AssignorRun]:
+                      default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
+                      streams_assignors: Mapping[str, str] | None = None) -> Iterator[AssignorRun]:
     """Rebuild the assignor input of every recorded target assignment of one group (rows in log order).
 
     ``names_by_id`` maps topic ids to names (default: learned from all these rows, ``TopicNames``, with the
@@ -600,7 +640,7 @@ def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = 
     parsed = in_log_order(rows)
     if names_by_id is None:
         names_by_id = infer_topic_names(parsed, use_hash=snapshot is None)
-    reconstruction = GroupReconstruction(default_consumer_assignor)
+    reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors)
     for row in parsed:
         run = reconstruction.build(row, snapshot, names_by_id)
         if run is not None:

@@ -20,6 +20,10 @@ assignment (``not_order_sensitive``).
 
 Each ``rerun`` row also carries ``rerun_cpu_ms``, the first re-run's thread CPU time (``TIMING_COLUMN``).
 
+The group's assignor is the one its coordinator ran (``group_configs.assignor_choice``: the brokers' default
+consumer assignor, a streams group's ``streams.assignor.name``). One this installation cannot run (a custom
+assignor on the brokers) gives a ``not_rerun`` row naming it instead of a re-run: never a mismatch.
+
 Balance metrics per row: ``spread`` = max - min partitions (streams: active tasks) per member, and,
 where committed and end offsets are known, ``lag_spread`` = max - min summed lag per member.
 """
@@ -32,8 +36,8 @@ import time
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
+from offsets_audit.assignors import builtin_name, is_chainable, is_order_insensitive, is_registered, run_chained
 from offsets_audit.assignors import run as run_assignor
-from offsets_audit.assignors import is_chainable, is_order_insensitive, run_chained
 from offsets_audit.assignors.inputs import (
     INFERRED,
     AssignorRun,
@@ -172,6 +176,11 @@ def _base_row(run: AssignorRun) -> dict:
             "num_members": len(run.case_input.get("members") or ())}
 
 
+def _runnable(assignor: str) -> bool:
+    """Whether ``assignor`` is a built-in, a registered or a plug-in (``module:attribute``) assignor."""
+    return builtin_name(assignor) is not None or is_registered(assignor) or ":" in assignor
+
+
 def _invoke(assignor: str, case_input: dict) -> dict:
     if not case_input.get("members"):
         return {"error": None, "members": {}}
@@ -267,6 +276,13 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
     out = []
     notes = list(run.notes)
     confidence = run.confidence
+    if not _runnable(run.assignor):
+        row = _base_row(run)
+        row.update(kind="not_rerun", assignor=run.assignor, confidence=confidence, match=None, same_as_recorded=None,
+                   error=None, current_order=None, rerun_cpu_ms=None,
+                   notes="; ".join(notes + [f"the group's assignor {run.assignor!r} is not one this installation "
+                                            "runs (a custom assignor on the brokers): not re-run"]))
+        return [row]
     if run.group_type == "streams":
         notes.append("task offsets are reported in heartbeats, not written to the log: standby and "
                      "stickiness choices may differ")
@@ -318,11 +334,16 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
 
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
                 offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest",
-                default_consumer_assignor: str = "uniform") -> list[dict]:
-    """``assignor_audit`` rows of one group: a ``rerun`` row per recorded assignment, plus ``what_if`` rows."""
+                default_consumer_assignor: str = "uniform",
+                streams_assignors: Mapping[str, str] | None = None) -> list[dict]:
+    """``assignor_audit`` rows of one group: a ``rerun`` row per recorded assignment, plus ``what_if`` rows.
+
+    ``default_consumer_assignor``: the brokers' default consumer assignor; ``streams_assignors``: streams group id
+    -> its task assignor (``""``: the default) (``group_configs.assignor_choice``)."""
     out = []
     chain = RerunChain()
-    for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor):
+    for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor,
+                                 streams_assignors=streams_assignors):
         out += _audit_run(run, chain, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
     return out
 
@@ -350,9 +371,10 @@ class GroupRerun:
     its own subscriptions or its own metadata hash, so nothing stays pending for long.
     """
 
-    def __init__(self, snapshot_given: bool, default_consumer_assignor: str = "uniform") -> None:
+    def __init__(self, snapshot_given: bool, default_consumer_assignor: str = "uniform",
+                 streams_assignors: Mapping[str, str] | None = None) -> None:
         self.names = TopicNames(use_hash=not snapshot_given)
-        self.reconstruction = GroupReconstruction(default_consumer_assignor)
+        self.reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors)
         self.chain = RerunChain()
         self.pending: list[dict] = []
 

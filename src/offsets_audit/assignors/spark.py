@@ -9,7 +9,7 @@ snapshot is one row per topic; it is collected on the driver and shipped with th
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -85,13 +85,16 @@ def _group_rows(pdf: pd.DataFrame) -> list[dict]:
 
 
 def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
-          *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform"):
+          *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform",
+          streams_assignors: Mapping[str, str] | None = None):
     """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``) with the re-runs' timing beside it
-    (``rerun.ASSIGNOR_AUDIT_TIMED_DDL``: the written table leaves that column out)."""
+    (``rerun.ASSIGNOR_AUDIT_TIMED_DDL``: the written table leaves that column out); the assignor choice as
+    ``rerun.audit_group``."""
     topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
     what_if = tuple(what_if or ())
     options: dict = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
-               "default_consumer_assignor": default_consumer_assignor}
+                     "default_consumer_assignor": default_consumer_assignor,
+                     "streams_assignors": dict(streams_assignors or {})}
     columns = [c for c in _ROW_COLUMNS if c in target_assignments_df.columns]
     targets = target_assignments_df.select(*columns)
 
@@ -114,7 +117,8 @@ RESUMED_DDL = "group_id string, kind string, payload string, pending int, state 
 
 
 def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
-                  *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform"):
+                  *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform",
+                  streams_assignors: Mapping[str, str] | None = None):
     """The assignor audit of an incremental run (``RESUMED_DDL`` rows): each group with new target rows, or with
     pending ones, resumes its ``GroupRerun`` from ``state`` (``RERUN_STATE_DDL``; None before the first run)
     and re-runs only those targets, giving the rows a batch re-run over the whole history gives them.
@@ -124,6 +128,7 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
 
     topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
     what_if = tuple(what_if or ())
+    streams_choice = dict(streams_assignors or {})
     targets = new_targets.select("group_id", F.lit("target").alias("kind"), "payload",
                                  F.lit(None).cast("binary").alias("state"))
     work = targets
@@ -139,7 +144,8 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         group_id = pdf["group_id"].iloc[0]
         stored = [bytes(b) for b in pdf.loc[pdf["kind"] == "state", "state"]]
         snapshot = TopicMetadata(topics) if topics else None
-        rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor)
+        rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor,
+                                                                            streams_choice)
         offsets = _offsets_by_topic(offsets_pdf)
         rows = [json.loads(p) for p in pdf.loc[pdf["kind"] == "target", "payload"]]
         with fewer_collections():

@@ -57,6 +57,7 @@ final class Driver {
         this.startMs = scenario.path("start_ms").asLong(1_754_000_000_000L);
         Map<String, Object> props = Defaults.brokerProps();
         scenario.path("broker").fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asText()));
+        if (scenario.path("record_assignor_inputs").asBoolean(false)) RecordingAssignors.wrap(props);
         this.coordinator = new Coordinator(scenario.path("partition").asInt(0), props, startMs,
             scenario.path("compression").asText("none"), scenario.path("epochs").asBoolean(true),
             scenario.path("events").asBoolean(true) ? events : null);

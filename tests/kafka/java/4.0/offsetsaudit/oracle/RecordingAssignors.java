@@ -21,8 +21,9 @@ import java.util.TreeSet;
 /**
  * Kafka's consumer-group assignors, wrapped so a history records every input the coordinator handed them (in the
  * golden assignor layout, members in the {@code GroupSpec}'s iteration order) with the result: what an assignor
- * re-run has to rebuild from the log, straight from the coordinator. A scenario turns it on with the broker config
- * {@code group.consumer.assignors=offsetsaudit.oracle.RecordingAssignors$Uniform,offsetsaudit.oracle.RecordingAssignors$Range}.
+ * re-run has to rebuild from the log, straight from the coordinator. A scenario with {@code "record_assignor_inputs":
+ * true} runs with its {@code group.consumer.assignors} and {@code group.share.assignors} replaced by these wrappers,
+ * name for name, so the history is the same one.
  */
 public final class RecordingAssignors {
     private RecordingAssignors() { }
@@ -78,6 +79,41 @@ public final class RecordingAssignors {
             ps.forEach(a::add);
         });
         return out;
+    }
+
+    /** The broker configs with each built-in consumer and share assignor replaced by its recording wrapper. */
+    static void wrap(Map<String, Object> props) {
+        Object consumer = props.getOrDefault("group.consumer.assignors", "uniform,range");
+        StringBuilder out = new StringBuilder();
+        for (String name : String.valueOf(consumer).replace("[", "").replace("]", "").split(",")) {
+            String n = name.trim();
+            if (n.isEmpty()) continue;
+            if (out.length() > 0) out.append(',');
+            if (n.equals("uniform") || n.endsWith(".UniformAssignor")) out.append(Uniform.class.getName());
+            else if (n.equals("range") || n.endsWith(".RangeAssignor")) out.append(Range.class.getName());
+            else out.append(n);
+        }
+        props.put("group.consumer.assignors", out.toString());
+        Object share = props.getOrDefault("group.share.assignors", "simple");
+        if (String.valueOf(share).trim().equals("simple") || String.valueOf(share).endsWith(".SimpleAssignor"))
+            props.put("group.share.assignors", Simple.class.getName());
+    }
+
+    public static final class Simple implements org.apache.kafka.coordinator.group.api.assignor.ShareGroupPartitionAssignor {
+        private final org.apache.kafka.coordinator.group.assignor.SimpleAssignor delegate =
+            new org.apache.kafka.coordinator.group.assignor.SimpleAssignor();
+
+        @Override
+        public String name() {
+            return delegate.name();
+        }
+
+        @Override
+        public GroupAssignment assign(GroupSpec spec, SubscribedTopicDescriber topics) throws PartitionAssignorException {
+            GroupAssignment result = delegate.assign(spec, topics);
+            record(name(), spec, topics, result);
+            return result;
+        }
     }
 
     public static final class Uniform implements ConsumerGroupPartitionAssignor {
