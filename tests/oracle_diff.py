@@ -151,32 +151,40 @@ def replay_differences(records: list[dict], loaded: dict[str, Any]) -> list[str]
     return out
 
 
+def audit_rows(result, scenario: dict[str, Any], state: dict[str, Any], kafka_version: str):
+    """The pure audit of a replayed history: ``(findings, rebalances, assignor re-run rows)``, the audit given the
+    history's Kafka version, broker and group configs and its topic snapshot."""
+    config = audit_config(scenario, kafka_version)
+    findings, rebalances = audit_events(result.events, config)
+    choice = assignor_choice(config)
+    snapshot = topic_snapshot(state)
+    reruns = []
+    for fold in result.groups.values():
+        rows = fold.target_assignment_rows()
+        if rows:
+            reruns += rerun_group(rows, snapshot, default_consumer_assignor=choice["consumer"] or "uniform",
+                                  streams_assignors=choice["streams"])
+    return findings, rebalances, reruns
+
+
 def audit_differences(result, scenario: dict[str, Any], state: dict[str, Any], kafka_version: str,
                       min_confidence: str = "medium") -> list[str]:
     """Findings, mismatching trusted re-runs and ``unknown`` causes on a Kafka-made history (all should be none)."""
     out: list[str] = []
-    config = audit_config(scenario, kafka_version)
-    findings, rebalances = audit_events(result.events, config)
-    choice = assignor_choice(config)
+    findings, rebalances, reruns = audit_rows(result, scenario, state, kafka_version)
     for f in findings:
         out.append(f"finding: {f.rule} ({f.severity}) group {f.group_id}: {f.message}")
     for r in rebalances:
         if "unknown" in (r.get("causes") or ["unknown"]):
             out.append(f"cause: group {r['group_id']} epoch {r.get('group_epoch')} has cause unknown "
                        f"(causes {r.get('causes')})")
-    snapshot = topic_snapshot(state)
     floor = CONFIDENCE_RANK[min_confidence]
-    for fold in result.groups.values():
-        rows = fold.target_assignment_rows()
-        if not rows:
+    for row in reruns:
+        if row["kind"] != "rerun" or row.get("error") or row.get("match") in (True, None):
             continue
-        for row in rerun_group(rows, snapshot, default_consumer_assignor=choice["consumer"] or "uniform",
-                               streams_assignors=choice["streams"]):
-            if row["kind"] != "rerun" or row.get("error") or row.get("match") in (True, None):
-                continue
-            if CONFIDENCE_RANK.get(str(row.get("confidence")), 0) >= floor:
-                out.append(f"rerun: {row['group_id']} epoch {row['assignment_epoch']} {row['assignor']} "
-                           f"({row['confidence']}, order {row.get('current_order')}) differs from the record")
+        if CONFIDENCE_RANK.get(str(row.get("confidence")), 0) >= floor:
+            out.append(f"rerun: {row['group_id']} epoch {row['assignment_epoch']} {row['assignor']} "
+                       f"({row['confidence']}, order {row.get('current_order')}) differs from the record")
     return out
 
 

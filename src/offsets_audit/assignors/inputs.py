@@ -78,6 +78,12 @@ class AssignorRun:
     notes: list[str] = field(default_factory=list)
     #: whether the user's snapshot itself (as of the assignment time, unrepaired) reproduces the hash
     snapshot_hash_match: bool | None = None
+    #: other server assignors as many members prefer as ``assignor``: Kafka's pick among them follows its maps'
+    #: iteration orders, so a re-run that does not match with ``assignor`` tries these
+    tied_assignors: list[str] = field(default_factory=list)
+    #: ``classic_conversion``: the target an online upgrade wrote, the classic group's own assignment carried over
+    #: (``ConsumerGroup.fromClassicGroup``); no server assignor computed it
+    origin: str | None = None
 
 
 def parse_row(row: Mapping) -> dict:
@@ -558,6 +564,31 @@ def recorded_result(row: Mapping) -> dict:
     return {"error": None, "members": members}
 
 
+def target_origin(row: Mapping) -> str | None:
+    """``classic_conversion`` for the first target of a consumer group converted from a classic group: every
+    member speaks the classic protocol and nothing was targeted before (a consumer group a heartbeat creates
+    has a KIP-848 member; ``convertToConsumerGroup`` writes the classic members' assignment as the target)."""
+    members = row.get("members") or ()
+    if (row["group_type"] == "consumer" and members and not row.get("previous_target")
+            and all(m.get("classic_protocol") for m in members)):
+        return "classic_conversion"
+    return None
+
+
+def tied_assignors(row: Mapping, chosen: str) -> list[str]:
+    """The members' other preferred server assignors with as many members as the most used one: between them
+    ``ConsumerGroup.computePreferredServerAssignor`` (a ``HashMap`` copy) and ``preferredServerAssignor`` (the
+    group's ``TimelineHashMap``) can answer differently, so Kafka's pick is not in the log (and each heartbeat may
+    bump the group epoch: causes ``assignor_changed``)."""
+    if row["group_type"] != "consumer":
+        return []
+    counts = Counter(m.get("server_assignor") for m in row.get("members") or () if m.get("server_assignor"))
+    if not counts:
+        return []
+    best = max(counts.values())
+    return sorted(name for name, c in counts.items() if c == best and name != chosen)
+
+
 def group_assignor(row: Mapping, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
                    streams_assignor: str = STREAMS_ASSIGNOR) -> str:
     """``ConsumerGroup.computePreferredServerAssignor``: the most used ``serverAssignor`` of the members
@@ -604,6 +635,7 @@ class GroupReconstruction:
                                                snapshot.as_of(row.get("assignment_timestamp") or None))
                           if snapshot else None)
         current = _current_targets(row, self.previous_members)
+        assignor = group_assignor(row, self.default_consumer_assignor, self.streams_assignor(row["group_id"]))
         if row["group_type"] == "streams":
             recorded_tasks: dict[str, int] = {}
             for tasks in (row.get("target") or {}).values():
@@ -617,10 +649,10 @@ class GroupReconstruction:
         return AssignorRun(
             group_id=row["group_id"], group_type=row["group_type"], assignment_epoch=row["assignment_epoch"],
             assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
-            offset=row.get("offset"), assignor=group_assignor(row, self.default_consumer_assignor,
-                                                              self.streams_assignor(row["group_id"])),
+            offset=row.get("offset"), assignor=assignor,
             case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
-            metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match)
+            metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match,
+            tied_assignors=tied_assignors(row, assignor), origin=target_origin(row))
 
 
 def in_log_order(rows: Iterable[Mapping]) -> list[dict]:

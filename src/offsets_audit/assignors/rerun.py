@@ -276,6 +276,14 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
     out = []
     notes = list(run.notes)
     confidence = run.confidence
+    if getattr(run, "origin", None) == "classic_conversion":
+        row = _base_row(run)
+        row.update(kind="not_rerun", assignor=run.assignor, confidence=confidence, match=None, same_as_recorded=None,
+                   error=None, current_order=None, rerun_cpu_ms=None,
+                   notes="; ".join(notes + ["the classic group's assignment, carried over by its conversion to a "
+                                            "consumer group (ConsumerGroup.fromClassicGroup): no server assignor "
+                                            "computed it"]))
+        return [row]
     if not _runnable(run.assignor):
         row = _base_row(run)
         row.update(kind="not_rerun", assignor=run.assignor, confidence=confidence, match=None, same_as_recorded=None,
@@ -312,6 +320,14 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
                     alt_cmp = compare(run.recorded, alt[0], run.group_type)
                     if alt_cmp["same"]:
                         (result, java_order, current_order), cmp = alt, alt_cmp
+            for tied in getattr(run, "tied_assignors", None) or () if not cmp["same"] else ():
+                tied_result = _invoke(tied, case_input)
+                tied_cmp = compare(run.recorded, tied_result, run.group_type)
+                if tied_cmp["same"]:
+                    notes.append(f"members prefer {assignor} and {tied} equally: the coordinator ran {tied}")
+                    assignor, result, cmp = tied, tied_result, tied_cmp
+                    java_order, current_order = None, _order_used(tied, False)
+                    break
             chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
         else:
             result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)

@@ -41,7 +41,8 @@ CAUSES = (
     "topology_changed",           # streams: a topology record, a member on another topology epoch, or validation
     "process_joined",             # streams: the first member of a process id
     "process_left",               # streams: the last member of a process id left
-    "member_metadata_changed",    # streams dynamic member: any other metadata (client, endpoint, tags, timeout)
+    "member_metadata_changed",    # streams dynamic member: any other metadata (client, endpoint, tags, timeout);
+                                  # classic member: other protocol metadata with the same topics and rack
     "share_partitions_initialized",  # share: partitions whose share state got initialized wait to be assigned
     "protocol_changed",           # classic: the selected protocol changed with the generation
     "unknown",                    # no record of the bump's operation explains it
@@ -98,6 +99,16 @@ class CauseTracker:
         self.share_initialized = False
         self.classic: dict[str, dict] = {}
         self.classic_protocol: str | None = None
+        #: (timestamp, group type, had members, members that left in that batch) of the last group deletion: a
+        #: group of the other type created in the same batch is a conversion (``convertToConsumerGroup`` /
+        #: ``convertToClassicGroup`` write the old group's tombstones and the new group's records in one append)
+        self.deleted: tuple | None = None
+        #: the members whose leave converted a consumer group back to classic (the culprits of the conversion)
+        self.conversion_left: dict[str, dict] = {}
+        #: members that left at the current record timestamp (one append), with their identity
+        self.batch_left: dict[str, dict] = {}
+        #: after a downgrade: its culprits, for the generation of the rebalance the classic group starts
+        self.downgrade_rebalance: dict[str, dict] | None = None
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -107,13 +118,25 @@ class CauseTracker:
         self.regex_undo: dict[str, list | None] = {}
 
     def on_event(self, ev: Event) -> None:
-        if ev.timestamp != self.window_time:
+        if ev.timestamp != self.window_time or not hasattr(self, "batch_left"):  # (a state from before batch_left)
             self._reset_window()
             self.window_time = ev.timestamp
+            self.batch_left = {}
         kind = ev.event
         if kind in (EventKind.GROUP_CREATED, EventKind.GROUP_DELETED):
+            if kind == EventKind.GROUP_DELETED:
+                left = dict(self.batch_left)
+                self.deleted = (ev.timestamp, ev.group_type, bool(self.members or self.classic or left), left)
+            deleted = getattr(self, "deleted", None)
+            converted = (kind == EventKind.GROUP_CREATED and deleted is not None
+                         and deleted[0] == ev.timestamp and ev.group_type is not None
+                         and deleted[1] not in (None, ev.group_type)
+                         and (deleted[2] or deleted[1] != "classic"))
+            self.conversion_left = dict(deleted[3]) if converted and deleted else {}
             self.members, self.regex_topics = {}, {}
-            self.share_initialized = self.converted = False
+            self.share_initialized = False
+            self.converted = converted
+            self.downgrade_rebalance = None
             if kind == EventKind.GROUP_DELETED:
                 self.classic = {}
         elif kind == EventKind.GROUP_TYPE_CHANGED:
@@ -147,7 +170,10 @@ class CauseTracker:
             m.update(ev.details.get("new") or {})
             m.update({f: ev.details.get(f) for f in _IDENTITY if f in ev.details})
         elif kind == EventKind.MEMBER_LEFT:
-            self.members.pop(ev.member_id, None)
+            gone = self.members.pop(ev.member_id, None)
+            if ev.member_id:
+                self.batch_left[ev.member_id] = {**(gone or {}),
+                                                 **{k: v for k, v in ev.details.items() if v is not None}}
         elif kind == EventKind.REGEX_RESOLUTION_CHANGED:
             regex = ev.get("regular_expression")
             if ev.details.get("topics") is None:
@@ -261,6 +287,11 @@ class CauseTracker:
             causes.append("topology_changed")
         if group_type == "share" and self.share_initialized and not causes:
             causes.append("share_partitions_initialized")
+        if group_type == "consumer" and not causes and _tied_server_assignors(after):
+            # Members preferring different server assignors in equal numbers: the coordinator re-evaluates the
+            # group's preferred assignor on a heartbeat (hasPreferredServerAssignorChanged) and can find it changed
+            # with no member record written, which bumps the epoch alone.
+            causes.append("assignor_changed")
         if not causes:
             causes.append("unknown")
         return Attribution(causes, list(culprits.values()))
@@ -306,12 +337,29 @@ class CauseTracker:
 
         joined = {e.member_id: e.details for e in record_events if e.event == EventKind.MEMBER_JOINED}
         left = {e.member_id: self.classic.get(e.member_id, {}) for e in record_events if e.event == EventKind.MEMBER_LEFT}
-        if self.converted:              # a consumer group downgraded to classic (group_type_changed)
+        downgrade = None if self.converted else getattr(self, "downgrade_rebalance", None)
+        self.downgrade_rebalance = None
+        if self.converted:
+            # A consumer group downgraded to classic (GroupMetadataManager.convertToClassicGroup): its last
+            # KIP-848 member left (a leave or a timeout, tombstoned in the same batch), and the classic-protocol
+            # members it kept carry on in the classic group, which are not joins.
             self.converted = False
             causes.append("group_converted")
-            for mid, d in joined.items():
+            pending: dict[str, dict] = {}
+            for mid, d in getattr(self, "conversion_left", {}).items():
+                if mid in joined:       # a classic-protocol member tombstoned in the consumer group, kept here
+                    continue
+                blame(mid, "member_left", d)
                 blame(mid, "group_converted", d)
+                pending[mid] = d
+            self.conversion_left = {}
+            # The classic group starts a rebalance right away (its members learn of it on their next heartbeat):
+            # the generation that rebalance completes is the conversion's too.
+            self.downgrade_rebalance = pending or {"": {}}
             joined = {}
+        for mid, change in sorted((generation_event.get("member_changes") or {}).items()):
+            if mid not in joined:
+                blame(mid, change, self.classic.get(mid, {}))
         left_by_instance = {m.get("instance_id"): mid for mid, m in left.items() if m.get("instance_id")}
         for mid, d in list(joined.items()):
             old = left_by_instance.get(d.get("instance_id")) if d.get("instance_id") else None
@@ -332,9 +380,21 @@ class CauseTracker:
                 self.classic.pop(e.member_id, None)
         if protocol is not None:
             self.classic_protocol = protocol
+        if not causes and downgrade is not None:
+            # nothing else changed: the rebalance a downgrade starts (ClassicGroup in PreparingRebalance)
+            causes.append("group_converted")
+            for mid, d in downgrade.items():
+                if mid:
+                    blame(mid, "group_converted", d)
         if not causes:
             causes.append("unknown")
         return Attribution(causes, list(culprits.values()))
+
+
+def _tied_server_assignors(members: dict[str, dict]) -> bool:
+    """Whether two or more server assignors are each preferred by the most members."""
+    counts = Counter(m.get("server_assignor") for m in members.values() if m.get("server_assignor"))
+    return len(counts) > 1 and list(counts.values()).count(max(counts.values())) > 1
 
 
 _ANY = ("*",)

@@ -61,6 +61,30 @@ def undecodable_details(exc: Exception) -> dict:
     return {"reason": "undecodable record", "error_code": error_code_of(exc), "error": str(exc)}
 
 
+def _classic_member_changes(previous: dict[str, dict], members: list[dict]) -> dict[str, str]:
+    """Members of both records whose protocol metadata changed, and how: a classic member re-joining with other
+    metadata is what makes ``ClassicGroup`` rebalance while its membership stays (``ClassicGroupMember.matches``).
+    For the consumer protocol, other topics are ``subscription_changed``, another rack ``rack_changed``, and other
+    bytes with the same topics and rack (owned partitions, user data: a cooperative assignor's follow-up join)
+    ``member_metadata_changed``; for other protocols any other bytes are ``member_metadata_changed``."""
+    out: dict[str, str] = {}
+    for m in members:
+        old = previous.get(m["member_id"])
+        if old is None or old.get("subscription") == m.get("subscription"):
+            continue
+        before, after = old.get("subscription_decoded"), m.get("subscription_decoded")
+        if before is not None and after is not None:
+            if sorted(before.get("topics") or ()) != sorted(after.get("topics") or ()):
+                out[m["member_id"]] = "subscription_changed"
+            elif before.get("rackId") != after.get("rackId"):
+                out[m["member_id"]] = "rack_changed"
+            else:
+                out[m["member_id"]] = "member_metadata_changed"
+        else:
+            out[m["member_id"]] = "member_metadata_changed"
+    return out
+
+
 class GroupFold:
     """Replay state of one group id (all its incarnations: created, deleted, re-created...)."""
 
@@ -206,13 +230,15 @@ class GroupFold:
             events.extend(self._create("classic"))
         group = self.group
         old_generation = group.generation if old is group else None
-        old_members = {m["member_id"] for m in group.members} if old is group else set()
+        previous = {m["member_id"]: m for m in group.members} if old is group else {}
+        old_members = set(previous)
         group.load(value)
         if old_generation != group.generation:
             events.append((EventKind.CLASSIC_GENERATION_CHANGED, None, {
                 "old_generation": old_generation, "generation": group.generation,
                 "protocol_type": group.protocol_type, "protocol": group.protocol, "leader": group.leader,
-                "members": [m["member_id"] for m in group.members]}))
+                "members": [m["member_id"] for m in group.members],
+                "member_changes": _classic_member_changes(previous, group.members)}))
         new_members = {m["member_id"]: m for m in group.members}
         for member_id in sorted(set(new_members) - old_members):
             m = new_members[member_id]

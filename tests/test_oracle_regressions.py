@@ -1,0 +1,88 @@
+"""Kafka-made histories that once showed a difference, each cut down to the one group that showed it.
+
+Every case in tests/oracle_regressions/ is a scenario for the oracle (``about`` says what it holds); all of them are
+played through Kafka's coordinator in one JVM and must show no difference at all (``oracle_diff``), and each must
+still hold what made it a case (the assertions per case below), so a case cannot pass by no longer testing anything.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import oracle
+import oracle_diff
+from offsets_audit.replay import replay_records
+from offsets_audit.sources.segments import read_segment
+
+CASES = Path(__file__).resolve().parent / "oracle_regressions"
+VERSION = "4.4.0"
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    out = tmp_path_factory.mktemp("regressions")
+    scenarios = []
+    for partition, path in enumerate(sorted(CASES.glob("*.json"))):
+        scenario = json.loads(path.read_text())
+        scenarios.append(dict(scenario, partition=partition))
+    oracle.write_histories(scenarios, out, version=VERSION)
+    topics = [t for s in scenarios for t in oracle.load_state(out, s["name"])["topics"]]
+    (out / "topics.json").write_text(json.dumps({"topics": topics}))
+    loaded = {s["partition"]: s for s in oracle.replay_folder(
+        out, out / "topics.json", epochs=True, version=VERSION,
+        broker_configs={str(s["partition"]): s.get("broker") or {} for s in scenarios})}
+    results = {}
+    for s in scenarios:
+        records = list(read_segment(out / f"__consumer_offsets-{s['partition']}" / "00000000000000000000.log",
+                                    s["partition"]))
+        state = oracle.load_state(out, s["name"])
+        result = replay_records(records)
+        differences = oracle_diff.replay_differences(records, loaded[s["partition"]])
+        differences += oracle_diff.audit_differences(result, s, state, VERSION)
+        results[s["name"]] = (differences, oracle_diff.audit_rows(result, s, state, VERSION))
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CASES.glob("*.json")))
+def test_no_difference(played, name):
+    assert played[name][0] == []
+
+
+def _group(rows, suffix):
+    return [r for r in rows if str(r["group_id"]).endswith(suffix)]
+
+
+def test_an_upgrades_first_target_is_the_classic_assignment_not_rerun(played):
+    _, (_, _, reruns) = played["upgrade-first-target"]
+    rows = _group(reruns, ".classic-1")
+    assert rows[0]["kind"] == "not_rerun" and "carried over" in rows[0]["notes"]
+    assert [r["match"] for r in rows[1:] if r["kind"] == "rerun"] and all(
+        r["match"] for r in rows[1:] if r["kind"] == "rerun")
+
+
+def test_a_downgrade_is_group_converted_by_the_member_that_left(played):
+    _, (_, rebalances, _) = played["downgrade-cause"]
+    classic = [r for r in rebalances if r["group_type"] == "classic" and "group_converted" in r["causes"]]
+    assert classic and "member_left" in classic[0]["causes"]
+    culprits = classic[0]["cause_members"]
+    assert [m["causes"] for m in culprits] == [["member_left", "group_converted"]]
+    assert not culprits[0]["member_id"].startswith("h00077.classic-0-c")   # the KIP-848 member, not a classic one
+
+
+def test_members_naming_no_assignor_get_the_brokers_first(played):
+    _, (_, _, reruns) = played["broker-default-range"]
+    rows = [r for r in reruns if r["kind"] == "rerun"]
+    assert rows and {r["assignor"] for r in rows} == {"range"} and all(r["match"] for r in rows)
+
+
+def test_a_classic_subscription_change_is_subscription_changed(played):
+    _, (_, rebalances, _) = played["classic-subscription-change"]
+    assert any(r["group_type"] == "classic" and r["causes"] == ["subscription_changed"] for r in rebalances)
+
+
+def test_tied_server_assignors_bump_as_assignor_changed(played):
+    _, (_, rebalances, reruns) = played["tied-server-assignors"]
+    assert sum(r["causes"] == ["assignor_changed"] for r in rebalances) >= 3
+    assert {r["assignor"] for r in reruns if r["kind"] == "rerun"} >= {"range", "uniform"}
