@@ -87,7 +87,7 @@ def _plain(value: Any) -> Any:
 
 
 def _epochs(view: dict) -> dict:
-    view = normalise_epochs(view)
+    view = normalise_epochs({k: v for k, v in view.items() if k not in ("member_table_order", "member_table_capacity")})
     if view.get("assignment_timestamp", 0) is None:
         view = {k: v for k, v in view.items() if k != "assignment_timestamp"}
     return json.loads(json.dumps(view, default=str))

@@ -86,3 +86,9 @@ def test_tied_server_assignors_bump_as_assignor_changed(played):
     _, (_, rebalances, reruns) = played["tied-server-assignors"]
     assert sum(r["causes"] == ["assignor_changed"] for r in rebalances) >= 3
     assert {r["assignor"] for r in reruns if r["kind"] == "rerun"} >= {"range", "uniform"}
+
+
+def test_a_classic_leader_rejoining_with_nothing_changed_is_leader_rejoined(played):
+    _, (_, rebalances, _) = played["classic-leader-rejoin"]
+    rows = [r for r in rebalances if r["causes"] == ["leader_rejoined"]]
+    assert rows and all(len(r["cause_members"]) == 1 for r in rows)

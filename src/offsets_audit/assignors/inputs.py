@@ -398,7 +398,8 @@ def timeline_slot(key: str, capacity: int) -> int:
 
 
 def timeline_grow(capacity: int, size_before_insert: int) -> int:
-    """``BaseHashTable.baseAddOrReplace``: double while one more element would pass the 0.75 load factor."""
+    """``BaseHashTable.baseAddOrReplace``: double while one more element would pass the 0.75 load factor (checked
+    on every put, a replacement too)."""
     while (size_before_insert + 1) * 0.75 > capacity:
         capacity *= 2
     return capacity
@@ -433,16 +434,30 @@ class MemberOrder:
     def order(self, members: list[Mapping], overlay: bool = True) -> list[Mapping]:
         ids = [m["member_id"] for m in members]
         present = set(self.present)
+        # The heartbeat that computes the target adds its member when it joined in that same append; one that
+        # joined earlier (the assignment waited for KIP-1263's interval) is in the table already. Without the
+        # append boundaries (a live source), a member at epoch 0 new since the last target is taken as joining.
+        known = any(m.get("joined_in_batch") is not None for m in members)
         additions = [m["member_id"] for m in members
-                     if overlay and m["member_id"] not in present and not m.get("member_epoch")]
+                     if overlay and m["member_id"] not in present
+                     and (m.get("joined_in_batch") if known else not m.get("member_epoch"))]
         added = set(additions)
         base = [i for i in ids if i not in added]
         base_set = set(base)
+        # ``BaseHashTable.baseAddOrReplace`` checks the load factor before it looks the key up, so a replaced
+        # member (each of its records is a put) grows the table like an insertion would: the members' records
+        # since the last target were such puts, at the table's size then.
+        if self.present:
+            self.capacity = timeline_grow(self.capacity, len(self.present))
         self.present = [i for i in self.present if i in base_set]
+        inserted = False
         for member_id in base:
             if member_id not in present:
                 self.capacity = timeline_grow(self.capacity, len(self.present))
                 self.present.append(member_id)
+                inserted = True
+        if inserted:  # their own records after the insertion (a current assignment) were puts too
+            self.capacity = timeline_grow(self.capacity, len(self.present))
         by_id = {m["member_id"]: m for m in members}
         listing = timeline_order(self.present, self.capacity) + hashmap_order(additions)
         for member_id in additions:
@@ -513,7 +528,13 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
             assignable.setdefault(entry.get("topicId"), []).extend(entry.get("partitions") or ())
         assignable = {t: sorted(set(p)) for t, p in assignable.items()}
     else:
-        subscription_type = consumer_subscription_type(list(members), resolved)
+        # A member joining with a regular expression not resolved yet does not bump the epoch, so its heartbeat
+        # keeps the group's stored subscription type, computed before its member record (GroupMetadataManager
+        # reads group.subscriptionType() and recomputes it only on a bump).
+        counted = [m for m in members if not (m.get("joined_in_batch") and m.get("subscribed_topic_regex")
+                                              and not m.get("subscribed_topic_names")
+                                              and (resolved or {}).get(m["subscribed_topic_regex"]) is None)]
+        subscription_type = consumer_subscription_type(counted, resolved)
         assignable = None
     return {"subscription_type": subscription_type, "topics": topics, "members": case_members,
             "assignable_partitions": assignable}
@@ -618,6 +639,7 @@ class GroupReconstruction:
         self.streams_assignors = dict(streams_assignors or {})
         self.member_order = MemberOrder()
         self.previous_members: dict[str, Mapping] = {}
+        self.last_epoch: int | None = None
 
     def streams_assignor(self, group_id: str) -> str:
         choice = getattr(self, "streams_assignors", None) or {}  # state kept by an older version has none
@@ -628,6 +650,12 @@ class GroupReconstruction:
         """The ``AssignorRun`` of the next parsed target row (None for a group type without an assignor)."""
         if row["group_type"] not in ("consumer", "share", "streams"):
             return None
+        last = getattr(self, "last_epoch", None)  # (absent from a state saved by an older version)
+        if last is not None and row["assignment_epoch"] <= last:
+            # a new incarnation of the group id (deleted, then created again): a new, empty member table
+            self.member_order = MemberOrder()
+            self.previous_members = {}
+        self.last_epoch = row["assignment_epoch"]
         row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
                                                         overlay=row["group_type"] != "share"))
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)

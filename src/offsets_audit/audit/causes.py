@@ -45,6 +45,7 @@ CAUSES = (
                                   # classic member: other protocol metadata with the same topics and rack
     "share_partitions_initialized",  # share: partitions whose share state got initialized wait to be assigned
     "protocol_changed",           # classic: the selected protocol changed with the generation
+    "leader_rejoined",            # classic: the same members and metadata: the leader's JoinGroup started it
     "unknown",                    # no record of the bump's operation explains it
 )
 
@@ -107,6 +108,8 @@ class CauseTracker:
         self.conversion_left: dict[str, dict] = {}
         #: members that left at the current record timestamp (one append), with their identity
         self.batch_left: dict[str, dict] = {}
+        #: the classic group's leader as of its last generation (``GroupMetadata.leader``)
+        self.classic_leader: str | None = None
         #: after a downgrade: its culprits, for the generation of the rebalance the classic group starts
         self.downgrade_rebalance: dict[str, dict] | None = None
 
@@ -386,6 +389,13 @@ class CauseTracker:
             for mid, d in downgrade.items():
                 if mid:
                     blame(mid, "group_converted", d)
+        leader = getattr(self, "classic_leader", None)
+        if not causes and leader is not None and leader in self.classic \
+                and generation_event.get("old_generation") is not None:
+            # Same members, same metadata: in a Stable classic group only a JoinGroup from the leader starts a
+            # rebalance without either changing (ClassicGroup / GroupMetadataManager.updateMemberThenRebalanceOrCompleteJoin).
+            blame(leader, "leader_rejoined", self.classic[leader])
+        self.classic_leader = generation_event.get("leader") or leader
         if not causes:
             causes.append("unknown")
         return Attribution(causes, list(culprits.values()))

@@ -433,7 +433,7 @@ CAUSE_COLORS = {"member_joined": "#43a047", "member_left": "#e53935", "static_me
                 "assignment_configs_changed": "#00acc1", "group_converted": "#5e35b1",
                 "topology_changed": "#f4511e", "process_joined": "#7cb342", "process_left": "#c0ca33",
                 "member_metadata_changed": "#8d6e63", "share_partitions_initialized": "#26a69a",
-                "protocol_changed": "#ab47bc", "unknown": "#9e9e9e"}
+                "protocol_changed": "#ab47bc", "leader_rejoined": "#78909c", "unknown": "#9e9e9e"}
 MAX_CULPRITS_LISTED = 20
 
 

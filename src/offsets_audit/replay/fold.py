@@ -164,6 +164,13 @@ class GroupFold:
             raw = self._replay(record_type, key, value, record)
         except Anomaly as anomaly:
             raw = [(EventKind.REPLAY_ANOMALY, None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
+        for kind, member_id, _ in raw:
+            if kind == EventKind.MEMBER_JOINED and member_id is not None:
+                joined: dict[str, int | None] | None = getattr(self, "_joined_batch", None)  # (older folds lack it)
+                if joined is None:
+                    joined = {}
+                    self._joined_batch = joined
+                joined[member_id] = record.get("batch_base_offset")
         return [self._event(record, kind, member_id, details) for kind, member_id, details in raw]
 
     def _replay(self, record_type: int, key: dict, value: dict | None, record: dict | None = None) -> list[tuple]:
@@ -269,6 +276,8 @@ class GroupFold:
     def _target_row(self, record: dict, changed: list[str]) -> dict:
         group = self.group
         members = []
+        joined = getattr(self, "_joined_batch", None) or {}
+        batch = record.get("batch_base_offset")
         for m in group.members.values():
             # A field the member's kind does not have is None (a share member has no regex, no process).
             members.append({
@@ -283,6 +292,8 @@ class GroupFold:
                 "process_id": getattr(m, "process_id", None),
                 "topology_epoch": getattr(m, "topology_epoch", None),
                 "client_tags": getattr(m, "client_tags", None),
+                # joined in the append that wrote this target (its heartbeat computed it; None: not known)
+                "joined_in_batch": None if batch is None else joined.get(m.member_id) == batch,
             })
         # The row as ``jsonable`` makes it, column by column; the targets (most of a row, and all of it again in
         # the next row's previous_target) are shared between rows rather than copied.

@@ -309,6 +309,12 @@ final class Coordinator {
         }
         ArrayNode members = view.putArray("members");
         Map<?, ?> byId = (Map<?, ?>) Reflect.call(group, "members");
+        // the member table's own iteration order (a TimelineHashMap): what the assignor's inputs are built in
+        ArrayNode table = view.putArray("member_table_order");
+        for (Object id : byId.keySet()) table.add(String.valueOf(id));
+        Object table0 = Reflect.field(group, "members");
+        Object elements = table0 == null ? null : Reflect.field(table0, "elements");
+        if (elements instanceof Object[]) view.put("member_table_capacity", ((Object[]) elements).length);
         for (Object m : new TreeMap<>(byId).values()) {
             ObjectNode mv = members.addObject();
             mv.put("member_id", (String) Reflect.call(m, "memberId"));
