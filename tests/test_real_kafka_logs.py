@@ -1,0 +1,77 @@
+"""Real brokers' ``__consumer_offsets``, kept in the repository, judged again by the outputs Kafka's own tools gave.
+
+``tests/real_kafka_logs/<version>/`` holds what a ``test_real_kafka`` run on that Kafka release left (see the
+README there): the segments its broker wrote for the scenarios' real clients, and what ``kafka-dump-log``,
+``kafka-consumer-groups`` and the share and streams group tools printed about them. These tests need no JVM, so
+every release of the matrix is checked in the default suite: each record prints as kafka-dump-log printed it,
+the replay equals the tools' description, and the audit (with the assignor re-runs) finds nothing at warning or
+above.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_broker import version_key
+from real_kafka import (
+    VENDORED, differences, kafka_view, our_dump_log, parse_dump_log, records_below, replay_view, segment_records,
+    topic_names, vendored_capture,
+)
+
+VERSIONS = sorted((p.name for p in VENDORED.iterdir() if p.is_dir()), key=version_key) if VENDORED.is_dir() else []
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def vendored(request):
+    folder = VENDORED / request.param
+    return folder, vendored_capture(folder)
+
+
+def test_every_release_of_the_matrix_is_kept():
+    assert {"3.9.1", "4.0.2", "4.2.1", "4.4.0"} <= set(VERSIONS)
+
+
+def test_every_record_prints_as_kafka_dump_log_printed_it(vendored):
+    folder, described = vendored
+    theirs = parse_dump_log(described.outputs["dump-log"])
+    ours, quarantine = our_dump_log(sorted(folder.glob("__consumer_offsets-*/*.log")))
+    assert quarantine == [] and sorted(theirs) == sorted(ours)
+    assert [(name, offset) for name in theirs for offset in sorted(set(theirs[name]) | set(ours[name]))
+            if theirs[name].get(offset) != ours[name].get(offset)] == []
+
+
+def test_replay_equals_the_tools_description(vendored):
+    from offsets_audit.replay import replay_records
+
+    folder, described = vendored
+    records = records_below(segment_records(folder), described.end_offsets)
+    view = replay_view(replay_records(records), topic_names(described.outputs["topics"]))
+    assert differences(kafka_view(described), view) == []
+
+
+def test_audit_and_assignor_re_runs_find_nothing(vendored):
+    """A healthy cluster: no finding at warning or above, the assignor re-runs included (every recorded target
+    either matches a re-run of the group's assignor or, for a classic group's online upgrade, is the classic
+    members' own assignment)."""
+    from offsets_audit.assignors.rerun import audit_group
+    from offsets_audit.audit import assignor_findings, audit_events, rule_settings
+    from offsets_audit.config import load_config
+    from offsets_audit.replay import replay_records
+
+    folder, _ = vendored
+    config = load_config()
+    major, minor = version_key(folder.name)[:2]
+    config["broker"]["kafka_version"] = f"{major}.{minor}"
+    result = replay_records(segment_records(folder))
+    findings, _ = audit_events(result.events, config)
+    reruns = [row for fold in result.groups.values() if fold.target_assignment_rows()
+              for row in audit_group(fold.target_assignment_rows())]
+    findings += assignor_findings(reruns, rule_settings(config))
+    assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
+    scenarios = json.loads((folder / "scenarios.json").read_text())
+    if "migration" in scenarios:
+        upgrades = [row for row in reruns if row["kind"] == "rerun" and row["group_id"].endswith("-migration-upgraded")]
+        assert upgrades[0]["match"] is None and "converted from a classic group" in upgrades[0]["notes"]
+        assert all(row["match"] for row in upgrades[1:])
