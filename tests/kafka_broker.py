@@ -98,6 +98,10 @@ def _server_properties(version: str, port: int, controller_port: int, log_dir: P
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": str(log_dir),
+        # the controller's no-op records every half second move the metadata image on, and a group subscribed
+        # by regex then rewrites its resolved topics at every refresh; a test cluster whose topics stand still
+        # keeps its image still instead
+        "metadata.max.idle.interval.ms": str(3600 * 1000),
         "num.partitions": "1",
         "default.replication.factor": "1",
         "auto.create.topics.enable": "false",
@@ -128,6 +132,8 @@ def _server_properties(version: str, port: int, controller_port: int, log_dir: P
             "group.consumer.session.timeout.ms": "3000",
             "group.consumer.min.heartbeat.interval.ms": "100",
             "group.consumer.heartbeat.interval.ms": "300",
+            # online upgrade and downgrade between the classic and consumer protocols (off by default on 3.9)
+            "group.consumer.migration.policy": "bidirectional",
         })
     if v < (4, 0):
         props.update({"group.coordinator.new.enable": "true", "group.coordinator.rebalance.protocols": "classic,consumer"})
@@ -373,30 +379,14 @@ class KafkaBroker:
     def run_tools(self, invocations: Sequence[Sequence[str]], timeout_s: float = 300.0) -> list[ToolRun]:
         """Run several tool mains (``[main_class, *args]`` each) one after the other in ONE JVM (the
         ``ToolRunner`` helper: each tool's ``Exit`` is caught, its stdout and stderr captured)."""
-        with tempfile.TemporaryDirectory(dir=self.folder, prefix="tools-") as work:
-            work_path = Path(work)
-            spec = work_path / "invocations.txt"
-            # one invocation per line, arguments separated by a unit separator (none of them holds one)
-            spec.write_text("".join("\x1f".join(call) + "\n" for call in invocations))
-            done = subprocess.run(self.java_command("offsetsaudit.tools.ToolRunner", str(spec), str(work_path)),
-                                  capture_output=True, text=True, timeout=timeout_s)
-            if done.returncode != 0:
-                raise AssertionError(f"ToolRunner failed ({done.returncode}):\n{done.stderr[-4000:]}")
-            runs = []
-            for i, call in enumerate(invocations):
-                rc_path = work_path / f"{i}.rc"
-                runs.append(ToolRun(tuple(call), int(rc_path.read_text()) if rc_path.exists() else -1,
-                                    (work_path / f"{i}.out").read_text(errors="replace"),
-                                    (work_path / f"{i}.err").read_text(errors="replace")))
-            return runs
+        return run_tools(invocations, self.version, self.folder, self.tool_log4j, timeout_s)
 
     def run_tool(self, main_class: str, *args: str, timeout_s: float = 300.0) -> ToolRun:
         return self.run_tools([[main_class, *args]], timeout_s)[0]
 
     def dump_log_invocation(self, segments: Sequence[Path]) -> list[str]:
         """``kafka-dump-log --offsets-decoder --print-data-log`` over ``segments`` (a tool invocation)."""
-        return [self.supports.dump_log_class, "--offsets-decoder", "--print-data-log",
-                "--files", ",".join(str(s) for s in segments)]
+        return dump_log_invocation(self.version, segments)
 
     def dump_log(self, segments: Sequence[Path] | None = None) -> str:
         """What ``kafka-dump-log --offsets-decoder`` prints for ``segments`` (default: all of ``__consumer_offsets``)."""
@@ -444,6 +434,38 @@ class KafkaBroker:
             admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=dict(configs or {}))])
         finally:
             admin.close()
+
+
+def run_tools(invocations: Sequence[Sequence[str]], version: str, folder: Path, log_config: Path | None = None,
+              timeout_s: float = 300.0) -> list[ToolRun]:
+    """Kafka ``version``'s tool mains (``[main_class, *args]`` each) one after the other in ONE JVM (the
+    ``ToolRunner`` helper), working in a temp folder under ``folder``; no broker needed (kafka-dump-log over
+    a copied log dir, or tools pointed at any cluster)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log_config = log_config or log4j2_config(folder, "tools", level="WARN")
+    with tempfile.TemporaryDirectory(dir=folder, prefix="tools-") as work:
+        work_path = Path(work)
+        spec = work_path / "invocations.txt"
+        # one invocation per line, arguments separated by a unit separator (none of them holds one)
+        spec.write_text("".join("\x1f".join(call) + "\n" for call in invocations))
+        command = kafka_jars.java_command("offsetsaudit.tools.ToolRunner", str(spec), str(work_path), version=version,
+                                          jvm_options=[*TOOL_JVM, f"-Dlog4j2.configurationFile={log_config}"])
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            raise AssertionError(f"ToolRunner failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        runs = []
+        for i, call in enumerate(invocations):
+            rc_path = work_path / f"{i}.rc"
+            runs.append(ToolRun(tuple(call), int(rc_path.read_text()) if rc_path.exists() else -1,
+                                (work_path / f"{i}.out").read_text(errors="replace"),
+                                (work_path / f"{i}.err").read_text(errors="replace")))
+        return runs
+
+
+def dump_log_invocation(version: str, segments: Sequence[Path]) -> list[str]:
+    """``kafka-dump-log --offsets-decoder --print-data-log`` of Kafka ``version`` over ``segments``."""
+    return [support(version).dump_log_class, "--offsets-decoder", "--print-data-log",
+            "--files", ",".join(str(s) for s in segments)]
 
 
 def _cluster_id() -> str:

@@ -146,10 +146,15 @@ final class Member implements AutoCloseable {
                     return false;
                 }
                 Map<TopicPartition, Long> ends = c.endOffsets(owned);
-                for (TopicPartition tp : owned) {
-                    if (c.position(tp) < ends.get(tp)) {
-                        return false;
+                try {
+                    for (TopicPartition tp : owned) {
+                        if (c.position(tp) < ends.get(tp)) {
+                            return false;
+                        }
                     }
+                } catch (IllegalStateException revoked) {
+                    // the KIP-848 consumer reconciles in the background: a partition went away meanwhile
+                    return false;
                 }
                 return true;
             });
@@ -163,7 +168,7 @@ final class Member implements AutoCloseable {
 
     private void check() {
         if (failure != null) {
-            throw new IllegalStateException(name + " failed", failure);
+            throw new IllegalStateException(name + " failed: " + failure, failure);
         }
     }
 
