@@ -141,7 +141,7 @@ def _size(text: str) -> int:
 
 def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: int) -> dict:
     from offsets_audit.codec import source as codec_source
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import run_job
     from offsets_audit.simulate import FAULT_KINDS, simulate
 
@@ -154,7 +154,7 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
           f"{time.perf_counter() - start:.1f} s; load average {_load()}", flush=True)
 
     # Group configs are not records: the simulator reports the per-group assignment intervals it used.
-    config = load_config(overrides={
+    config = load_settings(overrides={
         "source": {"kind": "segments", "path": str(root / "segments")},
         "output": {"path": str(root / "tables"), "format": "parquet", "html_report": False},
         "run_id": "bench",

@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from offsets_audit import sinks
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.incremental import run_incremental
     from offsets_audit.job import run_job
     from offsets_audit.simulate import simulate
@@ -84,7 +84,7 @@ def main() -> None:
         live = root / "live"
 
         def config(run_id, source, output):
-            return load_config(None, {"run_id": run_id, "source": {"kind": "segments", "path": str(source)},
+            return load_settings(None, {"run_id": run_id, "source": {"kind": "segments", "path": str(source)},
                                       "output": {"path": str(root / output), "html_report": False},
                                       "broker": {"group_overrides": sim.get("group_overrides") or {}}})
 

@@ -60,11 +60,11 @@ class StageMarks(io.TextIOBase):
 
 def run(spark, history: Path, output: Path) -> dict:
     """Run the job on ``history``, print each stage's wall time, CPU split and busy share; return them."""
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import run_job
 
     configs = history / "group_configs.json"
-    config = load_config(overrides={
+    config = load_settings(overrides={
         "source": {"kind": "segments", "path": str(history / "segments")},
         "output": {"path": str(output), "format": "parquet", "html_report": False},
         "run_id": "stage-cpu",

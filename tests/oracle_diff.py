@@ -156,7 +156,7 @@ def audit_rows(result, scenario: dict[str, Any], state: dict[str, Any], kafka_ve
     history's Kafka version, broker and group configs and its topic snapshot."""
     config = audit_config(scenario, kafka_version)
     findings, rebalances = audit_events(result.events, config)
-    choice = assignor_choice(config)
+    choice = assignor_choice(config.broker)
     snapshot = topic_snapshot(state)
     reruns = []
     for fold in result.groups.values():

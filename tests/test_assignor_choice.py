@@ -11,10 +11,11 @@ from offsets_audit.assignors.inputs import MemberOrder, subscription_iteration_o
 from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.rerun import audit_group
 from offsets_audit.group_configs import assignor_choice, configured_assignors
+from offsets_audit.settings import BrokerSettings
 
 
 def _config(broker=None, groups=None):
-    return {"broker": {"group_configs": {"complete": True, "broker": broker or {}, "groups": groups or {}}}}
+    return BrokerSettings(group_configs={"complete": True, "broker": broker or {}, "groups": groups or {}})
 
 
 def test_configured_assignors_take_names_and_kafkas_classes():
@@ -27,7 +28,7 @@ def test_configured_assignors_take_names_and_kafkas_classes():
 def test_the_brokers_first_consumer_assignor_is_the_default():
     assert assignor_choice(_config({"group.consumer.assignors": "range,uniform"}))["consumer"] == "range"
     assert assignor_choice(_config())["consumer"] is None
-    assert assignor_choice({"broker": {}})["consumer"] is None
+    assert assignor_choice(BrokerSettings())["consumer"] is None
 
 
 def test_a_streams_group_runs_the_assignor_its_config_names_if_the_brokers_offer_it():

@@ -260,7 +260,7 @@ def test_share_bump_after_partitions_got_initialized():
 
 
 def _simulated_rows(appends, group_overrides=None):
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.simulate.writer import encode
 
     records, offset = [], 0
@@ -270,7 +270,7 @@ def _simulated_rows(appends, group_overrides=None):
             records.append({"partition": 0, "offset": offset, "timestamp": append.time_ms, "key": key,
                             "value": value})
             offset += 1
-    config = load_config(overrides={"broker": {"group_overrides": group_overrides or {}}})
+    config = load_settings(overrides={"broker": {"group_overrides": group_overrides or {}}})
     return audit_events(replay_records(records).events, config)
 
 
@@ -299,9 +299,9 @@ def test_random_simulated_cluster_has_no_unknown_cause(tmp_path):
 
     summary = simulate(tmp_path, formats=("segments",), groups=20, hours=0.25, seed=6, partitions=12)
     records = [r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part)]
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
 
-    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    config = load_settings(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
     _, rows = audit_events(replay_records(records).events, config)
     causes = collections.Counter(c for r in rows for c in r["causes"])
     assert causes["unknown"] == 0 and {"member_joined", "member_left"} <= set(causes), causes

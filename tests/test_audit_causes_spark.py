@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from replay_support import HISTORIES, load_expected
 
 pytestmark = pytest.mark.spark
@@ -25,7 +25,7 @@ def audited(spark, tmp_path_factory):
     root.mkdir()
     shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
     decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
-    out = audit_spark.audit(replay_spark.replay(decoded), None, load_config(), decoded=decoded)
+    out = audit_spark.audit(replay_spark.replay(decoded), None, load_settings(), decoded=decoded)
     return {name: [r.asDict(recursive=True) for r in out[name].collect()] for name in ("rebalances", "rebalance_causes",
                                                                               "latency_summary")}
 
@@ -35,7 +35,7 @@ def _pure():
     from offsets_audit.replay import replay_records
 
     events = replay_records(load_expected(HISTORIES / f"{NAME}-00000000000000000000.expected.jsonl")).events
-    return audit_events(events, load_config())[1]
+    return audit_events(events, load_settings())[1]
 
 
 def test_spark_rebalance_causes_equal_the_pure_rows(audited):

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from offsets_audit.commands.check import failing, junit_xml, verdict_line
-from offsets_audit.audit.rules.registry import RULES, rule_settings
-from offsets_audit.config import load_config
+from offsets_audit.audit.rules.registry import RULES
+from offsets_audit.config import load_settings
 from replay_support import HISTORIES
 
 F_ERROR = {"id": "a1", "rule": "assignment_interval_violated", "severity": "error", "group_id": "g",
@@ -29,9 +29,8 @@ def test_fail_on_threshold():
 
 
 def test_junit_one_testcase_per_rule_with_evidence():
-    config = load_config()
-    config["rules"] = {"classic_rebalance_rate_high": {"enabled": False}}
-    root = ET.fromstring(junit_xml([F_ERROR, F_WARN], rule_settings(config), "error", "r"))
+    settings = load_settings(overrides={"rules": {"classic_rebalance_rate_high": {"enabled": False}}})
+    root = ET.fromstring(junit_xml([F_ERROR, F_WARN], settings.rules, "error", "r"))
     suite = root.find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert set(cases) == set(RULES) and suite.get("tests") == str(len(RULES))

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from offsets_audit.audit import assignor_findings, audit_events, rule_settings
-from offsets_audit.config import load_config
+from offsets_audit.audit import assignor_findings, audit_events
+from offsets_audit.config import load_settings
 
 SEED = 3
 FAULTS = ["wrong_assignment", "epoch_regression", "early_assignment", "double_ownership"]
@@ -33,7 +33,7 @@ def simulated(tmp_path_factory):
     state = json.loads((out / "model_state.json").read_text())
     records = [r for path, part in list_segments(out / "segments") for r in read_segment(path, part)]
     result = replay_records(records)
-    config = load_config()
+    config = load_settings()
     kinds = collections.defaultdict(set)
     for f in faults:
         kinds[f["group"]].add(f["kind"])
@@ -44,8 +44,8 @@ def simulated(tmp_path_factory):
             if "early_assignment" in kinds[group]:
                 interval = max(interval, 1000)
             overrides[group] = {"assignment_interval_ms": interval}
-    config["broker"]["group_overrides"] = overrides
-    config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
+    config = config.replace(broker={"group_overrides": overrides},
+                            topic_ids={t["name"]: t["topic_id"] for t in state["topics"]})
     findings, rebalances = audit_events(result.events, config)
     return {"faults": faults, "findings": findings, "rebalances": rebalances, "result": result, "config": config,
             "faulty_groups": set(kinds)}
@@ -78,7 +78,7 @@ def test_wrong_assignment_is_assignor_mismatch(simulated):
 
     fault = _fault(simulated, "wrong_assignment")
     rows = rerun_group(simulated["result"].groups[fault["group"]].target_assignment_rows())
-    found = assignor_findings(rows, rule_settings(simulated["config"]))
+    found = assignor_findings(rows, simulated["config"].rules)
     assert found and found[0].group_id == fault["group"]
     assert found[0].evidence == [f"{fault['partition']}:{fault['offset'] + 1}"]   # its target metadata record
 

@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from offsets_audit.audit import audit_events, summarize_latency
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from replay_support import HISTORIES, load_expected
 
@@ -20,9 +20,7 @@ BATCHING_OVERRIDES = {"batch-override-0": {"assignment_interval_ms": 0},
 
 
 def _config(overrides=None):
-    cfg = load_config()
-    cfg["broker"]["group_overrides"] = copy.deepcopy(overrides or {})
-    return cfg
+    return load_settings().replace(broker={"group_overrides": copy.deepcopy(overrides or {})})
 
 
 def _events(name):
@@ -48,8 +46,7 @@ def test_assignment_interval_violated_on_batching_history_with_wrong_interval():
     """With a snapshot that says batch-override-0 runs on the 1000 ms default, its assignments break it."""
     snapshot = {"complete": True, "broker": {"group.consumer.assignment.interval.ms": "1000"},
                 "groups": {"batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}
-    cfg = _config()
-    cfg["broker"]["group_configs"] = snapshot
+    cfg = _config().replace(broker={"group_configs": snapshot})
     findings, _ = audit_events(_events("history-assignment-batching"), cfg)
     violated = collections.Counter(f.group_id for f in findings if f.rule == "assignment_interval_violated")
     assert set(violated) == {"batch-override-0"} and violated["batch-override-0"] >= 10
@@ -71,8 +68,7 @@ def test_batching_history_with_the_real_group_configs_is_clean():
     snapshot = {"complete": True, "broker": {},
                 "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
                            "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}
-    cfg = _config()
-    cfg["broker"]["group_configs"] = snapshot
+    cfg = _config().replace(broker={"group_configs": snapshot})
     findings, _ = audit_events(_events("history-assignment-batching"), cfg)
     assert {f.rule for f in findings} == {"offset_committed_backwards"}
 

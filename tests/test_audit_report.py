@@ -10,7 +10,7 @@ import pytest
 
 from offsets_audit.audit import audit_events, summarize_latency
 from offsets_audit.audit.report import render_report, worst_groups
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from replay_support import HISTORIES, load_expected
 
@@ -19,10 +19,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 @pytest.fixture(scope="module")
 def report_html():
-    config = load_config()
     # batch-override-0's real override (0) forgotten: the config says it runs on 1000 ms
-    config["broker"]["group_overrides"] = {"batch-override-3000": {"assignment_interval_ms": 3000},
-                                           "batch-override-0": {"assignment_interval_ms": 1000}}
+    config = load_settings().replace(broker={"group_overrides": {
+        "batch-override-3000": {"assignment_interval_ms": 3000}, "batch-override-0": {"assignment_interval_ms": 1000}}})
     events = replay_records(load_expected(HISTORIES / "history-assignment-batching-00000000000000000000.expected.jsonl")).events
     findings, rebalances = audit_events(events, config)   # batch-override-0 breaks the 1000 ms default
     findings = [f.to_dict() for f in findings]

@@ -1,22 +1,19 @@
 """One test per audit rule: an event history that breaks it and one that must not (docs/rules.md)."""
 from __future__ import annotations
 
-import copy
 
 import pytest
 
 from audit_events import History, stable_group
 from offsets_audit.audit import RULES, assignor_findings, audit_group, rule_settings
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.errors import UserError
 
-BASE = load_config()
+BASE = load_settings()
 
 
 def config(**broker):
-    cfg = copy.deepcopy(BASE)
-    cfg["broker"].update(broker)
-    return cfg
+    return BASE.replace(broker=broker)
 
 
 def fired(events, cfg=None, end_time_ms=None):
@@ -263,9 +260,8 @@ def test_streams_task_held_twice_in_process():
 
 
 def test_assignment_outside_subscription():
-    cfg = config()
-    cfg["rules"] = {"assignment_outside_subscription": {"enabled": True}}
-    cfg["_topic_ids"] = {"t": "T1", "other": "T2"}
+    cfg = load_settings(overrides={"rules": {"assignment_outside_subscription": {"enabled": True}}}).replace(
+        topic_ids={"t": "T1", "other": "T2"})
     h = stable_group(History())
     h.after(10).owns("a", {"T1": {"0": 2, "1": 2}, "T2": {"0": 2}})
     assert "assignment_outside_subscription" in fired(h.events, cfg)
@@ -288,7 +284,7 @@ def test_warmup_task_not_promoted():
 
 
 def test_assignor_mismatch():
-    settings = rule_settings(BASE)
+    settings = BASE.rules
     rows = [{"group_id": "g", "group_type": "consumer", "assignment_epoch": 5, "assignor": "uniform",
              "confidence": "metadata_verified", "match": False, "moved_partitions": 3, "partition": 0, "offset": 42,
              "timestamp": 1_754_000_000_000, "kind": "rerun"},
@@ -452,22 +448,22 @@ def test_group_stuck_in_state():
 def test_rules_can_be_switched_off_and_reweighted():
     h = stable_group(History())
     h.after(10).bump(2, 1)
-    cfg = config()
-    cfg["rules"] = {"group_epoch_decreased": {"severity": "info"}}
+    cfg = load_settings(overrides={"rules": {"group_epoch_decreased": {"severity": "info"}}})
     findings, _ = audit_group(h.events, cfg)
     assert [(f.rule, f.severity) for f in findings if f.rule == "group_epoch_decreased"] == [("group_epoch_decreased", "info")]
-    cfg["rules"] = {"group_epoch_decreased": {"enabled": False}}
+    cfg = load_settings(overrides={"rules": {"group_epoch_decreased": {"enabled": False}}})
     assert "group_epoch_decreased" not in fired(h.events, cfg)
 
 
 def test_rule_config_mistakes_name_the_key():
-    cfg = config()
-    cfg["rules"] = {"rebalance_strom": {"max_per_hour": 5}}
     with pytest.raises(UserError, match="rebalance_storm"):
-        rule_settings(cfg)
-    cfg["rules"] = {"rebalance_storm": {"max_per_hours": 5}}
+        rule_settings({"rebalance_strom": {"max_per_hour": 5}})
     with pytest.raises(UserError, match="max_per_hour"):
-        rule_settings(cfg)
+        rule_settings({"rebalance_storm": {"max_per_hours": 5}})
+    with pytest.raises(UserError, match="max_per_hour"):
+        load_settings(overrides={"rules": {"rebalance_storm": {"max_per_hours": 5}}})
+    with pytest.raises(UserError, match="negative"):
+        rule_settings({"rebalance_storm": {"max_per_hour": -5}})
 
 
 def test_finding_ids_do_not_depend_on_the_run():
@@ -498,6 +494,6 @@ def test_docs_describe_every_rule():
 def test_emit_raises_on_an_unknown_rule_id():
     from offsets_audit.audit.rules.base import AuditContext
 
-    ctx = AuditContext(rule_settings(BASE), BASE, "g")
+    ctx = AuditContext(BASE, "g")
     with pytest.raises(KeyError, match="offset_went_backwards"):
         ctx.emit("offset_went_backwards", None, 0, "message", [])

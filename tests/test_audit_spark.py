@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from replay_support import HISTORIES
 
 pytestmark = pytest.mark.spark
@@ -25,8 +25,7 @@ def audited(spark, tmp_path_factory):
     shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
     decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
     tables = replay_spark.replay(decoded)
-    config = load_config()
-    config["broker"]["group_overrides"] = {"batch-override-0": {"assignment_interval_ms": 0}}
+    config = load_settings().replace(broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}})
     out = audit_spark.audit(tables, None, config, decoded=decoded)
     return {k: v.toPandas() for k, v in out.as_dict().items()}
 
@@ -45,8 +44,7 @@ def test_findings_match_the_pure_audit(audited):
     from offsets_audit.replay import replay_records
     from replay_support import load_expected
 
-    config = load_config()
-    config["broker"]["group_overrides"] = {"batch-override-0": {"assignment_interval_ms": 0}}
+    config = load_settings().replace(broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}})
     events = replay_records(load_expected(HISTORIES / f"{NAME}-00000000000000000000.expected.jsonl")).events
     findings, rebalances = audit_events(events, config)
     assert sorted(audited["findings"]["id"]) == sorted(x.id for x in findings)

@@ -8,7 +8,7 @@ import pytest
 
 from offsets_audit.audit.engine import GroupAudit
 from offsets_audit.audit.rules.base import GroupView, MemberView
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from offsets_audit.replay.state import GroupState, modern_group_state
 from offsets_audit.simulate import FAULT_KINDS, simulate
@@ -65,7 +65,7 @@ def _walk_checked(events, monkeypatch) -> int:
         checked.append(1)
 
     monkeypatch.setattr(GroupView, "batch_checked", batch_checked)
-    config = load_config()
+    config = load_settings()
     by_group: dict = {}
     for ev in events:
         if ev.get("group_id") is not None:
@@ -109,7 +109,7 @@ def test_an_audit_from_an_older_checkpoint_shares_its_rebalance_trackers_causes(
     ``causes``) resumes with the rebalance tracker's one shared, and ends as one walk does."""
     import copy
 
-    config = load_config()
+    config = load_settings()
     by_group: dict = {}
     for ev in simulated_events:
         if ev.get("group_id") is not None:

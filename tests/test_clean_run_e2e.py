@@ -85,13 +85,13 @@ def test_check_passes_with_exit_0(which, request):
 
 @pytest.mark.parametrize("which", CHECKS)
 def test_junit_has_every_rule_passed(which, request):
-    from offsets_audit.audit.rules.registry import RULES, rule_settings
-    from offsets_audit.config import load_config
+    from offsets_audit.audit.rules.registry import RULES
+    from offsets_audit.config import load_settings
 
     result = request.getfixturevalue(which)
     suite = ET.parse(result["tmp"] / "junit.xml").getroot().find("testsuite")
     cases = suite.findall("testcase")
-    disabled = {rule for rule, setting in rule_settings(load_config()).items() if not setting["enabled"]}
+    disabled = {rule for rule, setting in load_settings().rules.items() if not setting.enabled}
     assert {c.get("name") for c in cases} == set(RULES)
     assert suite.get("failures") == "0" and suite.get("errors") == "0"
     assert not [c.get("name") for c in cases if c.find("failure") is not None]

@@ -11,8 +11,7 @@ import pytest
 from offsets_audit import tables
 from offsets_audit.commands.check import fails_on_losses, json_summary, junit_xml, verdict_line
 from offsets_audit.audit.gaps import mark_data_gaps
-from offsets_audit.audit.rules.registry import rule_settings
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 
 FINDING_COLUMNS = "id string, group_id string, group_type string, rule string, severity string, time timestamp, " \
                   "message string, evidence array<string>, details string"
@@ -38,10 +37,7 @@ def test_findings_after_a_gap_on_their_partition_are_marked_and_capped(spark, tr
         (3, 60, None, None),
         (5, 800, None, "g5"),       # an undecodable value of another group
     ], "partition int, offset long, batch_base_offset long, group_id string")
-    config = load_config()
-    config["check"]["trust_after_gap"] = trust
-
-    marked = mark_data_gaps(findings, quarantined, config)
+    marked = mark_data_gaps(findings, quarantined, trust_after_gap=trust)
     assert [f.name for f in marked.schema.fields] == tables.schema("findings").fieldNames()
     rows = {r["id"]: r for r in marked.collect()}
     assert {i for i, r in rows.items() if r["data_gap"]} == {"after-unknown-gap", "warning-after-gap"}
@@ -78,7 +74,7 @@ def test_fail_on_quarantine_fails_the_gate_on_any_loss():
     assert line.startswith("offsets-audit check: FAIL run r: records were lost; input: 18 quarantined, 49 lost")
     assert json_summary([], "error", "r", {"records": RECORDS}, True)["verdict"] == "fail"
     assert json_summary([], "error", "r", {"records": RECORDS}, False)["verdict"] == "pass"
-    suite = ET.fromstring(junit_xml([], rule_settings(load_config()), "error", "r", records=RECORDS,
+    suite = ET.fromstring(junit_xml([], load_settings().rules, "error", "r", records=RECORDS,
                                     fail_on_quarantine=True)).find("testsuite")
     case = [c for c in suite.findall("testcase") if c.get("name") == "input_complete"][0]
     assert case.find("failure") is not None and suite.get("failures") == "1"

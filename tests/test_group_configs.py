@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.errors import UserError
 from offsets_audit.group_configs import (
     assignment_interval,
@@ -35,9 +35,7 @@ SNAPSHOT = {"captured_at_ms": 1, "bootstrap_server": "kafka:9092", "complete": T
 
 
 def cfg(**broker):
-    config = load_config()
-    config["broker"].update(broker)
-    return config
+    return load_settings().replace(broker=broker)
 
 
 @pytest.mark.parametrize("suffix", [".json", ".parquet"])
@@ -51,20 +49,20 @@ def test_snapshot_round_trips_through_json_and_parquet(tmp_path, suffix):
 def test_interval_read_from_a_captured_snapshot(tmp_path):
     path = write_group_configs(parse_group_configs(SNAPSHOT), tmp_path / "gc.json")
     config = cfg(group_configs=str(path))
-    fast = assignment_interval(config, "fast", "consumer")
+    fast = assignment_interval(config.broker, "fast", "consumer")
     assert (fast.interval_ms, fast.known) == (0, True) and "group config" in fast.source and str(path) in fast.source
-    other = assignment_interval(config, "absent", "consumer")   # complete snapshot: the broker default
+    other = assignment_interval(config.broker, "absent", "consumer")   # complete snapshot: the broker default
     assert (other.interval_ms, other.known) == (2000, True)
     assert "group.consumer.assignment.interval.ms=2000" in other.source
     partial = cfg(group_configs=dict(SNAPSHOT, complete=False))
-    assert assignment_interval(partial, "absent", "consumer").known is False
+    assert assignment_interval(partial.broker, "absent", "consumer").known is False
 
 
 def test_interval_without_snapshot_is_the_broker_default_and_not_known():
-    basis = assignment_interval(cfg(), "g", "consumer")
+    basis = assignment_interval(cfg().broker, "g", "consumer")
     assert (basis.interval_ms, basis.known) == (1000, False)
     assert "no group configs snapshot" in basis.source
-    override = assignment_interval(cfg(group_overrides={"g": {"assignment_interval_ms": 0}}), "g", "consumer")
+    override = assignment_interval(cfg(group_overrides={"g": {"assignment_interval_ms": 0}}).broker, "g", "consumer")
     assert (override.interval_ms, override.known) == (0, True)
 
 
@@ -95,8 +93,8 @@ def test_a_wrong_snapshot_path_is_a_one_line_user_error(tmp_path):
 
 
 def test_config_accepts_broker_group_configs():
-    assert load_config(overrides={"broker": {"group_configs": "gc.json"}})["broker"]["group_configs"] == "gc.json"
-    assert load_config()["broker"]["group_configs"] is None
+    assert load_settings(overrides={"broker": {"group_configs": "gc.json"}}).broker.group_configs == "gc.json"
+    assert load_settings().broker.group_configs is None
 
 
 # -- the wire format, against Kafka's message definitions -------------------------------------------------------
@@ -169,9 +167,9 @@ def test_capture_group_configs_from_a_real_broker(tmp_path, kafka_broker):
     assert done.returncode == 0, done.stderr
     assert snapshot["complete"] is True                  # ListConfigResources named the group
     assert group in snapshot["groups"] and group in json.loads(out.read_text())["groups"]
-    basis = assignment_interval(cfg(group_configs=str(out)), group, "consumer")
+    basis = assignment_interval(cfg(group_configs=str(out)).broker, group, "consumer")
     assert (basis.interval_ms, basis.known) == (0, True)
-    other = assignment_interval(cfg(group_configs=str(out)), "never-configured", "consumer")
+    other = assignment_interval(cfg(group_configs=str(out)).broker, "never-configured", "consumer")
     assert other.interval_ms == 1000
 
 

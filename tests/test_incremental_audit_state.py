@@ -8,7 +8,7 @@ import json
 import pytest
 
 from offsets_audit.audit.engine import GroupAudit, GroupTimeline, audit_group
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from offsets_audit.simulate import FAULT_KINDS, simulate
 from offsets_audit.sources.segments import list_segments, read_segment
@@ -21,13 +21,13 @@ def faulted_events(tmp_path_factory):
     summary = simulate(out, groups=10, hours=0.25, seed=3, partitions=3, faults=list(FAULT_KINDS),
                        formats=("segments",))
     records = [r for path, part in list_segments(out / "segments") for r in read_segment(path, part)]
-    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    config = load_settings(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
     return replay_records(records).events, config
 
 
 def _golden_events():
     records = load_expected(HISTORIES / "history-consumer-group-00000000000000000000.expected.jsonl")
-    return replay_records(records).events, load_config()
+    return replay_records(records).events, load_settings()
 
 
 def _by_group(events):
@@ -93,7 +93,7 @@ def test_provisional_tail_is_not_kept_in_the_state(faulted_events):
 
 def test_state_of_another_format_is_refused():
     with pytest.raises(ValueError, match="another version"):
-        GroupAudit.from_bytes(b"\x09junk", load_config())
+        GroupAudit.from_bytes(b"\x09junk", load_settings())
 
 
 def test_provisional_tail_holds_until_its_horizon(faulted_events):

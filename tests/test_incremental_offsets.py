@@ -46,17 +46,15 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
 
     from offsets_audit.audit.offsets_incremental import OFFSET_STATE_DDLS, empty_state, incremental_offset_findings
     from offsets_audit.audit.offsets_spark import OFFSET_RULES, TIMELINE_DDL, commit_events
-    from offsets_audit.audit.rules.registry import rule_settings
     from offsets_audit.audit.spark import EVENT_COLUMNS, audit, walk_groups
     from offsets_audit.codec.spark import decode, split
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.replay.commit_log import offsets_snapshot, resolve_commits
     from offsets_audit.replay.incremental import commit_log_of_batch
     from offsets_audit.replay.spark import OFFSETS_STATE_DDL
 
-    config = load_config()
-    config["_topic_ids"] = TOPIC_IDS
+    config = load_settings().replace(topic_ids=TOPIC_IDS)
     records = _records()
     decoded, _ = split(decode(_source_df(spark, records)))
     decoded = decoded.persist()
@@ -84,7 +82,6 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
     cuts = sorted(set(cuts))
     offsets = [r["offset"] for r in records] + [records[-1]["offset"] + 1]
     bounds = [(offsets[a], offsets[b]) for a, b in zip(cuts, cuts[1:])]
-    settings = rule_settings(config)
     snapshot, state = None, empty_state(spark)
     found, provisional = [], None
     for run in range(0, len(bounds), 2):
@@ -103,7 +100,8 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
         run_timeline = timeline.filter((F.col("_at") >= low) & (F.col("_at") < high)).select(*columns)
         cached: list = []  # what the run persists, freed once its outputs are written, as the job does
         completed, provisional, state = incremental_offset_findings(run_log, run_events, run_timeline, state,
-                                                                    settings, config, end, cached=cached)
+                                                                    config.rules, config.topic_ids, end,
+                                                                    cached=cached)
         # the run's outputs and the state the next run reads back from storage, as the checkpoint does
         found.append(spark.createDataFrame(completed.collect(), completed.schema))
         provisional = spark.createDataFrame(provisional.collect(), provisional.schema)

@@ -56,14 +56,14 @@ def _grow_to_slice(cuts, live: Path, i: int, k: int, only=None) -> None:
 
 
 def _config(source: Path, output: Path, run_id: str, overrides: dict):
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
 
     overrides = dict(overrides)
     topic_ids = overrides.pop("_topic_ids", None)
-    config = load_config(None, {"run_id": run_id, "source": {"kind": "segments", "path": str(source)},
+    config = load_settings(None, {"run_id": run_id, "source": {"kind": "segments", "path": str(source)},
                                 "output": {"path": str(output), "html_report": False}, **overrides})
     if topic_ids:
-        config["_topic_ids"] = topic_ids  # the tail's commits (value v3) name no topic id
+        config = config.replace(topic_ids=topic_ids)  # the tail's commits (value v3) name no topic id
     return config
 
 

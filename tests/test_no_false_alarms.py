@@ -20,7 +20,7 @@ import pytest
 from offsets_audit.assignors.rerun import audit_group as rerun_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, load_topics
 from offsets_audit.audit import audit_events
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from replay_support import HISTORIES, load_expected
 
@@ -57,8 +57,7 @@ def history(request):
 @pytest.mark.parametrize("kafka_version", ["4.3", None])
 def test_kafka_history_has_no_warning_or_error_but_what_it_really_contains(history, kafka_version):
     name, result, _ = history
-    config = load_config()
-    config["broker"]["kafka_version"] = kafka_version
+    config = load_settings().replace(broker={"kafka_version": kafka_version})
     findings, _ = audit_events(result.events, config)
     serious = {f.rule for f in findings if f.severity in ("warning", "error")}
     assert serious == REAL[name], [(f.rule, f.group_id, f.message) for f in findings if f.rule not in REAL[name]]
@@ -147,7 +146,6 @@ def test_a_group_converted_from_classic_and_back_raises_nothing(kafka_version):
     result = replay_records(_conversion_records())
     events = [e["event"] for e in result.events]
     assert events.count("group_deleted") == 2 and "target_assignment_computed" in events
-    config = load_config()
-    config["broker"]["kafka_version"] = kafka_version
+    config = load_settings().replace(broker={"kafka_version": kafka_version})
     findings, _ = audit_events(result.events, config)
     assert [(f.rule, f.message) for f in findings if f.severity in ("warning", "error")] == []

@@ -28,14 +28,14 @@ def _sync_module():
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
     """Tables of one run over a small simulated history with injected faults."""
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import run_job
     from offsets_audit.simulate import simulate
 
     root = tmp_path_factory.mktemp("notebooks")
     simulate(str(root / "history"), groups=8, hours=0.5, seed=11, formats=("segments",),
              faults=("wrong_assignment", "epoch_regression", "early_assignment"))
-    config = load_config(overrides={
+    config = load_settings(overrides={
         "run_id": RUN_ID,
         "source": {"kind": "segments", "path": str(root / "history" / "segments")},
         "output": {"path": str(root / "tables"), "format": "parquet", "html_report": False},

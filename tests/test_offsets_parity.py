@@ -17,7 +17,7 @@ import pytest
 
 from offsets_audit.audit import audit_events
 from offsets_audit.codec.records import encode_record
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from replay_support import HISTORIES, load_expected
 
@@ -169,9 +169,9 @@ def _assert_same_findings(findings, got):
 
 
 def test_golden_histories_with_a_transactional_tail(spark):
-    config = load_config()
-    config["broker"]["group_overrides"] = {"batch-override-0": {"assignment_interval_ms": 0}}
-    config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+    config = load_settings().replace(
+        broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}},
+        topic_ids={"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"})
     pure, findings, got = _both(spark, golden_records(), config)
     rules = sorted(f.rule for f in findings)
     # the tail's verdicts: two backwards commits (plain, then transactional), one by no owner, three pending
@@ -194,10 +194,10 @@ def test_simulated_history_with_every_fault_kind(spark, tmp_path, packed):
     info = simulate(tmp_path, groups=12, hours=0.25, seed=3, partitions=4, faults=list(FAULT_KINDS),
                     formats=("segments",))
     records = [r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part)]
-    config = load_config(overrides={"broker": {"group_overrides": info.get("group_overrides") or {},
+    config = load_settings(overrides={"broker": {"group_overrides": info.get("group_overrides") or {},
                                                 "group_overrides_complete": True}})
     state = json.loads((tmp_path / "model_state.json").read_text())
-    config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
+    config = config.replace(topic_ids={t["name"]: t["topic_id"] for t in state["topics"]})
     pure, findings, got = _both(spark, records, config, tallied_clock=packed, record_count=len(records) if packed else None,
                                 segments=tmp_path / "segments" if packed else None)
     assert {f.rule for f in findings} >= {"partition_owned_twice", "assignment_interval_violated"}
@@ -213,8 +213,8 @@ def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, mon
 
     monkeypatch.setattr(offsets_spark, "BLOCK_BITS", bits)
     monkeypatch.setattr(offsets_spark, "_MAX_SPAN", span)
-    config = load_config()
-    config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+    config = load_settings().replace(topic_ids={"orders": "tdSMm_pWjo9nwTbCqMDntA",
+                                                 "payments": "YEmEmknrDMNB0wEESWyKEA"})
     records = [r for r in golden_records() if r["partition"] == GOLDEN_NAMES.index("history-consumer-group")]
     pure, findings, got = _both(spark, records, config)
     assert len([f for f in findings if f.rule == "transactional_offset_pending_too_long"]) == 3
@@ -240,7 +240,7 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
         _commit(0, 3, t + 20 * MINUTE, "orders", 0, 3, group="other-app"),   # another group, past the threshold
         _marker(0, 4, t + 2, 7000, "COMMIT"),  # resolved at once (a clock that ran back: a leader moved)
     ]
-    config = load_config()
+    config = load_settings()
     pure, findings, got = _both(spark, records, config)
     assert not [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
     _assert_same(pure, findings, got)
@@ -280,7 +280,7 @@ def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monk
                                    producer_id=producer, group=group))
             if producer != -1:
                 open_producers.add(producer)
-    config = load_config()
+    config = load_settings()
     pure, findings, got = _both(spark, records, config, tallied_clock=tallied_clock)
     _assert_same_findings(findings, got)
     assert [f for f in findings if f.rule == "transactional_offset_pending_too_long"]
@@ -305,7 +305,7 @@ def test_a_small_log_tracks_every_transaction_with_the_same_findings(spark, monk
         _marker(0, 2, t + 2 * MINUTE, 7001, "COMMIT"),
         _commit(0, 3, t + 30 * MINUTE, "orders", 2, 9),
     ]
-    pure, findings, got = _both(spark, records, load_config(), record_count=len(records))
+    pure, findings, got = _both(spark, records, load_settings(), record_count=len(records))
     _assert_same_findings(findings, got)
     assert [f.rule for f in findings] == ["transactional_offset_pending_too_long"]
 
@@ -330,7 +330,7 @@ def test_pending_transactions_of_a_group_in_two_partitions(spark):
         _commit(1, 3, t + 20 * MINUTE, "orders", 3, 1, group="split"),
         _marker(1, 4, t + 21 * MINUTE, 7, "ABORT"),                                # the same offset as partition 0's
     ]
-    pure, findings, got = _both(spark, records, load_config())
+    pure, findings, got = _both(spark, records, load_settings())
     pending = sorted((f.group_id, f.evidence[0]) for f in findings if f.rule == "transactional_offset_pending_too_long")
     assert len(pending) == 3 and [g for g, _ in pending].count("split") == 2, pending
     # The findings only: the two offset stores differ on a key left pending in two partitions (the commit log keeps
@@ -458,7 +458,6 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
 
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import TIMELINE_DDL, offset_findings
-    from offsets_audit.audit.rules.registry import rule_settings
     from offsets_audit.codec.spark import decode, split
     from offsets_audit.replay import spark as replay_spark
 
@@ -470,13 +469,13 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
     tables = replay_spark.replay(decoded)
     events = tables.group_events.select(*audit_spark.EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
     # the walk's timeline does not depend on the offset rules' settings: walked once
-    timeline = audit_spark.walk_groups(events, load_config(), t + 1).filter(
+    timeline = audit_spark.walk_groups(events, load_settings(), t + 1).filter(
         F.col("kind").isin("context", "ownership")).select(
         "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]).persist()
     # the incremental audit reads its commit log from the checkpoint (a leaf), not through the replay's lineage
     commit_log = tables.offset_commits.persist()
     for only in (True, False):
-        config = load_config(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
+        config = load_settings(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
         expected = [] if only else ["offset_committed_backwards"]
         assert [f.rule for f in audit_events(pure.events, config, end_time_ms=t + 1)[0]] == expected
         audited = audit_spark.audit(tables, None, config)
@@ -485,7 +484,7 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
         cached: list = []  # as the incremental audit calls it: the rules' intermediates persisted, read once each
         incremental_form = offset_findings(
             commit_log, events.select("group_id", "partition", "offset", "timestamp"), timeline,
-            rule_settings(config), config, t + 1, cached=cached)
+            config.rules, config.topic_ids, t + 1, cached=cached)
         assert [r["rule"] for r in incremental_form.collect()] == expected
         for frame in cached:
             frame.unpersist()
@@ -636,9 +635,9 @@ def test_packed_runs_are_judged_whole_or_commit_by_commit(spark, tmp_path, confi
     packed = read_decoded(spark, {"kind": "segments", "path": str(tmp_path / "log")}, with_decoded_record=True,
                           compact=True, pack_commits=True).filter(F.col(PACKED_COLUMN).isNotNull())
     assert {r["topic_partition"] for r in packed.collect()} >= {0, 1, 2, 99}
-    config = load_config()
+    config = load_settings()
     if configured_ids:
-        config["_topic_ids"] = {"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"}
+        config = config.replace(topic_ids={"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"})
     pure, findings, got = _both(spark, records, config, tallied_clock=True, segments=tmp_path / "log")
     by_partition = collections.Counter(f.details["partition"] for f in findings if f.rule == "offset_commit_by_non_owner")
     # orders-99 from the commit naming the id on (from the start, with the id configured); orders-0 and orders-1

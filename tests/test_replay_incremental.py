@@ -147,11 +147,11 @@ def _canonical(rows):
 
 # -- the Spark job ------------------------------------------------------------------------------------------------
 
-def _config(simulated: Path, output: Path, kind: str = "segments") -> dict:
-    from offsets_audit.config import load_config
+def _config(simulated: Path, output: Path, kind: str = "segments"):
+    from offsets_audit.config import load_settings
 
     options = {"maxBytesPerTrigger": MAX_BYTES_PER_TRIGGER} if kind == "segments" else {"maxFilesPerTrigger": 1}
-    return load_config(None, {
+    return load_settings(None, {
         "run_id": "incremental-test",
         "source": {"kind": kind, "path": str(simulated / kind), "options": options},
         "output": {"path": str(output)},
@@ -253,7 +253,7 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
 
     config = _config(simulated, tmp_path / "out")
     config_file = tmp_path / "incremental.yaml"
-    config_file.write_text(yaml.safe_dump({k: config[k] for k in ("run_id", "source", "output")}))
+    config_file.write_text(yaml.safe_dump({k: config.as_dict()[k] for k in ("run_id", "source", "output")}))
     checkpoint = tmp_path / "checkpoint"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PYSPARK_PYTHON=sys.executable,
                PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -303,9 +303,7 @@ def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, 
                 pending.append((target, data[len(data) // 2:]))
             else:
                 pending.append((target, segment.read_bytes()))
-    config = _config(simulated, tmp_path / "out")
-    config["source"]["path"] = str(log_dir)
-    config["source"]["options"] = {}
+    config = _config(simulated, tmp_path / "out").replace(source={"path": str(log_dir), "options": {}})
     first = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
     for target, data in pending:
         with open(target, "ab") as handle:

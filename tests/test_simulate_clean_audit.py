@@ -16,7 +16,7 @@ import pytest
 from offsets_audit.assignors.rerun import audit_group as rerun_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, load_topics
 from offsets_audit.audit import audit_events
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
 from offsets_audit.simulate import simulate
 from offsets_audit.simulate.modern import AssignorFailed
@@ -31,9 +31,9 @@ def clean(tmp_path_factory):
     summary = simulate(out, formats=("segments",), **SIZE)
     records = [r for path, part in list_segments(out / "segments") for r in read_segment(path, part)]
     result = replay_records(records)
-    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
+    config = load_settings(overrides={"broker": {"group_overrides": summary["group_overrides"]}})
     state = json.loads((out / "model_state.json").read_text())
-    config["_topic_ids"] = {t["name"]: t["topic_id"] for t in state["topics"]}
+    config = config.replace(topic_ids={t["name"]: t["topic_id"] for t in state["topics"]})
     findings, _ = audit_events(result.events, config)
     snapshot = TopicMetadata(load_topics(out / "topics.json"))
     reruns = [row for fold in result.groups.values() if fold.target_assignment_rows()
@@ -119,9 +119,9 @@ def test_demo_hands_group_overrides_and_the_topic_snapshot_to_the_job(tmp_path, 
     assert demo.run(args) == 0
     config = seen["config"]
     history = tmp_path / "history"
-    assert config["broker"]["group_overrides"] == json.loads((history / "group_configs.json").read_text())
-    assert config["topic_metadata"] == {"source": "file", "path": str(history / "topics.json")}
-    assert {t["name"] for t in load_topics(config["topic_metadata"]["path"])} >= {"orders", "payments"}
+    assert config.broker.group_overrides == json.loads((history / "group_configs.json").read_text())
+    assert (config.topic_metadata.source, config.topic_metadata.path) == ("file", str(history / "topics.json"))
+    assert {t["name"] for t in load_topics(config.topic_metadata.path)} >= {"orders", "payments"}
 
 
 #: the rule that must find each injected fault, with the fault's record among its evidence
@@ -130,14 +130,14 @@ FAULT_RULES = {"double_ownership": "partition_owned_twice", "early_assignment": 
 
 
 def test_each_injected_fault_is_found_by_its_rule_with_the_written_group_configs(tmp_path):
-    from offsets_audit.audit import assignor_findings, rule_settings
+    from offsets_audit.audit import assignor_findings
     from offsets_audit.simulate import FAULT_KINDS
 
     summary = simulate(tmp_path, groups=30, hours=0.5, seed=7, faults=FAULT_KINDS, formats=("segments",))
     faults = json.loads((tmp_path / "faults.json").read_text())["faults"]
     assert sorted(f["kind"] for f in faults) == sorted(FAULT_KINDS)
     result = replay_records(r for path, part in list_segments(tmp_path / "segments") for r in read_segment(path, part))
-    config = load_config(overrides={"broker": {"group_overrides": summary["group_overrides"],
+    config = load_settings(overrides={"broker": {"group_overrides": summary["group_overrides"],
                                                "group_overrides_complete": True}})
     findings, _ = audit_events(result.events, config)
     snapshot = TopicMetadata(load_topics(tmp_path / "topics.json"))
@@ -145,7 +145,7 @@ def test_each_injected_fault_is_found_by_its_rule_with_the_written_group_configs
         where = f"{fault['partition']}:{fault['offset']}"
         if fault["kind"] == "wrong_assignment":
             rows = rerun_group(result.groups[fault["group"]].target_assignment_rows(), snapshot)
-            found = assignor_findings(rows, rule_settings(config))
+            found = assignor_findings(rows, config.rules)
             assert [f.evidence for f in found] == [[f"{fault['partition']}:{fault['offset'] + 1}"]], fault
         else:
             assert [f for f in findings if f.rule == FAULT_RULES[fault["kind"]] and f.group_id == fault["group"]

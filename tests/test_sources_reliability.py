@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from offsets_audit.cli import main
-from offsets_audit.config import documented_choices, load_config
+from offsets_audit.config import documented_choices, load_settings
 from offsets_audit.errors import UserError
 from offsets_audit.sources import check_options, preflight
 from offsets_audit.sources.parquet import check_parquet_files
@@ -230,15 +230,15 @@ def write(tmp_path, text):
 ])
 def test_config_mistakes_are_found_at_load_time(tmp_path, text, expected):
     with pytest.raises(UserError, match=expected.replace("(", r"\(").replace(".", r"\.")):
-        load_config(write(tmp_path, text))
+        load_settings(write(tmp_path, text))
 
 
 def test_documented_keys_validate_without_code_changes():
     text = ("check:\n  fail_on: error\n  # a new setting\n  trust_after_gap: false\n"
             "  gap_policy: warn  # one of: warn, fail, ignore\n")
     assert documented_choices(text) == {"check.gap_policy": ("warn", "fail", "ignore")}
-    defaults = load_config()
-    assert defaults["source"]["options"] == {}
+    defaults = load_settings()
+    assert defaults.source.options == {}
     check_options("kafka", {"kafka.security.protocol": "sasl_ssl", "subscribe": "__consumer_offsets"})
 
 

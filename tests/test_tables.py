@@ -143,7 +143,7 @@ def test_the_jobs_tables_have_the_registry_schemas(spark, tmp_path, monkeypatch,
     import shutil
 
     from offsets_audit.audit import offsets_spark
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import run_job
     from replay_support import HISTORIES
 
@@ -159,7 +159,7 @@ def test_the_jobs_tables_have_the_registry_schemas(spark, tmp_path, monkeypatch,
     logs = tmp_path / "logs" / "__consumer_offsets-0"
     logs.mkdir(parents=True)
     shutil.copy(HISTORIES / "history-assignment-batching-00000000000000000000.log", logs / "00000000000000000000.log")
-    config = load_config(overrides={"run_id": "drift", "source": {"kind": "segments", "path": str(logs.parent)},
+    config = load_settings(overrides={"run_id": "drift", "source": {"kind": "segments", "path": str(logs.parent)},
                                     "output": {"path": str(tmp_path / "out"), "write_decoded": write_decoded,
                                                "html_report": False}})
     run_job(spark, config, progress=False)

@@ -1,12 +1,18 @@
-"""Configuration: documented defaults in ``conf/defaults.yaml`` overridden by a user's YAML file.
+"""Configuration: documented defaults in ``conf/defaults.yaml`` overridden by a user's YAML file, built once
+into the typed ``offsets_audit.settings.Settings`` every stage reads (``load_settings``).
 
-Everything is checked when the config is loaded, before any Spark work, and driven by the defaults file: a key
+Everything is checked when the settings are built, before any Spark work, and driven by the defaults file: a key
 a user writes must exist there (rules included: every rule and threshold is listed), a value must have the
 default's type, an enumerated value must be one the defaults file lists (a trailing ``# one of: a, b, c``
 comment on the key's line, or ``CHOICES`` below), and a mapping whose default is empty (``{}``) holds the
 user's own keys (``source.options``, ``spark.conf``, group overrides). Source options are checked per source
-kind by ``offsets_audit.sources.check_options``. A mistake is a ``UserError`` naming the file, the key and the
-fix, e.g. ``conf/x.yaml: unknown key 'output.fromat'; did you mean 'output.format'?``.
+kind by ``offsets_audit.sources.check_options``; a number where the defaults have one may not be negative, and
+text where they have text must be text (``run_id: 20240101`` is an int in YAML: quote it). A mistake is a
+``UserError`` naming the file, the key and the fix, e.g. ``conf/x.yaml: unknown key 'output.fromat'; did you mean
+'output.format'?``.
+
+Checks that need the whole section go in the section's builder below (``_broker``, ``_spark``, ...), which turn
+the merged YAML mapping into the typed values.
 """
 
 from __future__ import annotations
@@ -17,11 +23,21 @@ import datetime as _dt
 import difflib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
 from offsets_audit.errors import UserError
+from offsets_audit.settings import (
+    AssignorSettings,
+    BrokerSettings,
+    CheckSettings,
+    OutputSettings,
+    Settings,
+    SourceSettings,
+    SparkSettings,
+    TopicMetadataSettings,
+)
 from offsets_audit.sources.options import source_config  # noqa: F401  (offsets_audit.config.source_config)
 
 #: Maps whose keys are the user's own (options, overrides); any mapping whose default is ``{}`` is one too.
@@ -128,17 +144,41 @@ def _check_type(dotted: str, default: Any, value: Any, origin: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise UserError(f"{origin}: '{dotted}' must be a whole number, not {value!r}",
                             fix=f"e.g. {dotted.rsplit('.', 1)[-1]}: {default}")
+        if default >= 0 and value < 0:
+            raise UserError(f"{origin}: '{dotted}' is {value}; it cannot be negative", fix="give 0 or more")
     elif isinstance(default, list):
         if not isinstance(value, list):
             raise UserError(f"{origin}: '{dotted}' must be a list", fix=f"e.g. {dotted.rsplit('.', 1)[-1]}: [a, b]")
     elif isinstance(default, str) and not isinstance(value, str):
-        value = str(value)
+        key = dotted.rsplit(".", 1)[-1]
+        raise UserError(f"{origin}: '{dotted}' must be text, not the {_yaml_type(value)} {_shown(value)}",
+                        fix=f"quote it: {key}: \"{value}\"" if isinstance(value, (int, float, _dt.date))
+                        else f"e.g. {key}: {default}")
     choices = _choices_for(dotted)
     if choices is not None and value is not None and value not in choices:
         hint = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
         raise UserError(f"{origin}: '{dotted}' is {value!r}",
                         fix=(f"did you mean '{hint[0]}'? " if hint else "") + f"use one of: {', '.join(choices)}")
     return value
+
+
+def _yaml_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, _dt.date):
+        return "date"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    return type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    """A YAML value as the user wrote it (a number or a date as written, anything else quoted)."""
+    return str(value) if isinstance(value, (int, float, _dt.date)) else repr(value)
 
 
 def validate(config: dict, origin: str = "config") -> None:
@@ -171,11 +211,17 @@ def validate(config: dict, origin: str = "config") -> None:
                         fix="set topic_metadata.path (or pass --topic-metadata FILE)")
 
 
-def load_config(path: str | Path | None = None, overrides: dict | None = None) -> dict:
-    """Defaults, then the file at ``path``, then ``overrides`` (a nested dict from command-line flags)."""
+def load_settings(path: str | Path | None = None, overrides: dict | None = None) -> Settings:
+    """The run's ``Settings``: the defaults, then the YAML file at ``path``, then ``overrides`` (a nested dict
+    from command-line flags), checked and typed. ``run_id`` unset: the UTC date of the run."""
+    origin = "config"
     config = load_defaults()
     if path is not None:
         path = Path(path)
+        origin = str(path)
+        if path.is_dir():
+            raise UserError(f"--config {path} is a directory, not a YAML file",
+                            fix=f"pass the file itself, e.g. --config {path / 'nightly.yaml'}")
         if not path.is_file():
             raise UserError(f"config file {path} not found", fix="pass --config with a path to a YAML file, e.g. conf/nightly.yaml")
         try:
@@ -187,18 +233,80 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
             raise UserError(f"{path}: not valid YAML{where}", fix="check indentation and quoting there") from None
         if not isinstance(user, dict):
             raise UserError(f"{path}: the top level must be a mapping of keys", fix="see conf/defaults.yaml")
-        config = _merge(config, user, "", str(path))
+        _check_run_id(user.get("run_id"), origin)
+        config = _merge(config, user, "", origin)
     if overrides:
+        _check_run_id(overrides.get("run_id"), "command line")
         config = _merge(config, overrides, "", "command line")
-    validate(config, str(path) if path is not None else "config")
+    validate(config, origin)
     if not config.get("run_id"):
         config["run_id"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-    return config
+    return settings_of(config, origin)
 
 
-def redacted(config: dict) -> dict:
-    """A copy safe to print or log: secrets in source options (passwords, keys, JAAS configs) masked."""
-    out = copy.deepcopy(config)
+def _check_run_id(value: Any, origin: str) -> None:
+    """``run_id`` is text: YAML reads ``run_id: 20240101`` as a number and ``run_id: 2024-01-01`` as a date."""
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"{origin}: 'run_id' must be text, not the {_yaml_type(value)} {_shown(value)}",
+                        fix=f"quote it: run_id: \"{value}\"")
+
+
+def settings_of(config: Mapping[str, Any], origin: str = "config") -> Settings:
+    """The typed ``Settings`` of a merged, checked config mapping (the shape of ``conf/defaults.yaml``)."""
+    from offsets_audit.audit.rules.registry import rule_settings
+
+    return Settings(
+        run_id=str(config.get("run_id") or ""),
+        source=_source(config["source"]),
+        output=OutputSettings(**config["output"]),
+        spark=_spark(config["spark"], origin),
+        broker=_broker(config["broker"], origin),
+        topic_metadata=TopicMetadataSettings(**config["topic_metadata"]),
+        assignors=_assignors(config["assignors"]),
+        rules=rule_settings(config.get("rules"), origin),
+        check=CheckSettings(**config["check"]),
+    )
+
+
+def _source(section: Mapping[str, Any]) -> SourceSettings:
+    return SourceSettings(kind=section["kind"], path=None if section.get("path") is None else str(section["path"]),
+                          options=dict(section.get("options") or {}))
+
+
+def _spark(section: Mapping[str, Any], origin: str) -> SparkSettings:
+    """``spark:``; ``conf`` holds Spark's own keys, passed to the session as they are."""
+    return SparkSettings(master=section["master"], conf=dict(section.get("conf") or {}))
+
+
+def _broker(section: Mapping[str, Any], origin: str) -> BrokerSettings:
+    """``broker:``; each ``group_overrides`` entry is ``{assignment_interval_ms: N}`` with N >= -1
+    (-1: the broker default, as Kafka's ``GroupConfig`` takes it)."""
+    overrides = dict(section.get("group_overrides") or {})
+    for group_id, override in overrides.items():
+        where = f"broker.group_overrides.{group_id}"
+        if not isinstance(override, Mapping):
+            raise UserError(f"{origin}: '{where}' must be a mapping", fix=f"e.g. {group_id}: {{assignment_interval_ms: 0}}")
+        interval = override.get("assignment_interval_ms")
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval < -1):
+            raise UserError(f"{origin}: '{where}.assignment_interval_ms' is {interval!r}",
+                            fix="give a whole number of ms, 0 or more (-1: the broker default)")
+    return BrokerSettings(
+        consumer_assignment_interval_ms=section.get("consumer_assignment_interval_ms"),
+        share_assignment_interval_ms=section.get("share_assignment_interval_ms"),
+        streams_assignment_interval_ms=section.get("streams_assignment_interval_ms"),
+        group_overrides=overrides, group_overrides_complete=bool(section.get("group_overrides_complete")),
+        group_configs=section.get("group_configs"), kafka_version=section.get("kafka_version"))
+
+
+def _assignors(section: Mapping[str, Any]) -> AssignorSettings:
+    return AssignorSettings(audit=bool(section["audit"]), what_if=tuple(str(n) for n in section.get("what_if") or ()),
+                            custom=section.get("custom"))
+
+
+def redacted(settings: Settings) -> dict:
+    """The YAML form of ``settings``, safe to print or log: secrets in source options (passwords, keys, JAAS
+    configs) masked."""
+    out = settings.as_dict()
     options = out.get("source", {}).get("options", {}) or {}
     for key in list(options):
         lowered = key.lower()

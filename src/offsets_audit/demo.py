@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def run(args) -> int:
     print(f"simulated {sim.get('records', '?'):,} records for {args.groups} groups into {history}")
     # group configs are not records: the simulated groups' assignment intervals reach the audit as
     # broker.group_overrides, and the simulated cluster's topics as the topic-metadata snapshot
-    config = load_config(overrides={
+    settings = load_settings(overrides={
         "run_id": "demo",
         "source": {"kind": "segments", "path": str(history / "segments")},
         "output": {"path": str(out / "tables"), "format": args.output_format},
@@ -46,9 +46,9 @@ def run(args) -> int:
     # shuffle stage and submits each stage as its own job, and that driver work is most of the audit stage's
     # time here. The nightly job
     # keeps Spark's default: on real volumes its partition coalescing and skew handling pay for themselves.
-    spark = get_spark("offsets-audit-demo", master=config["spark"]["master"],
+    spark = get_spark("offsets-audit-demo", master=settings.spark.master,
                       extra_conf={"spark.sql.adaptive.enabled": "false"})
-    summary = run_job(spark, config)
+    summary = run_job(spark, settings)
     print_summary(summary)
     print(f"demo finished in {time.perf_counter() - started:.0f} s; tables under {out / 'tables'}")
     return 0

@@ -22,7 +22,7 @@ capture listed every group that had a dynamic config (ListConfigResources answer
 (``broker``/``group``), ``resource_name``, ``config_name``, ``config_value``, ``config_source``,
 ``captured_at_ms``, ``complete``.
 
-``assignment_interval(config, group_id, group_type)`` answers which interval a group ran with, whether that is
+``assignment_interval(broker, group_id, group_type)`` (``broker``: the run's ``BrokerSettings``) answers which interval a group ran with, whether that is
 known, and where the answer came from (each finding quotes it).
 """
 
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from offsets_audit.errors import UserError
+from offsets_audit.settings import BrokerSettings, Settings
 
 #: Kafka's default ``group.<type>.assignment.interval.ms`` (``GroupCoordinatorConfig``, KIP-1263).
 KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS = 1000
@@ -170,10 +171,10 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def loaded_group_configs(config: Mapping) -> dict | None:
-    """``broker.group_configs`` of a config: a loaded snapshot, or a path (read and cached on first use)."""
-    value = (config.get("broker") or {}).get("group_configs")
-    if value is None or (isinstance(value, dict) and value.get("normalised")):
+def loaded_group_configs(broker: BrokerSettings) -> Mapping | None:
+    """``broker.group_configs``: a loaded snapshot, or a path (read and cached on first use)."""
+    value = broker.group_configs
+    if value is None or (isinstance(value, Mapping) and value.get("normalised")):
         return value
     if isinstance(value, Mapping):  # written inline (tests, notebooks): normalise it
         return parse_group_configs(value, "broker.group_configs in the config")
@@ -189,7 +190,8 @@ def _load_cached(path: str) -> dict:
     return _CACHE[path]
 
 
-def assignment_interval(config: Mapping, group_id: str | None, group_type: str | None) -> IntervalBasis | None:
+def assignment_interval(broker: BrokerSettings, group_id: str | None,
+                        group_type: str | None) -> IntervalBasis | None:
     """``GroupConfigManager``'s answer for one group's ``<type>.assignment.interval.ms``, as far as it is known:
 
     1. ``broker.group_overrides.<group>.assignment_interval_ms`` in the audit's config (not -1): known; a group
@@ -201,13 +203,12 @@ def assignment_interval(config: Mapping, group_id: str | None, group_type: str |
     """
     if group_type not in GROUP_TYPES:
         return None
-    broker = config.get("broker") or {}
-    override = _int(((broker.get("group_overrides") or {}).get(group_id) or {}).get("assignment_interval_ms"))
+    override = _int((broker.group_overrides.get(group_id or "") or {}).get("assignment_interval_ms"))
     if override is not None and override != -1:
         return IntervalBasis(override, True, f"broker.group_overrides.{group_id}.assignment_interval_ms in the config")
-    snapshot = loaded_group_configs(config)
-    configured = _int(broker.get(f"{group_type}_assignment_interval_ms"))
-    if snapshot is None and broker.get("group_overrides_complete"):
+    snapshot = loaded_group_configs(broker)
+    configured = broker.assignment_interval_ms(group_type)
+    if snapshot is None and broker.group_overrides_complete:
         value = configured if configured is not None else KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS
         return IntervalBasis(value, True, f"broker.{group_type}_assignment_interval_ms={value} in the config "
                                           "(broker.group_overrides_complete: the group has no override)")
@@ -262,21 +263,21 @@ def configured_assignors(value: Any) -> list[str]:
     return [BUILTIN_ASSIGNOR_CLASSES.get(name, name) for name in names if name]
 
 
-def assignor_choice(config: Mapping) -> dict[str, Any]:
+def assignor_choice(broker: BrokerSettings) -> dict[str, Any]:
     """Which assignor each group's coordinator ran, as far as the group configs snapshot says (plain data for the
     executors): ``consumer``, the first of the brokers' ``group.consumer.assignors``
     (``GroupCoordinatorConfig.consumerGroupAssignors``, the default of a consumer group whose members name none),
     ``None`` when not known; ``streams``, per streams group id its assignor (``GroupMetadataManager
     .streamsGroupAssignor``: the group config ``streams.assignor.name`` if the brokers' ``group.streams.assignors``
     offer it, else their first), with ``""`` for the groups the snapshot does not name."""
-    snapshot = loaded_group_configs(config) or {"broker": {}, "groups": {}}
-    broker = snapshot.get("broker") or {}
+    snapshot = loaded_group_configs(broker) or {"broker": {}, "groups": {}}
+    brokers = snapshot.get("broker") or {}
 
     def value(entry: Any) -> Any:
         return entry.get("value") if isinstance(entry, Mapping) else entry
 
-    consumer = configured_assignors(value(broker.get("group.consumer.assignors")))
-    streams_offered = configured_assignors(value(broker.get("group.streams.assignors")))
+    consumer = configured_assignors(value(brokers.get("group.consumer.assignors")))
+    streams_offered = configured_assignors(value(brokers.get("group.streams.assignors")))
     streams_default = streams_offered[0] if streams_offered else KAFKA_DEFAULT_STREAMS_ASSIGNOR
     streams = {"": streams_default}
     for group_id, configs in (snapshot.get("groups") or {}).items():
@@ -289,31 +290,25 @@ def assignor_choice(config: Mapping) -> dict[str, Any]:
     return {"consumer": consumer[0] if consumer else None, "streams": streams}
 
 
-def with_group_configs(config: dict) -> dict:
-    """The config with ``broker.group_configs`` loaded on the driver (plain data shipped to the executors), and,
+def with_group_configs(settings: Settings) -> Settings:
+    """The settings with ``broker.group_configs`` loaded on the driver (plain data shipped to the executors), and,
     for a live-cluster source without a snapshot, fetched from that cluster. A fetch that fails leaves it unset
     (the rules then say the interval is not known) and is reported on stderr."""
-    import copy
     import sys
 
-    broker = config.get("broker") or {}
-    value = broker.get("group_configs")
-    out = copy.deepcopy(config)
+    value = settings.broker.group_configs
     if isinstance(value, Mapping):
-        out["broker"]["group_configs"] = loaded_group_configs(config)
-        return out
+        return settings.replace(broker={"group_configs": loaded_group_configs(settings.broker)})
     if value is not None:
-        out["broker"]["group_configs"] = load_group_configs(value)
-        return out
-    source = config.get("source") or {}
-    bootstrap = (source.get("options") or {}).get("kafka.bootstrap.servers")
-    if source.get("kind") == "kafka" and bootstrap:
+        return settings.replace(broker={"group_configs": load_group_configs(value)})
+    bootstrap = settings.source.options.get("kafka.bootstrap.servers")
+    if settings.source.kind == "kafka" and bootstrap:
         try:
-            out["broker"]["group_configs"] = capture_group_configs(bootstrap)
+            return settings.replace(broker={"group_configs": capture_group_configs(bootstrap)})
         except Exception as exc:  # an admin API the cluster refuses must not stop the audit
             print(f"offsets-audit: could not fetch group configs from {bootstrap} ({type(exc).__name__}: {exc}); "
                   "assignment intervals are judged as not known", file=sys.stderr)
-    return out
+    return settings
 
 
 # ---------------------------------------------------------------------------------------------------------------

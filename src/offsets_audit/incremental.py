@@ -27,6 +27,8 @@ import hashlib
 import json
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -34,13 +36,14 @@ from offsets_audit.audit.engine import GroupAudit
 from offsets_audit.audit.latency import REBALANCE_COLUMNS
 from offsets_audit.audit.model import FINDING_ROW_DDL
 from offsets_audit.audit.offsets_spark import OFFSET_RULES
-from offsets_audit.audit.rules.registry import rule_settings
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
 from offsets_audit.replay import incremental as replay_incremental
+from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import run_figures
-from offsets_audit.spark_session import frees_its_plans, release_run
+from offsets_audit.spark_session import frees_its_plans
+from offsets_audit.stages import RunStages
 
 _ROWS_DDL = "kind string, group_id string, payload string"
 #: Rule families the incremental audit does not evaluate (none: the offset rules run incrementally too,
@@ -58,15 +61,14 @@ class GroupAuditStep:
     ``finding``, ``rebalance``, ``context``, ``ownership`` (the offset rules' timeline) and ``audit_state`` (the
     state as base64, for the provisional tail of the run)."""
 
-    def __init__(self, config: dict) -> None:
-        self.config = config
-        self.settings = rule_settings(config)
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def __call__(self, group_id: str, rows: list[tuple], stored: bytes | None) -> tuple[list[tuple], bytes]:
         events = [json.loads(payload) for kind, _, payload in rows if kind == "event"]
         events.sort(key=lambda e: (e["partition"], e["offset"], EVENT_RANK.get(e["event"], 2)))
-        audit = (GroupAudit.from_bytes(stored, self.config, settings=self.settings) if stored is not None
-                 else GroupAudit(group_id, self.config, settings=self.settings, timeline=True))
+        audit = (GroupAudit.from_bytes(stored, self.settings) if stored is not None
+                 else GroupAudit(group_id, self.settings, timeline=True))
         audit.feed(events)
         findings, rebalances, context, ownership = audit.take()
         state = audit.to_bytes()
@@ -78,19 +80,18 @@ class GroupAuditStep:
         return out, state
 
 
-def provisional_rows(rows, config: dict, end_time_ms: int | None):
+def provisional_rows(rows, settings: Settings, end_time_ms: int | None):
     """``finding`` / ``rebalance`` rows that the end of the log at ``end_time_ms`` would add, per group, from
     each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records)), and a
     ``horizon`` row (payload: the clock in ms) for each group whose rows a later clock could change
     (``GroupAudit.provisional_until``)."""
     latest = replay_incremental.latest_per_group(rows, "audit_state").select("group_id", "payload")
-    settings = rule_settings(config)
 
     def run(batches):
         for pdf in batches:
             out = []
             for group_id, payload in zip(pdf["group_id"], pdf["payload"]):
-                audit = GroupAudit.from_bytes(base64.b64decode(payload), config, settings=settings)
+                audit = GroupAudit.from_bytes(base64.b64decode(payload), settings)
                 findings, rebalances, horizon = audit.provisional_until(end_time_ms)
                 out += [("finding", group_id, json.dumps(f.to_dict())) for f in findings]
                 out += [("rebalance", group_id, json.dumps(r)) for r in rebalances]
@@ -101,14 +102,16 @@ def provisional_rows(rows, config: dict, end_time_ms: int | None):
     return latest.mapInPandas(run, _ROWS_DDL)
 
 
-def _tail_settings(config: dict) -> str:
+def _tail_settings(settings: Settings) -> str:
     """What a group's provisional results depend on besides its audit state and the clock: the audit's
     settings. A run can carry the last run's tail of a group only when these are the same."""
-    audited = {k: v for k, v in config.items() if k not in ("run_id", "output", "source", "spark")}
+    audited = {k: v for k, v in settings.as_dict().items() if k not in ("run_id", "output", "source", "spark")}
+    if settings.topic_ids:
+        audited["_topic_ids"] = dict(settings.topic_ids)
     return hashlib.sha256(json.dumps(audited, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: bool):
+def provisional_tail(history, new_rows, settings: Settings, clock: int | None, carry: bool):
     """``(tail, how, due)``: the provisional ``finding`` / ``rebalance`` / ``horizon`` rows for ``clock``, what
     was done, and the groups recomputed (``group_id``; None when every group was).
 
@@ -120,7 +123,7 @@ def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: 
     from pyspark.sql import functions as F
 
     if not carry or clock is None:
-        return provisional_rows(history, config, clock), "recomputed for every group", None
+        return provisional_rows(history, settings, clock), "recomputed for every group", None
     back = {new: old for old, new in replay_incremental.TAIL_KINDS.items()}
     carried = replay_incremental.latest_tails(history).select(
         replay_incremental.renamed_kinds(back).alias("kind"), "group_id", "payload")
@@ -129,7 +132,7 @@ def provisional_tail(history, new_rows, config: dict, clock: int | None, carry: 
     if new_rows is not None:
         due = due.unionByName(new_rows.filter(F.col("kind") == "audit_state").select("group_id"))
     due = due.distinct()
-    recomputed = provisional_rows(history.join(due, "group_id", "left_semi"), config, clock)
+    recomputed = provisional_rows(history.join(due, "group_id", "left_semi"), settings, clock)
     how = ("carried from the last run (nothing new), recomputed for any group whose timers the clock reached"
            if new_rows is None else
            "recomputed for the touched groups and those whose timers the clock reached, carried for the others")
@@ -156,10 +159,10 @@ def _rebalances(rows):
 ASSIGNOR_STATE_FOLDER = "assignor_state"
 
 
-def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_range: list[int],
+def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict], fold_range: list[int],
                    history, offsets):
-    """``(assignor_audit, provisional_assignor_audit, next_state)`` of the target assignments written in
-    ``fold_range``; None when the assignor audit is off.
+    """``(assignor_audit, provisional_assignor_audit, next_state, resumed)`` of the target assignments written in
+    ``fold_range`` (``resumed``: the persisted re-run rows the others read); None when the assignor audit is off.
 
     Each group with new targets resumes its re-run state (``assignors.rerun.GroupRerun``: topic names learned so
     far, member order, previous target, the chain) from the last published run and re-runs only the new targets,
@@ -171,19 +174,11 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
 
     from offsets_audit.assignors import spark as assignor_spark
     from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_COLUMNS, ASSIGNOR_AUDIT_DDL
-
-    if not config["assignors"]["audit"]:
+    from offsets_audit.group_configs import assignor_choice
+    if not settings.assignors.audit:
         return None
-    topic_metadata = None
-    if config["topic_metadata"]["source"] == "file":
-        from offsets_audit.assignors.topic_metadata import read_topic_metadata
-        topic_metadata = read_topic_metadata(spark, config["topic_metadata"]["path"])
-    what_if = list(config["assignors"]["what_if"])
-    if config["assignors"]["custom"]:
-        from offsets_audit.assignors.plugin import load_assignor
-
-        load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
-        what_if.append(config["assignors"]["custom"])
+    topics = assignor_spark.topic_metadata(spark, settings)
+    what_if = assignor_spark.what_if_assignors(settings)
     state = None
     resumed_from_targets = False
     if runs and runs[-1].get("assignor_state"):
@@ -193,10 +188,8 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
         resumed_from_targets = True
     targets = (history if resumed_from_targets else replay_incremental.fold_rows(spark, checkpoint, fold_range)) \
         .filter(F.col("kind") == "target")
-    from offsets_audit.group_configs import assignor_choice
-
-    choice = assignor_choice(config)
-    resumed = assignor_spark.audit_resumed(targets, state, topic_metadata, what_if=what_if, offsets=offsets,
+    choice = assignor_choice(settings.broker)
+    resumed = assignor_spark.audit_resumed(targets, state, topics, what_if=what_if, offsets=offsets,
                                            default_consumer_assignor=choice["consumer"] or "uniform",
                                            streams_assignors=choice["streams"]).persist()
 
@@ -216,14 +209,14 @@ def assignor_audit(spark, config: dict, checkpoint: str, runs: list[dict], fold_
     return rows("rerun"), rows("provisional"), next_state, resumed
 
 
-def assignor_mismatches(audited, config: dict):
+def assignor_mismatches(audited, settings: Settings):
     """``assignor_mismatch`` finding rows (``FINDING_ROW_DDL``) of ``assignor_audit`` rows that did not match."""
     from pyspark.sql import functions as F
 
     from offsets_audit.audit.rules.assignor import assignor_findings
 
-    settings = rule_settings(config)
-    if audited is None or not settings["assignor_mismatch"]["enabled"]:
+    rules = settings.rules
+    if audited is None or not rules["assignor_mismatch"].enabled:
         return None
 
     def plain(value):
@@ -236,7 +229,7 @@ def assignor_mismatches(audited, config: dict):
     def run(batches):
         for pdf in batches:
             rows = [{k: plain(v) for k, v in r.items()} for r in pdf.to_dict("records")]
-            yield pd.DataFrame([f.to_dict() for f in assignor_findings(rows, settings)],
+            yield pd.DataFrame([f.to_dict() for f in assignor_findings(rows, rules)],
                                columns=[c.split()[0] for c in FINDING_ROW_DDL.split(", ")])
 
     return audited.filter(F.col("match") == F.lit(False)).mapInPandas(run, FINDING_ROW_DDL)
@@ -257,7 +250,7 @@ def _offset_state(spark, checkpoint: str, runs: list[dict]):
     return {name: spark.read.schema(ddl).parquet(f"{folder}/{name}") for name, ddl in OFFSET_STATE_DDLS.items()}
 
 
-def offset_rule_findings(spark, config: dict, checkpoint: str, runs: list[dict], record_range: list[int],
+def offset_rule_findings(spark, settings: Settings, checkpoint: str, runs: list[dict], record_range: list[int],
                          new_rows, group_events, end_time_ms: int | None, cached: list | None = None):
     """``(findings, provisional, next_state)`` of the offset rules over this run's commits and timeline rows,
     resumed from the last published run's state (``audit.offsets_incremental``); ``None`` when the checkpoint's
@@ -275,7 +268,7 @@ def offset_rule_findings(spark, config: dict, checkpoint: str, runs: list[dict],
     group_times = group_events.filter(F.col("group_id").isNotNull()).select("group_id", "partition", "offset",
                                                                              "timestamp")
     run_log = replay_incremental.commit_log_rows(spark, checkpoint, record_range)
-    return incremental_offset_findings(run_log, group_times, timeline, state, rule_settings(config), config,
+    return incremental_offset_findings(run_log, group_times, timeline, state, settings.rules, settings.topic_ids,
                                        end_time_ms, cached=cached)
 
 
@@ -303,45 +296,129 @@ def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
 # -- the run ---------------------------------------------------------------------------------------------------
 
 @frees_its_plans
-def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = True) -> dict:
-    """Replay and audit what is new since the last run; write this run's tables; return its summary."""
-    from pyspark.sql import functions as F
+def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool = True) -> dict:
+    """Replay and audit what is new since the last run; write this run's tables; return its summary.
 
-    from offsets_audit import sinks
-    from offsets_audit.audit.gaps import mark_data_gaps
-    from offsets_audit.codec import spark as codec_spark
+    The stages in order, timed by the run's one ``RunStages``; then the run is published (``runs.json``) and
+    what no later run reads is removed."""
+    settings, runs, start = _prepare(spark, settings, checkpoint)
+    run_id = settings.run_id
+    stages = RunStages(progress=progress)
+    try:
+        with stages.stage("fold+audit"):
+            ran_fold = fold_new_records(spark, settings, checkpoint)
+        with stages.stage("offsets"):
+            ran_records = commit_new_records(spark, settings, checkpoint)
+        covered = coverage(spark, settings, checkpoint, runs, start)
+        with stages.stage("audit"):
+            audited = audit_run(spark, settings, checkpoint, covered, stages)
+        snapshot = next_snapshot(run_id, covered, audited)
+        with stages.stage("write"):
+            paths = write_tables(spark, settings, audited.frames, stages)
+        summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages)
+        publish_summary(spark, settings, summary)
+        if audited.offset_state is not None:
+            with stages.stage("offset state"):
+                _write_offset_state(checkpoint, run_id, audited.offset_state)
+        if audited.rerun_state is not None:
+            with stages.stage("assignor state"):
+                audited.rerun_state.write.mode("overwrite").parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
+        with stages.stage("compact"):
+            compact(spark, checkpoint, run_id, covered, audited, snapshot)
+        publish_run(checkpoint, run_id, covered, audited, snapshot)
+        return summary
+    finally:
+        stages.release()
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a run covers and reads of the past: the published runs before it and where it starts
+    (``_published``), every fold / records micro-batch so far and those since the last published run, their
+    record counts and the clock (the newest record time so far), and the history later runs read of the past:
+    the last published run's chain of compact snapshots plus this run's micro-batches (a checkpoint whose last
+    run wrote none: every micro-batch so far)."""
+
+    runs: list[dict]
+    start: dict
+    all_fold: list[int]
+    all_records: list[int]
+    fold_range: list[int]
+    record_range: list[int]
+    counts: dict
+    clock: int | None
+    chain: list[str]
+    history: Any
+    #: ``_tail_settings`` of this run, and whether the last run's provisional tail holds for them
+    tail_settings: str
+    carry_tail: bool
+
+    @property
+    def nothing_new(self) -> bool:
+        return not self.fold_range and not self.record_range
+
+
+@dataclass(frozen=True)
+class AuditedRun:
+    """What the audit stage hands on: this run's tables by name (persisted), the provisional tail, the data gaps
+    so far, the offset rules' and assignor re-runs' state for the next run (None: not kept), the groups whose tail
+    was recomputed (``provisional_tail``'s ``due``) and how the tail was made."""
+
+    frames: dict
+    tail: Any
+    gaps: Any
+    offset_state: dict | None
+    rerun_state: Any
+    due: Any
+    provisional_how: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The compact snapshot this run writes: a delta on the last run's chain, or a full one (``next_chain``)."""
+
+    delta: bool
+    next_chain: list[str]
+
+
+def _prepare(spark, settings: Settings, checkpoint: str) -> tuple[Settings, list[dict], dict]:
+    """Checks before any Spark work, the group configs loaded, and the published runs before this one."""
     from offsets_audit.group_configs import with_group_configs
+    from offsets_audit.sinks import Output
+
+    settings = with_group_configs(settings)
+    Output.of(settings.output).check()
+    replay_incremental.check_locations(settings.output.path, checkpoint)
+    replay_incremental.local_folder(checkpoint).mkdir(parents=True, exist_ok=True)
+    runs, start = _published(checkpoint, settings.run_id)
+    spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
+    return settings, runs, start
+
+
+def _new_records(spark, settings: Settings):
+    """What arrived since the last run, decoded. Neither query writes decoded rows (the fold reads the bytes, the
+    records query the typed commit values and the quarantine rows, which never have JSON texts): the codec builds
+    none (``json_text=False``)."""
+    from offsets_audit.codec import spark as codec_spark
     from offsets_audit.sources.options import source_config
 
-    config = with_group_configs(config)
-    out = config["output"]
-    run_id = config["run_id"]
-    output = sinks.Output.of(out)
-    output.check()
-    replay_incremental.check_locations(config, checkpoint)
-    root = replay_incremental.local_folder(checkpoint)
-    root.mkdir(parents=True, exist_ok=True)
-    runs, start = _published(checkpoint, run_id)
-    spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
-    timings: dict[str, float] = {}
+    return codec_spark.decode(replay_incremental.read_stream(spark, source_config(settings)), json_text=False)
 
-    def stage(name, work):
-        began = time.perf_counter()
-        if progress:
-            print(f"[offsets-audit] {name} ...", file=sys.stderr, flush=True)
-        result = work()
-        timings[name] = round(time.perf_counter() - began, 3)
-        return result
 
-    source = source_config(config)
-    # Neither query writes decoded rows (the fold reads the bytes, the records query the typed commit values and
-    # the quarantine rows, which never have JSON texts): the codec builds none (``json_text=False``).
-    ran_fold = stage("fold+audit", lambda: replay_incremental.run_fold_query(
-        spark, codec_spark.decode(replay_incremental.read_stream(spark, source), json_text=False), checkpoint,
-        GroupAuditStep(config)))
-    ran_records = stage("offsets", lambda: replay_incremental.run_records_query(
-        spark, codec_spark.decode(replay_incremental.read_stream(spark, source), json_text=False), checkpoint))
+def fold_new_records(spark, settings: Settings, checkpoint: str):
+    """The fold query: each group's new records folded, and the events it emits fed to its audit
+    (``GroupAuditStep``)."""
+    return replay_incremental.run_fold_query(spark, _new_records(spark, settings), checkpoint,
+                                             GroupAuditStep(settings))
 
+
+def commit_new_records(spark, settings: Settings, checkpoint: str):
+    """The records query: the new records' commit log, quarantine rows and counts."""
+    return replay_incremental.run_records_query(spark, _new_records(spark, settings), checkpoint)
+
+
+def coverage(spark, settings: Settings, checkpoint: str, runs: list[dict], start: dict) -> Coverage:
+    """Which micro-batches the run covers: every one since the last published run."""
     all_fold = replay_incremental.fold_batches(checkpoint)
     all_records = replay_incremental.counted_batches(checkpoint)
     fold_range = [b for b in all_fold if b >= start["fold"]]
@@ -350,153 +427,201 @@ def run_incremental(spark, config: dict, checkpoint: str, *, progress: bool = Tr
     clock = counts.pop("clock")
     if start["clock"] is not None:
         clock = start["clock"] if clock is None else max(clock, start["clock"])
-
-    # What later runs read of the past: the last published run's chain of compact snapshots plus this run's
-    # micro-batches (a checkpoint whose last run wrote none: every micro-batch so far).
     chain = replay_incremental.snapshot_chain(runs)
-    history = replay_incremental.history_rows(spark, checkpoint, chain, fold_range, all_fold)
-    tail_settings = _tail_settings(config)
-    carry_tail = bool(chain) and runs[-1].get("tail_settings") == tail_settings
-    nothing_new = not fold_range and not record_range
-    how: dict = {}
-    # Everything the run persists, freed when it ends, failed or not: a long-lived session (a nightly driver
-    # running several checkpoints, a notebook, the tests) must not keep a run's caches, whose plans are large.
-    cached: list = []
-    try:
-        def tables_of_run():
-            planning = time.perf_counter()
-            replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, fold_range, history, record_range)
-            frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
-            new_rows = replay_incremental.fold_rows(spark, checkpoint, fold_range)
-            tail, how["provisional"], due = provisional_tail(
-                history, new_rows if fold_range else None, config, clock, carry_tail)
-            tail = tail.persist()
-            cached.append(tail)
-            began = time.perf_counter()
-            tail.count()  # the provisional pass (Python per recomputed group), timed on its own
-            timings["audit:provisional_pass"] = round(time.perf_counter() - began, 3)
-            gaps = replay_incremental.gaps_so_far(spark, checkpoint, chain, record_range, all_records).persist()
-            cached.append(gaps)
-            reruns = assignor_audit(spark, config, checkpoint, runs, fold_range, history, frames["offsets"])
-            audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
-            if resumed is not None:
-                cached.append(resumed)
-            findings = _findings(new_rows)
-            provisional = _findings(tail)
-            offset_rules = offset_rule_findings(spark, config, checkpoint, runs, record_range, new_rows,
-                                                frames["group_events"], clock, cached)
-            offset_state = None
-            if offset_rules is not None:
-                completed, still_open, offset_state = offset_rules
-                for name, found in (("findings", completed), ("provisional", still_open)):
-                    if found is None:
-                        continue
-                    found = found.withColumn("time", F.timestamp_millis(F.col("time")))
-                    if name == "findings":
-                        findings = findings.unionByName(found)
-                    else:
-                        provisional = provisional.unionByName(found)
-            mismatches = assignor_mismatches(audited, config)
-            if mismatches is not None:
-                findings = findings.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
-            mismatches = assignor_mismatches(provisional_audited, config)
-            if mismatches is not None:
-                provisional = provisional.unionByName(mismatches.withColumn("time", F.timestamp_millis(F.col("time"))))
-            findings = mark_data_gaps(findings, gaps, config)
-            provisional = mark_data_gaps(provisional, gaps, config)
-            rebalances = _rebalances(new_rows)
-            open_rebalances = _rebalances(tail)
-            of_run = rebalances.unionByName(open_rebalances)
-            # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
-            days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
-            earlier = replay_incremental.stored_rebalances(spark, checkpoint, [r["run_id"] for r in runs], days)
-            cumulative = (_rebalances(earlier.unionByName(history)).unionByName(open_rebalances)
-                          .filter(F.col("day").isin(*days)))
-            frames.update(findings=findings, rebalances=rebalances, provisional_findings=provisional,
-                          provisional_rebalances=open_rebalances, latency_summary=latency_summary(of_run),
-                          rebalance_causes=rebalance_causes(of_run), latency_daily=latency_summary(cumulative),
-                          assignor_audit=audited, provisional_assignor_audit=provisional_audited)
-            frames = {name: (None if df is None else df.persist()) for name, df in frames.items()}
-            cached.extend(df for df in frames.values() if df is not None)
-            # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
-            timings["audit:plan"] = round(time.perf_counter() - planning - timings["audit:provisional_pass"], 3)
-            # A stage boundary: the audit stage's time is the work it did. Each table's figure is its count's wall
-            # time beside the others' (the first to read a shared intermediate pays for it).
-            counted = side_by_side({name: df.count for name, df in frames.items() if df is not None})
-            timings.update({f"audit:{name}": round(seconds, 3) for name, (_, seconds) in counted.items()})
-            if rerun_state is not None:
-                rerun_state = rerun_state.persist()
-                cached.append(rerun_state)
-                rerun_state.count()
-                resumed.unpersist()
-            return frames, tail, gaps, offset_state, rerun_state, due
+    tail_settings = _tail_settings(settings)
+    return Coverage(runs=runs, start=start, all_fold=all_fold, all_records=all_records, fold_range=fold_range,
+                    record_range=record_range, counts=counts, clock=clock, chain=chain,
+                    history=replay_incremental.history_rows(spark, checkpoint, chain, fold_range, all_fold),
+                    tail_settings=tail_settings,
+                    carry_tail=bool(chain) and runs[-1].get("tail_settings") == tail_settings)
 
-        frames, tail, gaps, offset_state, rerun_state, due = stage("audit", tables_of_run)
-        # A delta snapshot when the tails of untouched groups were carried and the chain is short, else a full one;
-        # always a full one after a snapshot written before chains (it may hold completed rebalances, which this
-        # run stores and the next must not read again).
-        delta = (due is not None and 0 < len(chain) <= replay_incremental.DELTAS_BEFORE_FULL
-                 and "chain" in runs[-1])
-        next_chain = chain + [run_id] if delta else [run_id]
-        paths = stage("write", lambda: output.write_run(spark, run_id, frames, timings=timings))
-        summary: dict = {
-            "run_id": run_id, "mode": "incremental", "checkpoint": checkpoint,
-            "batches": {"fold": ran_fold, "records": ran_records,
-                        "covered": {"fold": fold_range, "records": record_range}},
-            "records": counts, "clock": clock, "timings_s": timings, "tables": paths,
-            "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
-            "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
-                       "offset_rules": "ran" if offset_state is not None else
-                       ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
-                        "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
-                       "assignor_audit": "ran" if config["assignors"]["audit"] else "skipped: assignors.audit is off",
-                       "provisional": how["provisional"],
-                       "history": (f"compact snapshot of run {chain[-1]}"
-                                   + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})"
-                                      if len(chain) > 1 else "")
-                                   + f" + {len(fold_range)} new fold micro-batch(es)" if chain else
-                                   f"{len(all_fold)} fold micro-batch(es) (no compact snapshot yet)"),
-                       "snapshot": (f"delta on run {chain[-1]}: the touched groups and the tails recomputed"
-                                    if delta else "full: every group")},
-        }
-        if nothing_new:
-            summary["stages"]["replay"] = "skipped: nothing new since the last run"
-        summary.update(run_figures(frames))
-        if out.get("html_report"):
-            from offsets_audit.sinks.report import write_report
-            summary["report"] = write_report(spark, output, run_id, summary)
-        summary["summary_path"] = sinks.write_text_file(spark, out["path"], f"summary/{run_id}.json",
-                                                        json.dumps(summary, indent=2, default=str))
-        if offset_state is not None:
-            stage("offset state", lambda: _write_offset_state(checkpoint, run_id, offset_state))
-        if rerun_state is not None:
-            stage("assignor state", lambda: rerun_state.write.mode("overwrite").parquet(
-                f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}"))
-        # The compact snapshot the next run reads instead of this run's and earlier micro-batches, and the
-        # rebalances this run completed (written before publishing: a run killed before that leaves folders the
-        # next published run removes).
-        def compact():
-            keep_targets = rerun_state is None
-            if delta:
-                rows = replay_incremental.compact_rows(replay_incremental.fold_rows(spark, checkpoint, fold_range),
-                                                       tail.join(due, "group_id", "left_semi"), keep_targets,
-                                                       len(runs), due)
-                new_gaps = replay_incremental.new_gaps(spark, checkpoint, record_range)
-            else:
-                rows, new_gaps = replay_incremental.compact_rows(history, tail, keep_targets, len(runs)), gaps
-            replay_incremental.write_compact(spark, checkpoint, run_id, rows, new_gaps)
-            replay_incremental.write_rebalances(checkpoint, run_id, history)
 
-        stage("compact", compact)
-        runs.append({"run_id": run_id, "fold": [start["fold"], max(all_fold, default=start["fold"] - 1)],
-                     "records": [start["records"], max(all_records, default=start["records"] - 1)], "clock": clock,
-                     "offset_rules": offset_state is not None, "assignor_state": rerun_state is not None,
-                     "compact": True, "chain": next_chain, "tail_settings": tail_settings})
-        replay_incremental.write_json(root / RUNS_FILE, runs)
-        _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
-        return summary
-    finally:
-        release_run(df.unpersist for df in cached)
+def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, stages: RunStages) -> AuditedRun:
+    """The audit stage: this run's tables planned (``audit:plan``, with the provisional pass timed on its own)
+    and materialised side by side (``audit:<table>``: its count's wall time beside the others'; the first to read
+    a shared intermediate pays for it), and the state the next run resumes from."""
+    planning = time.perf_counter()
+    replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, covered.fold_range, covered.history,
+                                                            covered.record_range)
+    frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
+    new_rows = replay_incremental.fold_rows(spark, checkpoint, covered.fold_range)
+    tail, how, due = provisional_tail(covered.history, new_rows if covered.fold_range else None, settings,
+                                      covered.clock, covered.carry_tail)
+    tail = stages.kept(tail)
+    with stages.part("audit:provisional_pass"):
+        tail.count()  # the provisional pass (Python per recomputed group)
+    gaps = stages.kept(replay_incremental.gaps_so_far(spark, checkpoint, covered.chain, covered.record_range,
+                                                      covered.all_records))
+    reruns = assignor_audit(spark, settings, checkpoint, covered.runs, covered.fold_range, covered.history,
+                            frames["offsets"])
+    audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
+    if resumed is not None:
+        stages.on_release(resumed.unpersist)
+    cached: list = []  # what the offset rules persist
+    stages.on_release(lambda: _unpersist(cached))
+    offset_rules = offset_rule_findings(spark, settings, checkpoint, covered.runs, covered.record_range, new_rows,
+                                        frames["group_events"], covered.clock, cached)
+    findings, provisional = _findings_of_run(settings, new_rows, tail, offset_rules, audited, provisional_audited,
+                                             gaps)
+    rebalances = _rebalances_of_run(spark, checkpoint, covered, new_rows, tail)
+    frames.update(findings=findings, rebalances=rebalances["rebalances"], provisional_findings=provisional,
+                  provisional_rebalances=rebalances["provisional_rebalances"],
+                  latency_summary=rebalances["latency_summary"], rebalance_causes=rebalances["rebalance_causes"],
+                  latency_daily=rebalances["latency_daily"], assignor_audit=audited,
+                  provisional_assignor_audit=provisional_audited)
+    frames = {name: (None if df is None else stages.kept(df)) for name, df in frames.items()}
+    # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
+    stages.record("audit:plan", time.perf_counter() - planning - stages.timings["audit:provisional_pass"])
+    counted = side_by_side({name: df.count for name, df in frames.items() if df is not None})
+    for name, (_, seconds) in counted.items():
+        stages.record(f"audit:{name}", seconds)
+    if rerun_state is not None:
+        rerun_state = stages.kept(rerun_state)
+        rerun_state.count()
+        resumed.unpersist()
+    return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],
+                      rerun_state=rerun_state, due=due, provisional_how=how)
+
+
+def _unpersist(dfs: list) -> None:
+    for df in dfs:
+        df.unpersist()
+
+
+def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, provisional_audited, gaps):
+    """``(findings, provisional)``: the finding rows this run's records complete and those open at the end of
+    the log, of the group rules, the offset rules and the assignor re-runs, with the data-gap columns."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.gaps import mark_data_gaps
+
+    def timed(df):
+        return df.withColumn("time", F.timestamp_millis(F.col("time")))
+
+    findings, provisional = _findings(new_rows), _findings(tail)
+    if offset_rules is not None:
+        completed, still_open, _ = offset_rules
+        if completed is not None:
+            findings = findings.unionByName(timed(completed))
+        if still_open is not None:
+            provisional = provisional.unionByName(timed(still_open))
+    mismatches = assignor_mismatches(audited, settings)
+    if mismatches is not None:
+        findings = findings.unionByName(timed(mismatches))
+    mismatches = assignor_mismatches(provisional_audited, settings)
+    if mismatches is not None:
+        provisional = provisional.unionByName(timed(mismatches))
+    trust = settings.check.trust_after_gap
+    return (mark_data_gaps(findings, gaps, trust_after_gap=trust),
+            mark_data_gaps(provisional, gaps, trust_after_gap=trust))
+
+
+def _rebalances_of_run(spark, checkpoint: str, covered: Coverage, new_rows, tail) -> dict:
+    """The rebalances this run completes and those still open, their latency summary and causes, and
+    ``latency_daily``: the latency summary of every day this run's rebalances touch, over all rebalances of those
+    days so far."""
+    from pyspark.sql import functions as F
+
+    rebalances = _rebalances(new_rows)
+    open_rebalances = _rebalances(tail)
+    of_run = rebalances.unionByName(open_rebalances)
+    # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
+    days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
+    earlier = replay_incremental.stored_rebalances(spark, checkpoint, [r["run_id"] for r in covered.runs], days)
+    cumulative = (_rebalances(earlier.unionByName(covered.history)).unionByName(open_rebalances)
+                  .filter(F.col("day").isin(*days)))
+    return {"rebalances": rebalances, "provisional_rebalances": open_rebalances,
+            "latency_summary": latency_summary(of_run), "rebalance_causes": rebalance_causes(of_run),
+            "latency_daily": latency_summary(cumulative)}
+
+
+def next_snapshot(run_id: str, covered: Coverage, audited: AuditedRun) -> Snapshot:
+    """A delta snapshot when the tails of untouched groups were carried and the chain is short, else a full one;
+    always a full one after a snapshot written before chains (it may hold completed rebalances, which this run
+    stores and the next must not read again)."""
+    chain = covered.chain
+    delta = (audited.due is not None and 0 < len(chain) <= replay_incremental.DELTAS_BEFORE_FULL
+             and "chain" in covered.runs[-1])
+    return Snapshot(delta=delta, next_chain=chain + [run_id] if delta else [run_id])
+
+
+def write_tables(spark, settings: Settings, frames: dict, stages: RunStages) -> dict:
+    """Every table of the run under its run id, under a path or by name (``sinks.Output.write_run``)."""
+    from offsets_audit.sinks import Output
+
+    return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings)
+
+
+def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,
+             ran_fold, ran_records, paths: dict, stages: RunStages) -> dict:
+    """The run's summary; a stage that did not run says "skipped" and why."""
+    chain, offset_state = covered.chain, audited.offset_state
+    summary: dict = {
+        "run_id": settings.run_id, "mode": "incremental", "checkpoint": checkpoint,
+        "batches": {"fold": ran_fold, "records": ran_records,
+                    "covered": {"fold": covered.fold_range, "records": covered.record_range}},
+        "records": covered.counts, "clock": covered.clock, "timings_s": stages.timings, "tables": paths,
+        "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
+        "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
+                   "offset_rules": "ran" if offset_state is not None else
+                   ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
+                    "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
+                   "assignor_audit": "ran" if settings.assignors.audit else "skipped: assignors.audit is off",
+                   "provisional": audited.provisional_how,
+                   "history": (f"compact snapshot of run {chain[-1]}"
+                               + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})"
+                                  if len(chain) > 1 else "")
+                               + f" + {len(covered.fold_range)} new fold micro-batch(es)" if chain else
+                               f"{len(covered.all_fold)} fold micro-batch(es) (no compact snapshot yet)"),
+                   "snapshot": (f"delta on run {chain[-1]}: the touched groups and the tails recomputed"
+                                if snapshot.delta else "full: every group")},
+    }
+    if covered.nothing_new:
+        summary["stages"]["replay"] = "skipped: nothing new since the last run"
+    summary.update(run_figures(audited.frames))
+    return summary
+
+
+def publish_summary(spark, settings: Settings, summary: dict) -> None:
+    """The run's HTML report (``output.html_report``) and ``summary/<run_id>.json``."""
+    from offsets_audit import sinks
+
+    out = settings.output
+    if out.html_report:
+        from offsets_audit.sinks.report import write_report
+        summary["report"] = write_report(spark, sinks.Output.of(out), settings.run_id, summary)
+    summary["summary_path"] = sinks.write_text_file(spark, out.path, f"summary/{settings.run_id}.json",
+                                                    json.dumps(summary, indent=2, default=str))
+
+
+def compact(spark, checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
+    """The compact snapshot the next run reads instead of this run's and earlier micro-batches, and the
+    rebalances this run completed (written before publishing: a run killed before that leaves folders the next
+    published run removes)."""
+    keep_targets = audited.rerun_state is None
+    if snapshot.delta:
+        rows = replay_incremental.compact_rows(replay_incremental.fold_rows(spark, checkpoint, covered.fold_range),
+                                               audited.tail.join(audited.due, "group_id", "left_semi"), keep_targets,
+                                               len(covered.runs), audited.due)
+        new_gaps = replay_incremental.new_gaps(spark, checkpoint, covered.record_range)
+    else:
+        rows = replay_incremental.compact_rows(covered.history, audited.tail, keep_targets, len(covered.runs))
+        new_gaps = audited.gaps
+    replay_incremental.write_compact(spark, checkpoint, run_id, rows, new_gaps)
+    replay_incremental.write_rebalances(checkpoint, run_id, covered.history)
+
+
+def publish_run(checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
+    """Publish the run in ``runs.json`` (the next run starts after the batches it covered), then remove what no
+    later run reads."""
+    start = covered.start
+    runs = [*covered.runs, {
+        "run_id": run_id, "fold": [start["fold"], max(covered.all_fold, default=start["fold"] - 1)],
+        "records": [start["records"], max(covered.all_records, default=start["records"] - 1)], "clock": covered.clock,
+        "offset_rules": audited.offset_state is not None, "assignor_state": audited.rerun_state is not None,
+        "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings}]
+    replay_incremental.write_json(replay_incremental.local_folder(checkpoint) / RUNS_FILE, runs)
+    _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
 
 
 def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,

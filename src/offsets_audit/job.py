@@ -1,6 +1,6 @@
 """The audit job: source -> decode -> replay -> assignor audit -> audit -> sinks.
 
-One function, ``run_job(spark, config)``, serves ``offsets-audit run``, ``jobs/nightly_audit.py`` under
+One function, ``run_job(spark, settings)``, serves ``offsets-audit run``, ``jobs/nightly_audit.py`` under
 spark-submit, the demo and notebooks. Every heavy step is a Spark transformation; the driver only plans,
 collects the small summary and writes the HTML report.
 """
@@ -11,12 +11,15 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
+from dataclasses import dataclass
+from typing import Any
 
-from offsets_audit.config import load_config, redacted, source_config
+from offsets_audit.config import load_settings, redacted, source_config
 from offsets_audit.errors import UserError
 from offsets_audit.plans import cached_leaf, side_by_side
-from offsets_audit.spark_session import frees_its_plans, release_run
+from offsets_audit.settings import Settings
+from offsets_audit.spark_session import frees_its_plans
+from offsets_audit.stages import RunStages
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,114 +71,145 @@ def overrides_from_args(args) -> dict:
 
 
 @frees_its_plans
-def run_job(spark, config: dict, *, progress: bool = True) -> dict:
-    """Run the whole audit once (batch) and return the summary dict (also written as summary.json)."""
-    from offsets_audit import sinks
-    from offsets_audit.audit import spark as audit_spark
-    from offsets_audit.audit.offsets_spark import clock_blocks
-    from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.codec import source as codec_source
-    from offsets_audit.replay import spark as replay_spark
+def run_job(spark, settings: Settings, *, progress: bool = True) -> dict:
+    """Run the whole audit once (batch) and return the summary dict (also written as summary.json).
+
+    The stages in order, each timed by the run's one ``RunStages`` and ending at a boundary (what it produced
+    persisted and counted), so that its time is the work it did and the next stage plans over its cache."""
+    from offsets_audit.group_configs import with_group_configs
 
     # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
     # before any Spark work, so a wrong path fails at once and the rules get plain data (offsets_audit.group_configs).
-    from offsets_audit.group_configs import with_group_configs
-    config = with_group_configs(config)
-
-    timings: dict[str, float] = {}
-    out = config["output"]
-    run_id = config["run_id"]
-    output = sinks.Output.of(out)
-    output.check()
-
-    def stage(name):
-        class _Stage:
-            def __enter__(self_inner):
-                self_inner.start = time.perf_counter()
-                if progress:
-                    print(f"[offsets-audit] {name} ...", file=sys.stderr, flush=True)
-
-            def __exit__(self_inner, *exc):
-                timings[name] = round(time.perf_counter() - self_inner.start, 3)
-        return _Stage()
-
-    # What the run persisted, freed when it ends, failed or not (``release_run``).
-    releases: list = []
+    settings = with_group_configs(settings)
+    sinks_output(settings).check()
+    stages = RunStages(progress=progress)
     try:
-        with stage("read+decode"):
-            input_report: dict = {}  # files read and skipped, notes: summary["input"]
-            # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each);
-            # compact: a run that does not write the decoded table never builds what only that table holds
-            keep_all = bool(out.get("write_decoded"))
-            # pack_commits: the commits marked mid-run after a commit, ~90 % of a healthy log, are cached a few rows
-            # per key and Kafka batch, not one row each (``codec.packing``)
-            decoded_all = codec_source.read_decoded(spark, source_config(config), report=input_report,
-                                                   with_decoded_record=True, compact=not keep_all,
-                                                   pack_commits=not keep_all)
-            if not keep_all:
-                decoded_all = codec_spark.compact(decoded_all)
-            decoded_all = decoded_all.persist()
-            releases.append(decoded_all.unpersist)
-            # One aggregate over the whole log: the run's counts, and the pending rule's clock per block of offsets
-            tallies = _tallies(decoded_all).persist()
-            releases.append(tallies.unpersist)
-            counts = _counts(tallies)  # computes the cache
-            # Later stages plan over the cache, not over the read and decode (``cached_leaf``): every DataFrame
-            # operation re-analyses the whole plan on the driver, and they are a few hundred.
-            decoded_all, tallies = cached_leaf(decoded_all), cached_leaf(tallies)
-            decoded, quarantined = codec_spark.split(decoded_all)
-            quarantined = codec_spark.without_decoded_record(quarantined)
-
-        # Spark is lazy: each stage persists and counts what it produced (``_materialized``), so its time is the
-        # work it really did, and the write stage only writes.
-        with stage("replay"):
-            replayed = replay_spark.replay(decoded, whole_log=False)  # the audit reads the digest
-            # The commit log's digest feeds the offsets table and the audit's offset rules: resolved once, before
-            # the offsets table (whose plan holds it) is computed, so that table reads it from the cache. The whole
-            # log is never kept (``ReplayTables``: the decoded commit records stand in for the rest of it).
-            if replayed.commit_digest is not None:
-                began = time.perf_counter()
-                replayed = dataclasses.replace(replayed, commit_digest=_materialized(replayed.commit_digest))
-                timings["replay:commit_digest"] = round(time.perf_counter() - began, 3)
-            replayed = _materialized_tables(replayed, "replay", timings)
-            releases.append(replayed.release)
-            replayed = replayed.map(cached_leaf)
-
-        with stage("assignor-audit"):
-            assignor_audit = _assignor_audit(spark, config, replayed)
-            if assignor_audit is not None:
-                assignor_audit = _materialized(assignor_audit)
-                releases.append(assignor_audit.unpersist)
-                assignor_audit = cached_leaf(assignor_audit)
-
-        with stage("audit"):
-            audited = audit_spark.audit(replayed, assignor_audit, config, quarantined=quarantined,
-                                        records=counts["decoded"], clock_blocks=clock_blocks(tallies))
-            releases.append(audited.release)  # before materialising: a failure half-way still frees its caches
-            audited = _materialized_tables(audited, "audit", timings).map(cached_leaf)
-
-        with stage("write"):
-            # Every table, empty or not, then the run manifest (sinks.write_run); decoded only when asked for.
-            tables = {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
-                      "quarantine": quarantined, **({"decoded": codec_spark.without_decoded_record(decoded)} if out.get("write_decoded") else {})}
-            # The summary's figures (a few small jobs over the cached tables) beside the writes, which mostly wait on
-            # file commits: their time is the stage's "write:summary_figures".
-            from offsets_audit.sinks.summary import run_figures
-
-            done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: output.write_run(
-                spark, run_id, tables, timings=timings)}, workers=2)
-            (figures, figures_s), (paths, _) = done["summary_figures"], done["tables"]
-            timings["write:summary_figures"] = round(figures_s, 3)
-
-        summary = _summary(config, counts, figures, timings, paths)
-        summary["input"] = input_report
-        if out.get("html_report"):
-            from offsets_audit.sinks.report import write_report
-            summary["report"] = write_report(spark, output, run_id, summary)
-        _write_summary(spark, out["path"], run_id, summary)
-        return summary
+        with stages.stage("read+decode"):
+            log = read_and_decode(spark, settings, stages)
+        with stages.stage("replay"):
+            replayed = replay(log, stages)
+        with stages.stage("assignor-audit"):
+            assignor_audit = rerun_assignors(spark, settings, replayed, stages)
+        with stages.stage("audit"):
+            audited = audit(settings, log, replayed, assignor_audit, stages)
+        with stages.stage("write"):
+            figures, paths = write(spark, settings, output_tables(settings, log, replayed, assignor_audit, audited),
+                                   stages)
+        return publish(spark, settings, log, figures, paths, stages)
     finally:
-        release_run(releases)
+        stages.release()
+
+
+@dataclass(frozen=True)
+class DecodedLog:
+    """What the read+decode stage hands on: the decoded records, the quarantine rows, the log's tallies
+    (``_tallies``), the run's record counts (``_counts``) and the input's report (files read and skipped, notes)."""
+
+    decoded: Any
+    quarantined: Any
+    tallies: Any
+    counts: dict
+    input_report: dict
+
+
+def read_and_decode(spark, settings: Settings, stages: RunStages) -> DecodedLog:
+    """Read the source and decode every record once; tally the log (its counts, the pending rule's clock)."""
+    from offsets_audit.codec import source as codec_source
+    from offsets_audit.codec import spark as codec_spark
+
+    input_report: dict = {}
+    # with_decoded_record: the replay folds group records from the codec's decoded form (one decode each);
+    # compact: a run that does not write the decoded table never builds what only that table holds
+    keep_all = settings.output.write_decoded
+    # pack_commits: the commits marked mid-run after a commit, most of a healthy log, are cached a few rows per
+    # key and Kafka batch, not one row each (``codec.packing``)
+    decoded_all = codec_source.read_decoded(spark, source_config(settings), report=input_report,
+                                           with_decoded_record=True, compact=not keep_all,
+                                           pack_commits=not keep_all)
+    if not keep_all:
+        decoded_all = codec_spark.compact(decoded_all)
+    decoded_all = stages.kept(decoded_all)
+    # One aggregate over the whole log: the run's counts, and the pending rule's clock per block of offsets
+    tallies = stages.kept(_tallies(decoded_all))
+    counts = _counts(tallies)  # computes the cache
+    # Later stages plan over the cache, not over the read and decode (``cached_leaf``): every DataFrame
+    # operation re-analyses the whole plan on the driver, and they are a few hundred.
+    decoded_all, tallies = cached_leaf(decoded_all), cached_leaf(tallies)
+    decoded, quarantined = codec_spark.split(decoded_all)
+    return DecodedLog(decoded=decoded, quarantined=codec_spark.without_decoded_record(quarantined), tallies=tallies,
+                      counts=counts, input_report=input_report)
+
+
+def replay(log: DecodedLog, stages: RunStages):
+    """The replay's tables (``replay.spark.ReplayTables``), materialised; the audit reads the commit digest."""
+    from offsets_audit.replay import spark as replay_spark
+
+    replayed = replay_spark.replay(log.decoded, whole_log=False)
+    # The commit log's digest feeds the offsets table and the audit's offset rules: resolved once, before the
+    # offsets table (whose plan holds it) is computed, so that table reads it from the cache. The whole log is
+    # never kept (``ReplayTables``: the decoded commit records stand in for the rest of it).
+    if replayed.commit_digest is not None:
+        with stages.part("replay:commit_digest"):
+            replayed = dataclasses.replace(replayed, commit_digest=_materialized(replayed.commit_digest))
+    replayed = _materialized_tables(replayed, "replay", stages)
+    stages.on_release(replayed.release)
+    return replayed.map(cached_leaf)
+
+
+def rerun_assignors(spark, settings: Settings, replayed, stages: RunStages):
+    """The assignor re-runs over the replay's target assignments, materialised (``None`` when
+    ``assignors.audit`` is off)."""
+    assignor_audit = _assignor_audit(spark, settings, replayed)
+    if assignor_audit is None:
+        return None
+    assignor_audit = _materialized(assignor_audit)
+    stages.on_release(assignor_audit.unpersist)
+    return cached_leaf(assignor_audit)
+
+
+def audit(settings: Settings, log: DecodedLog, replayed, assignor_audit, stages: RunStages):
+    """The audit's tables (``audit.spark.AuditTables``), materialised."""
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.audit.offsets_spark import clock_blocks
+
+    audited = audit_spark.audit(replayed, assignor_audit, settings, quarantined=log.quarantined,
+                                records=log.counts["decoded"], clock_blocks=clock_blocks(log.tallies))
+    stages.on_release(audited.release)  # before materialising: a failure half-way still frees its caches
+    return _materialized_tables(audited, "audit", stages).map(cached_leaf)
+
+
+def output_tables(settings: Settings, log: DecodedLog, replayed, assignor_audit, audited) -> dict:
+    """Every output table by name; decoded only when ``output.write_decoded`` asks for it."""
+    from offsets_audit.codec import spark as codec_spark
+
+    decoded = {"decoded": codec_spark.without_decoded_record(log.decoded)} if settings.output.write_decoded else {}
+    return {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
+            "quarantine": log.quarantined, **decoded}
+
+
+def write(spark, settings: Settings, tables: dict, stages: RunStages) -> tuple[dict, dict]:
+    """``(figures, paths)``: every table written, empty or not, then the run manifest (``sinks.Output.write_run``),
+    and the summary's figures (``sinks.summary.run_figures``, a few small jobs over the cached tables) computed
+    beside the writes, which mostly wait on file commits (their time: ``write:summary_figures``)."""
+    from offsets_audit.sinks.summary import run_figures
+
+    done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: sinks_output(
+        settings).write_run(spark, settings.run_id, tables, timings=stages.timings)}, workers=2)
+    (figures, figures_s), (paths, _) = done["summary_figures"], done["tables"]
+    stages.record("write:summary_figures", figures_s)
+    return figures, paths
+
+
+def publish(spark, settings: Settings, log: DecodedLog, figures: dict, paths: dict, stages: RunStages) -> dict:
+    """The run's summary, its HTML report (``output.html_report``) and ``summary/<run_id>.json``."""
+    out = settings.output
+    summary = _summary(settings, log.counts, figures, stages.timings, paths)
+    summary["input"] = log.input_report
+    if out.html_report:
+        from offsets_audit.sinks.report import write_report
+        summary["report"] = write_report(spark, sinks_output(settings), settings.run_id, summary)
+    _write_summary(spark, out.path, settings.run_id, summary)
+    return summary
 
 
 def _materialized(df):
@@ -187,42 +221,30 @@ def _materialized(df):
     return df
 
 
-def _materialized_tables(tables, stage: str, timings: dict):
+def _materialized_tables(tables, stage: str, stages: RunStages):
     """``tables`` (a ``StageTables``) with each table but the lazy ones materialised, a few side by side
-    (``plans.side_by_side``), its time in ``timings["<stage>:<table>"]``: its count's wall time beside the others'
+    (``plans.side_by_side``), its time as ``"<stage>:<table>"``: its count's wall time beside the others'
     (the first table to read a shared intermediate pays for it; a table materialised before keeps its time)."""
     fresh = {name: df.persist() for name, df in tables.as_dict().items()
              if df is not None and not df.is_cached and name not in tables.lazy()}
     counted = side_by_side({name: df.count for name, df in fresh.items()})
     for name, (_, seconds) in counted.items():
-        timings.setdefault(f"{stage}:{name}", round(seconds, 3))
+        if f"{stage}:{name}" not in stages.timings:
+            stages.record(f"{stage}:{name}", seconds)
     return dataclasses.replace(tables, **fresh)
 
 
-def _assignor_audit(spark, config: dict, replayed):
-    """The assignor re-runs over the replay's target assignments (``None`` when the config turns them off)."""
-    if not config["assignors"]["audit"]:
+def _assignor_audit(spark, settings: Settings, replayed):
+    """The assignor re-runs over the replay's target assignments (``None`` when ``assignors.audit`` is off)."""
+    if not settings.assignors.audit:
         return None
     from offsets_audit.assignors import spark as assignor_spark
 
-    topic_metadata = None
-    tm = config["topic_metadata"]
-    if tm["source"] == "file":
-        from offsets_audit.assignors.topic_metadata import read_topic_metadata
-        topic_metadata = read_topic_metadata(spark, tm["path"])
-    what_if = list(config["assignors"]["what_if"])
-    if config["assignors"]["custom"]:
-        # Resolved by name inside the executors' Python workers, where the plug-in module must be importable
-        # (ship it with --py-files or install it on the cluster).
-        from offsets_audit.assignors.plugin import load_assignor
-
-        load_assignor(config["assignors"]["custom"])  # fail fast on the driver with a one-line error
-        what_if.append(config["assignors"]["custom"])
     from offsets_audit.group_configs import assignor_choice
 
-    choice = assignor_choice(config)
-    return assignor_spark.audit(replayed.target_assignments, topic_metadata,
-                                what_if=what_if, offsets=replayed.offsets,
+    choice = assignor_choice(settings.broker)
+    return assignor_spark.audit(replayed.target_assignments, assignor_spark.topic_metadata(spark, settings),
+                                what_if=assignor_spark.what_if_assignors(settings), offsets=replayed.offsets,
                                 default_consumer_assignor=choice["consumer"] or "uniform",
                                 streams_assignors=choice["streams"])
 
@@ -292,9 +314,9 @@ def _counts(tallies) -> dict:
             "by_error_code": dict(sorted(by_error.items()))}
 
 
-def _summary(config, counts, figures: dict, timings, paths) -> dict:
+def _summary(settings: Settings, counts, figures: dict, timings, paths) -> dict:
     """The run's summary: ``figures`` are ``sinks.summary.run_figures`` of its tables."""
-    summary = {"run_id": config["run_id"], "records": counts, "timings_s": timings, "tables": paths}
+    summary = {"run_id": settings.run_id, "records": counts, "timings_s": timings, "tables": paths}
     summary.update(figures)
     return summary
 
@@ -328,47 +350,46 @@ def print_summary(summary: dict, file=None) -> None:
 
 
 def run(args) -> int:
-    config = load_config(args.config, overrides_from_args(args))
+    settings = load_settings(args.config, overrides_from_args(args))
     from offsets_audit.group_configs import with_group_configs
     from offsets_audit.sources import preflight
     from offsets_audit.spark_session import get_spark
 
-    output = sinks_output(config)
-    output.check()
-    preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
-    config = with_group_configs(config)  # a wrong --group-configs path fails here, before Spark starts
-    spark = get_spark("offsets-audit", master=config["spark"]["master"], extra_conf=session_conf(config))
+    sinks_output(settings).check()
+    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
+    settings = with_group_configs(settings)  # a wrong --group-configs path fails here, before Spark starts
+    if args.incremental and not args.checkpoint:
+        raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
+    spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings))
     if args.incremental:
-        if not args.checkpoint:
-            raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
         from offsets_audit import incremental
-        incremental.print_summary(incremental.run_incremental(spark, config, args.checkpoint))
+        incremental.print_summary(incremental.run_incremental(spark, settings, args.checkpoint))
         return 0
-    summary = run_job(spark, config)
+    summary = run_job(spark, settings)
     print_summary(summary)
     return 0
 
 
-def sinks_output(config: dict):
+def sinks_output(settings: Settings):
     """Where the run's tables are kept (``sinks.Output``): under ``output.path``, or by name with ``output.catalog``."""
     from offsets_audit.sinks import Output
 
-    return Output.of(config["output"])
+    return Output.of(settings.output)
 
 
-def session_conf(config: dict) -> dict[str, str]:
-    """The config's ``spark.conf`` as text; with tables by name, a session this process starts itself keeps its
+def session_conf(settings: Settings) -> dict[str, str]:
+    """The settings' ``spark.conf`` as text; with tables by name, a session this process starts itself keeps its
     catalog in Spark's Hive metastore (``sinks.catalog.local_session_conf``). A session spark-submit or a cluster
     starts keeps its own catalog."""
     from offsets_audit.spark_session import launched_by_spark
 
-    conf = {str(k): str(v) for k, v in config["spark"]["conf"].items()}
-    if sinks_output(config).by_name and not launched_by_spark():
+    conf = settings.spark.conf_text()
+    if sinks_output(settings).by_name and not launched_by_spark():
         from offsets_audit.sinks.catalog import local_session_conf
 
         conf = local_session_conf(conf)
     return conf
 
 
-def describe(config: dict) -> str:
-    return json.dumps(redacted(config), indent=2)
+def describe(settings: Settings) -> str:
+    return json.dumps(redacted(settings), indent=2)

@@ -22,6 +22,7 @@ from offsets_audit.assignors.rerun import (
 )
 from offsets_audit.assignors.topic_metadata import TopicMetadata, topics_from_rows
 from offsets_audit.plans import by_group
+from offsets_audit.settings import Settings
 from offsets_audit.workers import fewer_collections
 
 _ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
@@ -82,6 +83,27 @@ def _group_rows(pdf: pd.DataFrame) -> list[dict]:
     for r in pdf.to_dict("records"):
         rows.append({c: _plain(r.get(c)) for c in _ROW_COLUMNS})
     return rows
+
+
+def topic_metadata(spark, settings: Settings):
+    """The topic-metadata snapshot the re-runs read (``topic_metadata.source: file``), else None."""
+    if settings.topic_metadata.source != "file" or not settings.topic_metadata.path:
+        return None
+    from offsets_audit.assignors.topic_metadata import read_topic_metadata
+
+    return read_topic_metadata(spark, settings.topic_metadata.path)
+
+
+def what_if_assignors(settings: Settings) -> list[str]:
+    """The what-if assignors, a user's plug-in (``assignors.custom``) last: resolved by name inside the
+    executors' Python workers, where its module must be importable (ship it with --py-files or install it on the
+    cluster), and loaded here first so that a wrong name fails on the driver with one line."""
+    custom = settings.assignors.custom
+    if custom:
+        from offsets_audit.assignors.plugin import load_assignor
+
+        load_assignor(custom)
+    return settings.assignors.what_if_names()
 
 
 def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,

@@ -1,8 +1,9 @@
 """Audit: rules over the replay's events, rebalance latency, the HTML report and the CI gate.
 
-Pure core: ``audit_group(events, config) -> (findings, rebalances)``, ``summarize_latency`` and
+Pure core: ``audit_group(events, settings) -> (findings, rebalances)``, ``summarize_latency`` and
 ``summarize_causes`` (every rebalance row carries ``causes`` / ``cause_members``, see ``causes.CAUSES``);
-Spark edge: ``offsets_audit.audit.spark.audit(tables, config)``. Rules: docs/rules.md.
+Spark edge: ``offsets_audit.audit.spark.audit(tables, assignor_audit, settings)`` (``settings``: the run's
+``offsets_audit.settings.Settings``). Rules: docs/rules.md.
 """
 from .causes import CAUSES, summarize_causes
 from .engine import audit_events, audit_group

@@ -1,6 +1,6 @@
 """The pure audit of one group: walk its replay events once, run every rule family, time rebalances.
 
-``audit_group(events, config)`` is what the Spark edge runs per group (``applyInArrow``) and what the
+``audit_group(events, settings)`` is what the Spark edge runs per group (``applyInArrow``) and what the
 tests call directly with hand-built or replayed events.
 """
 from __future__ import annotations
@@ -10,13 +10,14 @@ import pickle
 import zlib
 from typing import Iterable
 
+from offsets_audit.settings import Settings
+
 from .latency import RebalanceTracker
 from .model import Event, Finding
 from .rules import FAMILY_CLASSES
 from .rules.base import AuditContext, GroupView, RuleFamily, share_causes
 from .rules.offsets import OffsetRules
 from .rules.ownership import OwnershipRules
-from .rules.registry import rule_settings
 
 
 #: Events of offset commits and transaction markers (``OffsetMetadataManager``): the offset rule family reads
@@ -91,6 +92,9 @@ class GroupTimeline:
         })
 
 
+#: What ``AuditContext`` holds of the run rather than of the group: never stored with a group's state.
+_RUN_ATTRIBUTES = ("settings", "rules", "end_time_ms")
+
 #: Version byte of ``GroupAudit.to_bytes``: a checkpoint written by another layout is refused, not misread.
 _STATE_FORMAT = 1
 
@@ -111,13 +115,10 @@ class GroupAudit:
     streaming audit keeps per group in its state store (``to_bytes`` / ``from_bytes``).
     """
 
-    def __init__(self, group_id: str | None, config: dict | None = None, *, settings: dict | None = None,
-                 end_time_ms: int | None = None, timeline: bool = False) -> None:
+    def __init__(self, group_id: str | None, settings: Settings | None = None, *, end_time_ms: int | None = None,
+                 timeline: bool = False) -> None:
         self.group_id = group_id
-        self.ctx = AuditContext(settings if settings is not None else rule_settings(config), dict(config or {}),
-                                group_id)
-        if end_time_ms is not None:
-            self.ctx.config["_end_time_ms"] = end_time_ms
+        self.ctx = AuditContext(settings or Settings(), group_id, end_time_ms=end_time_ms)
         self.families: list = [cls(self.ctx) for cls in FAMILY_CLASSES]
         self.tracker = RebalanceTracker(self.ctx)
         self.families.append(self.tracker)
@@ -136,17 +137,18 @@ class GroupAudit:
     # -- state ---------------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """Compact state (zlib-compressed pickle) without the settings and config, given again on load."""
-        settings, config = self.ctx.settings, self.ctx.config
-        self.ctx.settings, self.ctx.config = {}, {}
+        """Compact state (zlib-compressed pickle) without the run's settings, rules and end time, given again
+        on load."""
+        ctx = self.ctx
+        run = {name: ctx.__dict__.pop(name) for name in _RUN_ATTRIBUTES if name in ctx.__dict__}
         try:
             blob = pickle.dumps(self.__dict__, protocol=pickle.HIGHEST_PROTOCOL)
         finally:
-            self.ctx.settings, self.ctx.config = settings, config
+            ctx.__dict__.update(run)
         return bytes([_STATE_FORMAT]) + zlib.compress(blob, 1)
 
     @classmethod
-    def from_bytes(cls, data: bytes, config: dict | None = None, *, settings: dict | None = None) -> GroupAudit:
+    def from_bytes(cls, data: bytes, settings: Settings | None = None) -> GroupAudit:
         if not data or data[0] != _STATE_FORMAT:
             raise ValueError(f"unknown GroupAudit state format {data[:1]!r}; the checkpoint was written by another "
                              "version: start a new checkpoint")
@@ -155,8 +157,9 @@ class GroupAudit:
         if "batch_families" not in audit.__dict__:  # a checkpoint written before these attributes
             audit.batch_families = _batch_families(audit.families)
             audit.causes = share_causes(audit.families)
-        audit.ctx.settings = settings if settings is not None else rule_settings(config)
-        audit.ctx.config = dict(config or {})
+        for name in ("config", *_RUN_ATTRIBUTES):  # "config": what a checkpoint written before typed settings kept
+            audit.ctx.__dict__.pop(name, None)
+        audit.ctx.use(settings or Settings())
         return audit
 
     # -- the walk ------------------------------------------------------------------------------------
@@ -266,10 +269,9 @@ class GroupAudit:
         which it could differ (a stuck-state or pending-transaction timer runs out, or one already out is
         measured to a later end); None when no later end time changes it. With no new events for the group, a
         later run whose clock is below that time has the same tail and can carry it instead of recomputing."""
-        copy = GroupAudit.from_bytes(self.to_bytes(), self.ctx.config, settings=self.ctx.settings)
+        copy = GroupAudit.from_bytes(self.to_bytes(), self.ctx.settings)
         copy.ctx.findings, copy.tracker.rows = [], []
-        if end_time_ms is not None:
-            copy.ctx.config["_end_time_ms"] = end_time_ms
+        copy.ctx.end_time_ms = end_time_ms
         copy._close_last_batch()
         end = end_time_ms or copy.view.last_time
         horizons = [h for h in (f.clock_horizon(copy.view, end) for f in copy.families) if h is not None]
@@ -285,8 +287,7 @@ def _batch_families(families: list) -> list:
     return [f for f in families if type(f).on_batch_end is not RuleFamily.on_batch_end]
 
 
-def audit_group(events: Iterable[dict | Event], config: dict | None = None, *, settings: dict | None = None,
-                end_time_ms: int | None = None,
+def audit_group(events: Iterable[dict | Event], settings: Settings | None = None, *, end_time_ms: int | None = None,
                 timeline: GroupTimeline | None = None) -> tuple[list[Finding], list[dict]]:
     """Findings and rebalance rows of one group id, from its events in log (offset) order.
 
@@ -299,7 +300,7 @@ def audit_group(events: Iterable[dict | Event], config: dict | None = None, *, s
     parsed = [e if isinstance(e, Event) else Event.from_dict(e) for e in events]
     if not parsed:
         return [], []
-    audit = GroupAudit(parsed[0].group_id, config, settings=settings, end_time_ms=end_time_ms)
+    audit = GroupAudit(parsed[0].group_id, settings, end_time_ms=end_time_ms)
     if timeline is not None:
         audit.timeline = timeline
     audit.feed(parsed)
@@ -307,10 +308,9 @@ def audit_group(events: Iterable[dict | Event], config: dict | None = None, *, s
     return audit.findings, audit.rebalances
 
 
-def audit_events(events: Iterable[dict], config: dict | None = None, *,
+def audit_events(events: Iterable[dict], settings: Settings | None = None, *,
                  end_time_ms: int | None = None) -> tuple[list[Finding], list[dict]]:
     """``audit_group`` over events of many groups (split by group id, order kept within each)."""
-    settings = rule_settings(config)
     by_group: dict = {}
     for e in events:
         gid = e.group_id if isinstance(e, Event) else e.get("group_id")
@@ -320,7 +320,7 @@ def audit_events(events: Iterable[dict], config: dict | None = None, *,
     for gid, evs in by_group.items():
         if gid is None:
             continue
-        f, r = audit_group(evs, config, settings=settings, end_time_ms=end_time_ms)
+        f, r = audit_group(evs, settings, end_time_ms=end_time_ms)
         findings.extend(f)
         rebalances.extend(r)
     return findings, rebalances

@@ -20,9 +20,9 @@ CAPPED_SEVERITY = "warning"
 _SEVERITIES_ABOVE_CAP = ("error",)
 
 
-def mark_data_gaps(findings, quarantined, config: dict):
+def mark_data_gaps(findings, quarantined, *, trust_after_gap: bool):
     """``findings`` with ``data_gap`` and ``data_gap_quarantined`` (quarantine rows before its evidence)
-    and, unless ``check.trust_after_gap``, severity capped at ``warning`` where ``data_gap`` is true."""
+    and, unless ``trust_after_gap`` (``check.trust_after_gap``), severity capped at ``warning`` where ``data_gap`` is true."""
     from pyspark.sql import functions as F
 
     from offsets_audit.plans import quoted
@@ -40,7 +40,7 @@ def mark_data_gaps(findings, quarantined, config: dict):
         "_gap_partition = _partition AND (_gap_offset IS NULL OR _gap_offset < _last_offset)"
         " AND (_gap_group IS NULL OR _gap_group = group_id)"))
     counted = before.groupBy("id").agg(F.expr("count(1) AS data_gap_quarantined"), F.expr("min(_partition) AS _gap_on"))
-    trust = bool((config.get("check") or {}).get("trust_after_gap"))
+    trust = trust_after_gap
     above = ", ".join(f"'{s}'" for s in _SEVERITIES_ABOVE_CAP)
     capped = f"(data_gap AND severity IN ({above}) AND {'false' if trust else 'true'})"
     note = ("concat(' [after a data gap: ', CAST(data_gap_quarantined AS STRING), ' quarantined record(s) on partition ', "

@@ -27,6 +27,11 @@ So the findings of runs 1..n plus the provisional ones of run n are the batch ru
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Mapping
+
+from offsets_audit.settings import RuleSettings
+
 from .offsets_spark import TIMELINE_DDL, commit_events, offset_findings
 
 #: The state one run leaves for the next (``PATH/offset_rules/run=<run_id>/<name>`` in the checkpoint).
@@ -49,14 +54,16 @@ def empty_state(spark) -> dict:
     return {name: spark.createDataFrame([], ddl) for name, ddl in OFFSET_STATE_DDLS.items()}
 
 
-def _only(settings: dict, *rules: str) -> dict:
+def _only(rules: Mapping[str, RuleSettings], *kept: str) -> dict[str, RuleSettings]:
+    """``rules`` with every offset rule but ``kept`` switched off."""
     from .offsets_spark import OFFSET_RULES
 
-    return {**settings, **{r: {**settings[r], "enabled": settings[r]["enabled"] and r in rules} for r in OFFSET_RULES}}
+    return {**rules, **{r: dataclasses.replace(rules[r], enabled=rules[r].enabled and r in kept) for r in OFFSET_RULES}}
 
 
-def incremental_offset_findings(run_log, group_times, timeline, state: dict, settings: dict, config: dict,
-                                end_time_ms: int | None, *, cached: list | None = None):
+def incremental_offset_findings(run_log, group_times, timeline, state: dict, rules: Mapping[str, RuleSettings],
+                                topic_ids: Mapping[str, str], end_time_ms: int | None, *,
+                                cached: list | None = None):
     """``(findings, provisional, next_state)``: finding rows (``model.FINDING_ROW_DDL``) of the offset rules
     completed by this run, those that hold only because the log ends at ``end_time_ms``, and the state for the
     next run.
@@ -80,32 +87,32 @@ def incremental_offset_findings(run_log, group_times, timeline, state: dict, set
     seeds = state["timeline"]
     findings = []
 
-    commit_rules = _only(settings, "offset_committed_backwards", "offset_commit_by_non_owner")
+    commit_rules = _only(rules, "offset_committed_backwards", "offset_commit_by_non_owner")
     seeded_ids = state["topic_ids"].select(
         "group_id", "topic", "record_partition", "record_offset", "topic_id", F.lit(False).alias("carried"),
         F.lit(False).alias("applied"), F.lit("committed").alias("outcome"))
     commit_timeline = timeline.unionByName(seeds.filter(F.col("kind").isin("context", "ownership")))
     found = offset_findings(news.unionByName(seeded_ids, allowMissingColumns=True), group_times, commit_timeline,
-                            commit_rules, config, end_time_ms, cached=cached)
+                            commit_rules, topic_ids, end_time_ms, cached=cached)
     if found is not None:
         findings.append(found)
 
     transactions = _transactions(news, state["open_txn"])
-    pending_rule = _only(settings, "transactional_offset_pending_too_long")
+    pending_rule = _only(rules, "transactional_offset_pending_too_long")
     provisional = None
     early = None
-    if pending_rule["transactional_offset_pending_too_long"]["enabled"]:
+    if pending_rule["transactional_offset_pending_too_long"].enabled:
         judged = _as_commit_log(transactions.filter(~F.col("fired")))
         clock = group_times.unionByName(commit_events(news).filter(F.col("group_id").isNotNull()))
         starts = timeline.filter((F.col("kind") == "context") & (F.col("seq") == -1)).unionByName(
             seeds.filter(F.col("kind") == "start").withColumn("kind", F.lit("context")))
         # A row per transaction already, a micro-batch's few: the pending rule's hot-block prefilter would add jobs.
-        early = offset_findings(judged, clock, starts, pending_rule, config, _NEVER, cached=cached,
+        early = offset_findings(judged, clock, starts, pending_rule, topic_ids, _NEVER, cached=cached,
                                 hot_blocks_only=False)
         if cached is not None:
             early = early.persist()
             cached.append(early)
-        at_end = offset_findings(judged, clock, starts, pending_rule, config, end_time_ms, cached=cached,
+        at_end = offset_findings(judged, clock, starts, pending_rule, topic_ids, end_time_ms, cached=cached,
                                  hot_blocks_only=False)
         provisional = at_end.join(early.select("id"), "id", "left_anti")
         findings.append(early)

@@ -8,7 +8,7 @@ per (topic id, partition) ownership intervals [from, to) once per assignment cha
 * ``offset_committed_backwards``: the commit log's lag per key (``previous_committed_offset``: the previous
   applied commit since the key's last tombstone), with "the group had members" from the context in force.
 * ``offset_commit_by_non_owner``: applied commits of consumer groups with members, whose topic id is known
-  (the config's ``_topic_ids`` or the first commit of the group naming it), matched to the ownership interval of
+  (the settings' ``topic_ids`` or the first commit of the group naming it), matched to the ownership interval of
   their (group, topic id, partition) by one sorted pass per key.
 * ``transactional_offset_pending_too_long``: the first transactional commit of a producer per key and
   transaction, against the group's clock (every event of the group: group records, commits, markers) before its
@@ -20,11 +20,13 @@ commit's own (the replay emits a simple group's creation first), so a context ro
 from __future__ import annotations
 
 import json
+from typing import Mapping
 
 import pandas as pd
 
 from offsets_audit.plans import cached_leaf, cast_to
 from offsets_audit.replay.commit_log import ResolvedCommits, below_stored_commit, run_commit
+from offsets_audit.settings import RuleSettings
 
 from .model import FINDING_ROW_DDL, Finding
 from .rules.offsets import commit_by_non_owner, committed_backwards, pending_too_long
@@ -62,12 +64,14 @@ def _resolved(commit_log) -> ResolvedCommits:
     return commit_log if isinstance(commit_log, ResolvedCommits) else ResolvedCommits.of_log(commit_log)
 
 
-def offset_findings(commit_log, group_times, timeline, settings: dict, config: dict, end_time_ms: int | None,
+def offset_findings(commit_log, group_times, timeline, rules: Mapping[str, RuleSettings],
+                    topic_ids: Mapping[str, str], end_time_ms: int | None,
                     *, cached: list | None = None, members_context=None, hot_blocks_only: bool = True,
                     clock_blocks=None):
     """Finding rows (``audit.model.FINDING_ROW_DDL``) of the enabled offset rules.
 
-    ``commit_log``: the resolved log, whole (a ``COMMIT_LOG_DDL`` DataFrame) or as a ``ResolvedCommits``;
+    ``rules``: every rule id's settings (``Settings.rules``); ``topic_ids``: topic name -> id known beforehand
+    (``Settings.topic_ids``). ``commit_log``: the resolved log, whole (a ``COMMIT_LOG_DDL`` DataFrame) or as a ``ResolvedCommits``;
     ``group_times``: (group_id, partition, offset, timestamp) of every group event; ``timeline``: the walk's
     rows (``group_id``, ``kind`` = context|ownership, ``TIMELINE_DDL`` columns). With ``cached`` (a list), the
     intermediates the rules' plan reads several times (the pending rule's tracked transactions, clock blocks and
@@ -89,11 +93,11 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
 
     commit_log = _resolved(commit_log)
     parts = []
-    if settings["offset_committed_backwards"]["enabled"] or settings["offset_commit_by_non_owner"]["enabled"]:
-        parts.append(_commit_rules(commit_log, timeline, settings, config, members_context=members_context,
+    if rules["offset_committed_backwards"].enabled or rules["offset_commit_by_non_owner"].enabled:
+        parts.append(_commit_rules(commit_log, timeline, rules, topic_ids, members_context=members_context,
                                    cached=cached))
-    if settings["transactional_offset_pending_too_long"]["enabled"]:
-        parts.append(_pending_rule(commit_log, group_times, timeline, settings, end_time_ms, cached=cached,
+    if rules["transactional_offset_pending_too_long"].enabled:
+        parts.append(_pending_rule(commit_log, group_times, timeline, rules, end_time_ms, cached=cached,
                                    hot_blocks_only=hot_blocks_only, clock_blocks=clock_blocks))
     parts = [p for p in parts if p is not None]
     if not parts:
@@ -101,12 +105,12 @@ def offset_findings(commit_log, group_times, timeline, settings: dict, config: d
     candidates = parts[0]
     for p in parts[1:]:
         candidates = candidates.unionByName(p)
-    severities = {rule: settings[rule]["severity"] for rule in OFFSET_RULES}
+    severities = {rule: rules[rule].severity for rule in OFFSET_RULES}
 
     def word(batches):
         columns = [c.split()[0] for c in FINDING_ROW_DDL.split(", ")]
         for pdf in batches:
-            rows = [_word(r, severities, settings) for r in pdf.to_dict("records")]
+            rows = [_word(r, severities, rules) for r in pdf.to_dict("records")]
             yield pd.DataFrame([f.to_dict() for f in rows], columns=columns)
 
     return candidates.select(*[c.split()[0] for c in _CANDIDATE_DDL.split(", ")]).mapInPandas(word, FINDING_ROW_DDL) \
@@ -164,7 +168,8 @@ def _owned_intervals(timeline):
             .filter(F.col("owned")).drop("owned"))
 
 
-def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config: dict, *, members_context=None,
+def _commit_rules(commit_log: ResolvedCommits, timeline, rules: Mapping[str, RuleSettings],
+                  topic_ids: Mapping[str, str], *, members_context=None,
                   cached: list | None = None):
     """Backwards commits and commits by a non-owner: applied commits in the context in force.
 
@@ -175,13 +180,13 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
     non-owner candidates with their groups' context rows with the members."""
     from pyspark.sql import functions as F
 
-    with_members = bool(settings["offset_committed_backwards"]["only_with_members"])
+    with_members = bool(rules["offset_committed_backwards"].threshold("only_with_members"))
     backwards = below_stored_commit()
     where = _where(F.col("partition"), F.col("offset"))
     common = [F.col("group_id"), F.col("group_type"), F.col("time"), F.col("topic"), F.col("topic_partition")]
     rows = []
     non_owner_in_force = None
-    if settings["offset_committed_backwards"]["enabled"]:
+    if rules["offset_committed_backwards"].enabled:
         # Every applied commit below the stored one is a row of the log (its digest keeps them all).
         rows.append(commit_log.rows.filter(~F.col("carried") & F.col("applied")).filter(backwards).select(
             "group_id", "topic", "topic_partition", "committed_offset", "topic_id", "previous_committed_offset",
@@ -189,12 +194,12 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, settings: dict, config:
             F.col("record_partition").alias("partition"), F.col("effective_at").alias("offset"),
             F.when(F.col("outcome") == "txn_committed", F.col("resolved_timestamp")).otherwise(F.col("timestamp"))
             .alias("time"), F.lit("offset_committed_backwards").alias("rule")))
-    if settings["offset_commit_by_non_owner"]["enabled"]:
+    if rules["offset_commit_by_non_owner"].enabled:
         # Only groups that ever had modern (KIP-848) members can fail the rule; the context in force decides.
         modern = timeline.filter((F.col("kind") == "context") & (F.col("group_type") == "consumer")
                                  & F.col("has_modern_members")).select("group_id").distinct()
         # A topic's id: the config's, else the first commit of the group that named it (up to this commit).
-        known = dict(config.get("_topic_ids") or {})
+        known = dict(topic_ids)
         first_id = commit_log.first_topic_ids(modern)
         # Without configured ids only a commit of a (group, topic) some commit of it named can be judged, and
         # ``first_id`` holds the modern groups' only: one inner join of the commits where there were two (the
@@ -297,7 +302,8 @@ BLOCK_BITS = 8
 _MAX_SPAN = 64
 
 
-def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: dict, end_time_ms: int | None, *,
+def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, rules: Mapping[str, RuleSettings],
+                  end_time_ms: int | None, *,
                   cached: list | None = None, hot_blocks_only: bool = True, clock_blocks=None):
     """Transactional commits pending longer than ``max_pending_ms``: the first event of the group (in log order)
     later than the limit, before the commit's marker (or the tombstone that cleared it), else the log's end.
@@ -316,7 +322,7 @@ def _pending_rule(commit_log: ResolvedCommits, group_times, timeline, settings: 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    limit = int(settings["transactional_offset_pending_too_long"]["max_pending_ms"])
+    limit = int(rules["transactional_offset_pending_too_long"].threshold("max_pending_ms"))
     txn = commit_log.rows.filter(~F.col("carried") & F.col("outcome").startswith("txn_")
                                  & F.col("timestamp").isNotNull())
     events = commit_log.events().unionByName(group_times).filter(F.col("timestamp").isNotNull())
@@ -484,7 +490,7 @@ def _complete(df):
     return cast_to(df, T._parse_datatype_string(_CANDIDATE_DDL))
 
 
-def _word(row: dict, severities: dict, settings: dict) -> Finding:
+def _word(row: dict, severities: dict, rules: Mapping[str, RuleSettings]) -> Finding:
     """A candidate row as the pure rule words it (``rules.offsets``)."""
     rule = row["rule"]
 
@@ -510,7 +516,7 @@ def _word(row: dict, severities: dict, settings: dict) -> Finding:
             plain(row["assignment_epoch"]), json.loads(row["members_json"] or "{}"), evidence_of_members,
             row["where"])
     else:
-        limit = int(settings[rule]["max_pending_ms"])
+        limit = int(rules[rule].threshold("max_pending_ms"))
         message, evidence, details, key = pending_too_long(topic, partition, plain(row["producer_id"]),
                                                            plain(row["pending_ms"]), limit, row["where"])
     if key is not None:

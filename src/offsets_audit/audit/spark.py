@@ -1,4 +1,4 @@
-"""Spark edge of the audit: ``audit(replay_tables, assignor_audit, config) -> AuditTables``.
+"""Spark edge of the audit: ``audit(replay_tables, assignor_audit, settings) -> AuditTables``.
 
 The replay's ``group_events`` go through the pure ``audit_group`` once per group with
 ``groupBy("group_id").applyInArrow`` (``walk_groups``), which also emits each group's timeline (context and ownership
@@ -17,6 +17,7 @@ import pandas as pd
 
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
 from offsets_audit.plans import by_group
+from offsets_audit.settings import Settings
 from offsets_audit.workers import fewer_collections
 
 from .engine import GroupTimeline, audit_group
@@ -25,7 +26,7 @@ from .model import FINDING_ROW_DDL, Event
 from .offsets_spark import HOT_BLOCKS_MIN_RECORDS, TIMELINE_DDL, offset_findings
 from .latency import LATENCY_METRICS, PERCENTILES, REBALANCE_COLUMNS
 from .rules.assignor import assignor_findings
-from .rules.registry import rule_settings
+from .rules.registry import default_rule_settings
 
 FINDINGS_DDL = ("id string, group_id string, group_type string, rule string, severity string, time timestamp, "
                 "message string, evidence array<string>, details string")
@@ -77,7 +78,7 @@ EVENT_COLUMNS = ("partition", "offset", "timestamp", "group_id", "group_type", "
 EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 
-def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: bool = True,
+def _audit_groups(settings: Settings, end_time_ms: int | None, schema, *, members: bool = True,
                   context_only: bool = False):
     """The applyInArrow body: one group's events (``EVENT_COLUMNS``, any order) through ``audit_group``, out as
     ``_OUTPUT_DDL`` rows (``schema``, that DDL as Arrow, made on the driver: DDL parsing needs a SparkContext).
@@ -89,7 +90,6 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: boo
     walk runs with the worker's collector run less often (``workers.fewer_collections``)."""
     import pyarrow as pa
 
-    settings = rule_settings(config)
     names = schema.names
 
     def run(table: pa.Table) -> pa.Table:
@@ -106,8 +106,7 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: boo
         with fewer_collections():
             events = [Event.of(*rows[i]) for i in order]
             timeline = GroupTimeline(members=members)
-            findings, rebalances = audit_group(events, config, settings=settings, end_time_ms=end_time_ms,
-                                               timeline=timeline)
+            findings, rebalances = audit_group(events, settings, end_time_ms=end_time_ms, timeline=timeline)
         out = [dict(row, kind="context") for row in timeline.context]
         if not context_only:
             out += [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]
@@ -121,7 +120,7 @@ def _audit_groups(config: dict, end_time_ms: int | None, schema, *, members: boo
     return run
 
 
-def walk_groups(events, config: dict, end_time_ms: int | None, *, members: bool = True,
+def walk_groups(events, settings: Settings, end_time_ms: int | None, *, members: bool = True,
                 context_only: bool = False):
     """Each group's events through the pure walk, grouped by group id: ``_OUTPUT_DDL`` rows (findings and
     rebalances as JSON payloads, the timeline's context and ownership rows as columns); ``members`` and
@@ -133,7 +132,7 @@ def walk_groups(events, config: dict, end_time_ms: int | None, *, members: bool 
     assert isinstance(output_type, StructType)
     schema = to_arrow_schema(output_type)
     return by_group(events.select(*EVENT_COLUMNS)).groupBy("group_id").applyInArrow(
-        _audit_groups(config, end_time_ms, schema, members=members, context_only=context_only), _OUTPUT_DDL)
+        _audit_groups(settings, end_time_ms, schema, members=members, context_only=context_only), _OUTPUT_DDL)
 
 
 def latency_summary(rebalances):
@@ -165,17 +164,16 @@ def latency_summary(rebalances):
             .unionByName(level("group_type", ["group_type"])))
 
 
-def _assignor_mismatches(assignor_audit, config: dict):
+def _assignor_mismatches(assignor_audit, rules):
     from pyspark.sql import functions as F
 
-    settings = rule_settings(config)
-    if assignor_audit is None or not settings["assignor_mismatch"]["enabled"] or "match" not in assignor_audit.columns:
+    if assignor_audit is None or not rules["assignor_mismatch"].enabled or "match" not in assignor_audit.columns:
         return None
 
     def run(batches):
         for pdf in batches:
             rows = [{k: (None if _isnull(v) else _plain(v)) for k, v in r.items()} for r in pdf.to_dict("records")]
-            found = [f.to_dict() for f in assignor_findings(rows, settings)]
+            found = [f.to_dict() for f in assignor_findings(rows, rules)]
             yield pd.DataFrame(found, columns=[c.split()[0] for c in FINDING_ROW_DDL.split(", ")])
 
     mismatched = assignor_audit.filter(F.col("match") == F.lit(False))
@@ -199,7 +197,7 @@ def _plain(v):
     return v
 
 
-def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict | None = None, *,
+def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Settings | None = None, *,
           quarantined=None, decoded=None, records: int | None = None, clock_blocks=None) -> AuditTables:
     """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
     audit's rows (``None`` when the assignor audit is off).
@@ -214,15 +212,8 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     (``offsets_spark.clock_blocks``); without it the rule aggregates the events."""
     from pyspark.sql import functions as F
 
-    if isinstance(assignor_audit, dict) and config is None:
-        # The form before the stage contracts, audit(tables, config): the assignor audit was a table of the dict.
-        import warnings
-
-        warnings.warn("audit(tables, config) is deprecated; call audit(replay_tables, assignor_audit, config)",
-                      DeprecationWarning, stacklevel=2)
-        config, assignor_audit = assignor_audit, replay_tables.get("assignor_audit")
-    config = config if config is not None else {}
-    settings = rule_settings(config)  # a config mistake fails here, on the driver, with the key it names
+    settings = settings or Settings()
+    rules = settings.rules or default_rule_settings()
     tables = replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
         **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
     events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
@@ -236,11 +227,11 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
     end_time_ms = times.agg(F.max("timestamp")).first()[0]
     # The walk's context rows leave the members out (``GroupTimeline``): only the non-owner rule reports them, and
     # only the groups it reports are walked again with them (``with_members``), on a healthy cluster none.
-    out = walk_groups(events, config, end_time_ms, members=False).persist()
+    out = walk_groups(events, settings, end_time_ms, members=False).persist()
     timeline_columns = ["group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]]
 
     def with_members(group_ids):
-        walked = walk_groups(events.join(group_ids, "group_id", "left_semi"), config, end_time_ms, members=True,
+        walked = walk_groups(events.join(group_ids, "group_id", "left_semi"), settings, end_time_ms, members=True,
                              context_only=True)
         return walked.select(*timeline_columns)
 
@@ -249,20 +240,21 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, config: dict 
                 .select("f.*"))
     if commit_log is not None:
         timeline = out.filter(F.col("kind").isin("context", "ownership")).select(*timeline_columns)
-        offsets = offset_findings(commit_log, group_times, timeline, settings, config, end_time_ms, cached=cached,
+        offsets = offset_findings(commit_log, group_times, timeline, rules, settings.topic_ids, end_time_ms,
+                                  cached=cached,
                                   members_context=with_members,
                                   hot_blocks_only=records is None or records >= HOT_BLOCKS_MIN_RECORDS,
                                   clock_blocks=clock_blocks)
         if offsets is not None:
             findings = findings.unionByName(offsets)
-    mismatches = _assignor_mismatches(assignor_audit, config)
+    mismatches = _assignor_mismatches(assignor_audit, rules)
     if mismatches is not None:
         findings = findings.unionByName(mismatches)
     findings = findings.withColumn("time", F.timestamp_millis(F.col("time")))
     if quarantined is not None:
         from .gaps import mark_data_gaps
 
-        findings = mark_data_gaps(findings, quarantined, config)
+        findings = mark_data_gaps(findings, quarantined, trust_after_gap=settings.check.trust_after_gap)
     rebalances = (out.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])

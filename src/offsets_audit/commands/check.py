@@ -15,11 +15,13 @@ import sys
 import traceback
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Mapping
 
 from offsets_audit.errors import UserError
 
 from offsets_audit.audit.model import SEVERITY_RANK
-from offsets_audit.audit.rules.registry import RULES, rule_settings
+from offsets_audit.audit.rules.registry import RULES
+from offsets_audit.settings import RuleSettings, Settings
 
 MAX_FINDINGS_PER_CASE = 100
 #: Exit codes: PASS, FAIL, a person's mistake (one line), and a crash, which must never look like FAIL.
@@ -87,7 +89,7 @@ def verdict_line(findings: list[dict], fail_on: str, run_id: str, records: dict 
     return f"offsets-audit check: FAIL run {run_id}: {len(bad)} finding(s) at or above '{fail_on}' ({top}){tail}"
 
 
-def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, seconds: float = 0.0,
+def junit_xml(findings: list[dict], rules: Mapping[str, RuleSettings], fail_on: str, run_id: str, seconds: float = 0.0,
               records: dict | None = None, fail_on_quarantine: bool = False, not_run: dict | None = None) -> str:
     """JUnit XML: one testcase per rule; disabled rules are skipped, failing rules carry their evidence.
     With ``check.fail_on_quarantine`` one more testcase, ``input_complete``, fails when records were lost.
@@ -104,7 +106,7 @@ def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, s
                              time="0")
         found = by_rule.get(rule_id, [])
         bad = failing(found, fail_on)
-        if not settings[rule_id]["enabled"]:
+        if not rules[rule_id].enabled:
             ET.SubElement(case, "skipped", message="rule disabled in the config")
             skipped += 1
         elif rule_id in (not_run or {}):
@@ -112,7 +114,7 @@ def junit_xml(findings: list[dict], settings: dict, fail_on: str, run_id: str, s
             skipped += 1
         elif bad:
             failures += 1
-            failure = ET.SubElement(case, "failure", type=settings[rule_id]["severity"],
+            failure = ET.SubElement(case, "failure", type=rules[rule_id].severity,
                                     message=f"{len(bad)} finding(s): {spec.summary}")
             failure.text = "\n".join(_finding_text(f) for f in bad[:MAX_FINDINGS_PER_CASE]) + (
                 f"\n... {len(bad) - MAX_FINDINGS_PER_CASE} more in the findings table"
@@ -178,11 +180,11 @@ def json_summary(findings: list[dict], fail_on: str, run_id: str, job_summary: d
     }
 
 
-def _read_findings(spark, config: dict, table: str = "findings") -> list[dict]:
+def _read_findings(spark, settings: Settings, table: str = "findings") -> list[dict]:
     """This run's findings, read with the table's known schema (an empty table reads as no findings)."""
     from offsets_audit.job import sinks_output
 
-    df = sinks_output(config).read_table(spark, table, config["run_id"])
+    df = sinks_output(settings).read_table(spark, table, settings.run_id)
     return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
 
 
@@ -197,7 +199,7 @@ def _write(path: str | None, text: str) -> None:
 def run(args) -> int:
     """Exit 0: PASS (no finding at or above ``fail_on``); 1: FAIL; 2: a configuration or input mistake
     (one line on stderr, before any Spark work where it can be seen then); 3: an internal error, a bug."""
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import overrides_from_args
     from offsets_audit.job import sinks_output
 
@@ -206,38 +208,35 @@ def run(args) -> int:
                                ("json_summary", args.json_summary)) if v}
     if check:
         overrides["check"] = check
-    config = load_config(args.config, overrides)
-    settings = rule_settings(config)
+    settings = load_settings(args.config, overrides)
     if args.incremental and not args.checkpoint:
         raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH (the nightly run's)")
     if args.checkpoint and not args.incremental:
         raise UserError("--checkpoint is only read with --incremental", fix="add --incremental or drop --checkpoint")
-    if config["source"]["kind"] not in ("parquet", "segments", "kafka"):
-        raise UserError(f"source.kind {config['source']['kind']!r} cannot be checked", fix="use parquet or segments")
-    sinks_output(config).check()
+    sinks_output(settings).check()
     from offsets_audit.config import source_config
     from offsets_audit.sources import preflight
 
-    preflight(source_config(config))  # a wrong path, option or input file: one line before Spark starts
+    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
     try:
-        return _check(config, settings, args.checkpoint if args.incremental else None)
+        return _check(settings, args.checkpoint if args.incremental else None)
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a crash must never read as the gate's FAIL (exit 1)
         traceback.print_exc(file=sys.stderr)
-        print(f"offsets-audit check: ERROR run {config['run_id']}: {type(exc).__name__}: "
+        print(f"offsets-audit check: ERROR run {settings.run_id}: {type(exc).__name__}: "
               f"{str(exc).splitlines()[0] if str(exc) else ''} (a bug, not a verdict: please report it with the "
               f"traceback above)", file=sys.stdout, flush=True)
         return EXIT_INTERNAL_ERROR
 
 
-def _check(config: dict, settings: dict, checkpoint: str | None = None) -> int:
+def _check(settings: Settings, checkpoint: str | None = None) -> int:
     import time
 
     from offsets_audit.job import run_job, session_conf
     from offsets_audit.spark_session import get_spark
 
-    spark = get_spark("offsets-audit-check", master=config["spark"]["master"], extra_conf=session_conf(config))
+    spark = get_spark("offsets-audit-check", master=settings.spark.master, extra_conf=session_conf(settings))
     start = time.perf_counter()
     not_run: dict = {}
     if checkpoint is not None:
@@ -246,22 +245,22 @@ def _check(config: dict, settings: dict, checkpoint: str | None = None) -> int:
         # reported skipped, never passed.
         from offsets_audit.incremental import run_incremental
 
-        summary = run_incremental(spark, config, checkpoint, progress=False)
-        findings = _read_findings(spark, config) + [dict(f, provisional=True) for f in
-                                                    _read_findings(spark, config, "provisional_findings")]
+        summary = run_incremental(spark, settings, checkpoint, progress=False)
+        findings = _read_findings(spark, settings) + [dict(f, provisional=True) for f in
+                                                      _read_findings(spark, settings, "provisional_findings")]
         not_run = {rule: "not evaluated by this incremental run: its checkpoint's earlier runs kept no "
                          "offset-rule state (start a new checkpoint)" for rule in summary.get("skipped_rules", ())}
     else:
-        summary = run_job(spark, config, progress=False)
-        findings = _read_findings(spark, config)
-    fail_on = config["check"]["fail_on"]
-    fail_on_quarantine = bool(config["check"].get("fail_on_quarantine"))
-    run_id = config["run_id"]
+        summary = run_job(spark, settings, progress=False)
+        findings = _read_findings(spark, settings)
+    fail_on = settings.check.fail_on
+    fail_on_quarantine = settings.check.fail_on_quarantine
+    run_id = settings.run_id
     records = summary.get("records") or {}
-    _write(config["check"].get("junit_xml"),
-           junit_xml(findings, settings, fail_on, run_id, seconds=time.perf_counter() - start, records=records,
+    _write(settings.check.junit_xml,
+           junit_xml(findings, settings.rules, fail_on, run_id, seconds=time.perf_counter() - start, records=records,
                      fail_on_quarantine=fail_on_quarantine, not_run=not_run))
-    _write(config["check"].get("json_summary"),
+    _write(settings.check.json_summary,
            json.dumps(json_summary(findings, fail_on, run_id, summary, fail_on_quarantine), indent=2, default=str))
     print(verdict_line(findings, fail_on, run_id, records, fail_on_quarantine), file=sys.stdout, flush=True)
     failed = failing(findings, fail_on) or fails_on_losses(records, fail_on_quarantine)

@@ -623,9 +623,9 @@ def drop_batches_before(checkpoint: str, first_fold: int, first_records: int) ->
                     child.unlink(missing_ok=True)
 
 
-def check_locations(config: dict, checkpoint: str) -> None:
+def check_locations(output_path: str, checkpoint: str) -> None:
     """One line before any Spark work when the checkpoint or output cannot serve an incremental run."""
-    for path in (checkpoint, config["output"]["path"]):
+    for path in (checkpoint, output_path):
         if "://" in path and not path.startswith("file://"):
             raise UserError(f"--incremental needs local folders, got {path}",
                             fix="pass a local --checkpoint and output.path")

@@ -7,6 +7,7 @@ import os
 from urllib.parse import urlparse
 
 from offsets_audit.errors import UserError
+from offsets_audit.settings import Settings
 
 
 def option_text(value) -> str:
@@ -50,16 +51,16 @@ def int_option(options: dict, name: str, default, minimum: int):
     return value
 
 
-def source_config(config: dict) -> dict:
-    """The ``source`` section of a loaded config as ``offsets_audit.sources.read`` takes it (kind, path, options)."""
-    source = config["source"]
-    if source["kind"] in ("segments", "parquet") and not source.get("path"):
-        raise UserError(f"source.kind is {source['kind']} but source.path is not set",
+def source_config(settings: Settings) -> dict:
+    """The run's ``source`` settings as ``offsets_audit.sources.read`` takes them (kind, path, options)."""
+    source = settings.source
+    if source.kind in ("segments", "parquet") and not source.path:
+        raise UserError(f"source.kind is {source.kind} but source.path is not set",
                         fix="set source.path in the config or pass --input PATH")
-    if source["kind"] == "kafka" and "kafka.bootstrap.servers" not in (source.get("options") or {}):
+    if source.kind == "kafka" and "kafka.bootstrap.servers" not in source.options:
         raise UserError("source.kind is kafka but no bootstrap servers are given",
                         fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
-    out = {"kind": source["kind"], **(source.get("options") or {})}
-    if source.get("path"):
-        out["path"] = source["path"]
+    out = {"kind": source.kind, **source.options}
+    if source.path:
+        out["path"] = source.path
     return out

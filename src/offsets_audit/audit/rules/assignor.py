@@ -8,6 +8,9 @@ rows and re-runs that raised are never mismatches.
 from __future__ import annotations
 
 import json
+from typing import Mapping
+
+from offsets_audit.settings import RuleSettings
 
 from ..model import Finding, finding_id
 
@@ -16,12 +19,13 @@ CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2,
                    "inferred": 0, "partition_metadata_record": 1, "metadata_provided": 1, "metadata_verified": 2}
 
 
-def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
-    """``rows``: dicts of the assignor_audit table; returns ``assignor_mismatch`` findings."""
-    rule = settings["assignor_mismatch"]  # settings from rule_settings() hold every rule id
-    if not rule["enabled"]:
+def assignor_findings(rows, rules: Mapping[str, RuleSettings]) -> list[Finding]:
+    """``rows``: dicts of the assignor_audit table; returns ``assignor_mismatch`` findings (``rules``: every rule
+    id's settings, ``Settings.rules``)."""
+    rule = rules["assignor_mismatch"]
+    if not rule.enabled:
         return []
-    floor = CONFIDENCE_RANK.get(str(rule.get("min_confidence", "medium")).lower(), 1)
+    floor = CONFIDENCE_RANK.get(str(rule.thresholds.get("min_confidence", "medium")).lower(), 1)
     out = []
     for row in rows:
         if row.get("match") in (True, None) or row.get("kind", "rerun") not in ("rerun", None) or row.get("error"):
@@ -42,7 +46,7 @@ def assignor_findings(rows, settings: dict[str, dict]) -> list[Finding]:
         from ..model import to_millis
 
         out.append(Finding(
-            rule="assignor_mismatch", severity=rule["severity"], group_id=row.get("group_id"),
+            rule="assignor_mismatch", severity=rule.severity, group_id=row.get("group_id"),
             group_type=row.get("group_type"), time=to_millis(time),
             message=(f"target assignment at epoch {row.get('assignment_epoch')} differs from a re-run of the "
                      f"{row.get('assignor')} assignor ({confidence} confidence"

@@ -8,9 +8,10 @@ applies it (so they can compare old and new), and the view's state at the end of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from offsets_audit.replay.state import GroupState, MemberState, modern_group_state
+from offsets_audit.settings import RuleSettings, Settings
 
 from ..causes import CauseTracker
 from ..model import Event, EventKind, Finding, partitions_of
@@ -397,24 +398,41 @@ def share_causes(families: list) -> CauseTracker | None:
 
 
 class AuditContext:
-    """Settings, the group's configured interval, and the sink findings go to (deduplicated)."""
+    """The run's settings and rules, when the log ends, and the sink findings go to (deduplicated).
 
-    def __init__(self, settings: dict[str, dict], config: dict | None, group_id: str | None) -> None:
-        self.settings = settings
-        self.config = config or {}
+    ``end_time_ms``: the newest record of the whole input (None: the group's own last event), which pending
+    transactions and stuck states are measured up to. The settings, rules and end time are the run's, never part
+    of a group's stored state (``GroupAudit.to_bytes`` leaves them out; a resumed audit is given them again)."""
+
+    #: Class defaults: a context pickled in an incremental checkpoint before these attributes starts from them.
+    settings: Settings = Settings()
+    rules: Mapping[str, RuleSettings] = {}
+    end_time_ms: int | None = None
+
+    def __init__(self, settings: Settings, group_id: str | None, *, rules: Mapping[str, RuleSettings] | None = None,
+                 end_time_ms: int | None = None) -> None:
+        self.use(settings, rules)
+        self.end_time_ms = end_time_ms
         self.group_id = group_id
         self.findings: list[Finding] = []
         self._open_keys: set = set()
 
+    def use(self, settings: Settings, rules: Mapping[str, RuleSettings] | None = None) -> None:
+        """Audit with ``settings`` and ``rules`` (default: the settings' rules, else every rule's registry default)."""
+        from .registry import default_rule_settings
+
+        self.settings = settings
+        self.rules = rules if rules is not None else (settings.rules or default_rule_settings())
+
     def enabled(self, rule: str) -> bool:
         """Whether ``rule`` is switched on; a rule id the registry does not know is a programming error."""
-        settings = self.settings.get(rule)
+        settings = self.rules.get(rule)
         if settings is None:
             raise KeyError(f"unknown rule id {rule!r}: add it to audit/rules/registry.py")
-        return bool(settings.get("enabled", False))
+        return settings.enabled
 
     def threshold(self, rule: str, name: str) -> Any:
-        return self.settings[rule][name]
+        return self.rules[rule].threshold(name)
 
     def emit(self, rule: str, view: GroupView, time: int | None, message: str, evidence: list[str],
              details: dict | None = None, key: Any = None) -> None:
@@ -429,7 +447,7 @@ class AuditContext:
         if key is not None:
             details["key"] = key if isinstance(key, (str, int)) else list(key) if isinstance(key, tuple) else str(key)
         self.findings.append(Finding(
-            rule=rule, severity=self.settings[rule]["severity"], group_id=view.group_id if view else self.group_id,
+            rule=rule, severity=self.rules[rule].severity, group_id=view.group_id if view else self.group_id,
             group_type=view.group_type if view else None, time=time, message=message,
             evidence=[e for e in dict.fromkeys(evidence) if e], details=details))
 
@@ -444,15 +462,16 @@ class AuditContext:
 
     def assignment_interval_ms(self, group_id: str | None, group_type: str | None) -> int | None:
         """``group.<type>.assignment.interval.ms`` or the group's own override (-1 = broker default)."""
-        broker = self.config.get("broker") or {}
         if group_type not in ("consumer", "share", "streams"):
             return None
-        default = broker.get(f"{group_type}_assignment_interval_ms", 1000)
-        override = ((broker.get("group_overrides") or {}).get(group_id) or {}).get("assignment_interval_ms")
+        broker = self.settings.broker
+        configured = broker.assignment_interval_ms(group_type)
+        default = 1000 if configured is None else configured
+        override = (broker.group_overrides.get(group_id or "") or {}).get("assignment_interval_ms")
         if override is None or int(override) == -1:
-            return None if default is None else int(default)
+            return default
         return int(override)
 
     @property
     def kafka_version(self) -> str | None:
-        return (self.config.get("broker") or {}).get("kafka_version")
+        return self.settings.broker.kafka_version

@@ -36,7 +36,7 @@ class BatchingRules(RuleFamily):
     def _interval(self, view: GroupView) -> IntervalBasis | None:
         key = (view.group_id, view.group_type)
         if key not in self._basis:
-            self._basis[key] = assignment_interval(self.ctx.config, view.group_id, view.group_type)
+            self._basis[key] = assignment_interval(self.ctx.settings.broker, view.group_id, view.group_type)
         return self._basis[key]
 
     def on_event(self, ev: Event, view: GroupView) -> None:

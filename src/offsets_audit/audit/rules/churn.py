@@ -91,7 +91,7 @@ class ChurnRules(CauseTrackingFamily):
                           key=("stuck", self.state, since.where))
 
     def finish(self, view: GroupView) -> None:
-        end = self.ctx.config.get("_end_time_ms") or view.last_time
+        end = self.ctx.end_time_ms or view.last_time
         if end is not None:
             self._check_stuck(view, end, None)
 

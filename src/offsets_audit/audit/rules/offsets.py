@@ -23,7 +23,7 @@ class OffsetRules(RuleFamily):
         super().__init__(ctx)
         self.last_commit: dict[tuple, Event] = {}
         self.pending: dict[tuple, Event] = {}
-        self.topic_ids: dict[str, str] = dict(ctx.config.get("_topic_ids") or {})
+        self.topic_ids: dict[str, str] = dict(ctx.settings.topic_ids)
 
     def on_event(self, ev: Event, view: GroupView) -> None:
         kind = ev.event
@@ -108,7 +108,7 @@ class OffsetRules(RuleFamily):
                 self.reported = self.reported | {key}
 
     def finish(self, view: GroupView) -> None:
-        end = self.ctx.config.get("_end_time_ms") or view.last_time
+        end = self.ctx.end_time_ms or view.last_time
         self._pending_check_all(view, end)
 
     def clock_horizon(self, view: GroupView, end: int | None) -> int | None:

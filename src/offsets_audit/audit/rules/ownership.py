@@ -20,7 +20,7 @@ class OwnershipRules(RuleFamily):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.topic_ids: dict[str, str] = dict(ctx.config.get("_topic_ids") or {})
+        self.topic_ids: dict[str, str] = dict(ctx.settings.topic_ids)
         self.warmups: dict[tuple, tuple[int, str]] = {}
 
     def on_event(self, ev: Event, view: GroupView) -> None:

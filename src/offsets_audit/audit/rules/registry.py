@@ -1,14 +1,18 @@
 """Every audit rule with its default switch, severity and thresholds (mirrored in conf/defaults.yaml).
 
-A rule id says the rule (``assignment_interval_violated``), never a number. ``rule_settings(config)``
+A rule id says the rule (``assignment_interval_violated``), never a number. ``rule_settings(rules)``
 merges a user's ``rules:`` section over these defaults one rule at a time, so a config that only says
-``rules: {rebalance_storm: {max_per_hour: 120}}`` keeps that rule's severity and switch.
+``rules: {rebalance_storm: {max_per_hour: 120}}`` keeps that rule's severity and switch; it gives every rule
+id its typed ``RuleSettings`` (``offsets_audit.config.load_settings`` builds them once per run).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping
 
 from offsets_audit.errors import UserError
+from offsets_audit.settings import RuleSettings
 
 from ..model import SEVERITIES
 
@@ -96,30 +100,60 @@ _rule("group_stuck_in_state", "churn", "warning",
 FAMILIES = tuple(dict.fromkeys(spec.family for spec in RULES.values()))
 
 
-def rule_settings(config: dict | None) -> dict[str, dict]:
-    """``{rule_id: {enabled, severity, **thresholds}}``: the defaults above under ``config['rules']``."""
-    user = ((config or {}).get("rules") or {})
-    out: dict[str, dict] = {}
+def rule_settings(rules: Mapping[str, Any] | None, origin: str = "config") -> dict[str, RuleSettings]:
+    """Every rule id's ``RuleSettings``: the defaults above under ``rules`` (a config's ``rules:`` section).
+
+    A rule id or threshold the registry does not know, a severity that is not one, a threshold of another type
+    than its default, or a negative one, is a ``UserError`` naming the key and the fix."""
+    import difflib
+
+    user = rules or {}
     for rule_id in user:
         if rule_id not in RULES:
-            import difflib
-
-            hint = difflib.get_close_matches(rule_id, list(RULES), n=1)
-            raise UserError(f"config: unknown rule 'rules.{rule_id}'",
+            hint = difflib.get_close_matches(str(rule_id), list(RULES), n=1)
+            raise UserError(f"{origin}: unknown rule 'rules.{rule_id}'",
                             fix=f"did you mean '{hint[0]}'?" if hint else "see docs/rules.md for the rule ids")
+    out: dict[str, RuleSettings] = {}
     for rule_id, spec in RULES.items():
-        settings = {"enabled": spec.enabled, "severity": spec.severity, **spec.thresholds}
         given = user.get(rule_id) or {}
-        if not isinstance(given, dict):
-            raise UserError(f"config: 'rules.{rule_id}' must be a mapping",
+        if not isinstance(given, Mapping):
+            raise UserError(f"{origin}: 'rules.{rule_id}' must be a mapping",
                             fix=f"e.g. rules: {{{rule_id}: {{enabled: false}}}}")
+        settings = {"enabled": spec.enabled, "severity": spec.severity, **spec.thresholds}
         for key, value in given.items():
             if key not in settings:
-                raise UserError(f"config: unknown key 'rules.{rule_id}.{key}'",
+                raise UserError(f"{origin}: unknown key 'rules.{rule_id}.{key}'",
                                 fix=f"valid keys: {', '.join(sorted(settings))}")
             settings[key] = value
         if settings["severity"] not in SEVERITIES:
-            raise UserError(f"config: 'rules.{rule_id}.severity' is {settings['severity']!r}",
+            raise UserError(f"{origin}: 'rules.{rule_id}.severity' is {settings['severity']!r}",
                             fix=f"use one of: {', '.join(SEVERITIES)}")
-        out[rule_id] = settings
+        if not isinstance(settings["enabled"], bool):
+            raise UserError(f"{origin}: 'rules.{rule_id}.enabled' must be true or false, not "
+                            f"{settings['enabled']!r}", fix="write true or false")
+        thresholds = {name: settings[name] for name in spec.thresholds}
+        for name, value in thresholds.items():
+            _check_threshold(f"rules.{rule_id}.{name}", spec.thresholds[name], value, origin)
+        out[rule_id] = RuleSettings(enabled=settings["enabled"], severity=settings["severity"],
+                                    thresholds=thresholds)
     return out
+
+
+def _check_threshold(dotted: str, default: Any, value: Any, origin: str) -> None:
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise UserError(f"{origin}: '{dotted}' must be true or false, not {value!r}", fix="write true or false")
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"{origin}: '{dotted}' must be a whole number, not {value!r}",
+                            fix=f"e.g. {dotted.rsplit('.', 1)[-1]}: {default}")
+        if value < 0:
+            raise UserError(f"{origin}: '{dotted}' is {value}, a negative threshold", fix="give 0 or more")
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise UserError(f"{origin}: '{dotted}' must be text, not {value!r}", fix=f"e.g. {dotted.rsplit('.', 1)[-1]}: {default}")
+
+
+@lru_cache(maxsize=1)
+def default_rule_settings() -> Mapping[str, RuleSettings]:
+    """Every rule at its registry default (what a ``Settings()`` without rules audits with)."""
+    return rule_settings(None)
