@@ -308,7 +308,7 @@ def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, 
     for target, data in pending:
         with open(target, "ab") as handle:
             handle.write(data)
-    config = dict(config, run_id="second")
+    config = config.replace(run_id="second")
     second = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
     assert first["records"]["read"] + second["records"]["read"] == sum(
         1 for _ in _rows_of_log(simulated / "segments"))
