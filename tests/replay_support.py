@@ -22,6 +22,43 @@ def load_expected(path: Path) -> list[dict]:
     return records
 
 
+def source_df(spark, records: list[dict]):
+    """``records`` (``load_expected`` / ``read_segment`` dicts) as a DataFrame in Spark's Kafka-source layout, what
+    the codec's Spark edge reads."""
+    import datetime as dt
+
+    from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
+                                   StructType, TimestampType)
+
+    schema = StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+        StructField("partition", IntegerType()), StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()), StructField("producer_id", LongType()),
+        StructField("is_control", BooleanType()), StructField("control_type", StringType()),
+    ])
+    rows = [(r["key"], r["value"], "__consumer_offsets", r["partition"], r["offset"],
+             dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc), r["producer_id"],
+             r["is_control"], r["control_type"]) for r in records]
+    return spark.createDataFrame(rows, schema)
+
+
+def audited_golden_log(spark, folder: Path, name: str, settings):
+    """The audit's tables (``audit.spark.AuditTables``) of the golden history ``name``'s log segment, read from a
+    copy under ``folder`` as the job reads a log dir: segments -> codec -> replay -> audit, local Spark."""
+    import shutil
+
+    from offsets_audit.audit import spark as audit_spark
+    from offsets_audit.codec import spark as codec_spark
+    from offsets_audit.replay import spark as replay_spark
+    from offsets_audit.sources import read
+
+    root = folder / "__consumer_offsets-0"
+    root.mkdir(parents=True)
+    shutil.copy(HISTORIES / f"{name}-00000000000000000000.log", root / "00000000000000000000.log")
+    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(folder)})))
+    return audit_spark.audit(replay_spark.replay(decoded), None, settings, decoded=decoded)
+
+
 def batches(records: list[dict]) -> list[list[dict]]:
     """Records grouped by batch (``batch_base_offset``), in log order."""
     out: list[list[dict]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,3 +58,14 @@ def golden_dir() -> Path:
 def collected_cases() -> list[SegmentCase]:
     root = golden_dir()
     return segment_cases(root) if (root / "segments").is_dir() else []
+
+
+def batch_extents(data: bytes) -> list[tuple[int, int]]:
+    """``(start, end)`` byte positions of each record batch of a segment's bytes (the batch length at byte 8
+    counts what follows the 12-byte offset and length prefix)."""
+    out, pos = [], 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        out.append((pos, pos + 12 + length))
+        pos += 12 + length
+    return out

@@ -2,12 +2,11 @@
 on a golden history (segments -> codec -> replay -> audit, local Spark)."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from offsets_audit.config import load_settings
-from replay_support import HISTORIES, load_expected
+from replay_support import HISTORIES, audited_golden_log, load_expected
 
 pytestmark = pytest.mark.spark
 
@@ -16,18 +15,10 @@ NAME = "history-consumer-group"
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
-    from offsets_audit.audit import spark as audit_spark
-    from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.replay import spark as replay_spark
-    from offsets_audit.sources import read
-
-    root = tmp_path_factory.mktemp("logs") / "__consumer_offsets-0"
-    root.mkdir()
-    shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
-    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
-    out = audit_spark.audit(replay_spark.replay(decoded), None, load_settings(), decoded=decoded)
-    return {name: [r.asDict(recursive=True) for r in out[name].collect()] for name in ("rebalances", "rebalance_causes",
-                                                                              "latency_summary")}
+    out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, load_settings())
+    yield {name: [r.asDict(recursive=True) for r in out[name].collect()]
+           for name in ("rebalances", "rebalance_causes", "latency_summary")}
+    out.release()
 
 
 def _pure():

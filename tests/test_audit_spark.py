@@ -1,33 +1,24 @@
 """Spark edge of the audit: the golden batching history through segments -> codec -> replay -> audit."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from offsets_audit.config import load_settings
-from replay_support import HISTORIES
+from replay_support import HISTORIES, audited_golden_log
 
 pytestmark = pytest.mark.spark
 
 NAME = "history-assignment-batching"
+#: batch-override-0 runs with assignment interval 0 (the simulated cluster's group config)
+SETTINGS = load_settings().replace(broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}})
 
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
-    from offsets_audit.audit import spark as audit_spark
-    from offsets_audit.codec import spark as codec_spark
-    from offsets_audit.replay import spark as replay_spark
-    from offsets_audit.sources import read
-
-    root = tmp_path_factory.mktemp("logs") / "__consumer_offsets-0"
-    root.mkdir()
-    shutil.copy(HISTORIES / f"{NAME}-00000000000000000000.log", root / "00000000000000000000.log")
-    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
-    tables = replay_spark.replay(decoded)
-    config = load_settings().replace(broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}})
-    out = audit_spark.audit(tables, None, config, decoded=decoded)
-    return {k: v.toPandas() for k, v in out.as_dict().items()}
+    out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, SETTINGS)
+    yield {k: v.toPandas() for k, v in out.as_dict().items()}
+    out.release()
 
 
 def test_findings_table_layout_and_content(audited):
@@ -44,7 +35,7 @@ def test_findings_match_the_pure_audit(audited):
     from offsets_audit.replay import replay_records
     from replay_support import load_expected
 
-    config = load_settings().replace(broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}})
+    config = SETTINGS
     events = replay_records(load_expected(HISTORIES / f"{NAME}-00000000000000000000.expected.jsonl")).events
     findings, rebalances = audit_events(events, config)
     assert sorted(audited["findings"]["id"]) == sorted(x.id for x in findings)

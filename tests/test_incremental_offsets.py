@@ -15,7 +15,8 @@ import os
 
 import pytest
 
-from test_offsets_parity import _source_df, transactional_tail
+from replay_support import source_df
+from test_offsets_parity import transactional_tail
 
 #: Many small Spark jobs (about 2 minutes on 2 cores; 9 before its runs planned over cached leaves): with the
 #: other long parity runs, behind OFFSETS_AUDIT_FULL_PARITY=1. The default suite covers the offset rules across
@@ -56,7 +57,7 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
 
     config = load_settings().replace(topic_ids=TOPIC_IDS)
     records = _records()
-    decoded, _ = split(decode(_source_df(spark, records)))
+    decoded, _ = split(decode(source_df(spark, records)))
     decoded = decoded.persist()
     tables = replay_spark.replay(decoded)
     expected = audit(tables, None, config).findings.filter(F.col("rule").isin(*OFFSET_RULES))

@@ -19,7 +19,7 @@ from offsets_audit.audit import audit_events
 from offsets_audit.codec.records import encode_record
 from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
-from replay_support import HISTORIES, load_expected
+from replay_support import HISTORIES, load_expected, source_df
 
 pytestmark = pytest.mark.spark
 
@@ -82,22 +82,6 @@ def golden_records() -> list[dict]:
     return records
 
 
-def _source_df(spark, records):
-    from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
-                                   StructType, TimestampType)
-
-    schema = StructType([
-        StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-        StructField("partition", IntegerType()), StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()), StructField("producer_id", LongType()),
-        StructField("is_control", BooleanType()), StructField("control_type", StringType()),
-    ])
-    rows = [(r["key"], r["value"], "__consumer_offsets", r["partition"], r["offset"],
-             dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc), r["producer_id"],
-             r["is_control"], r["control_type"]) for r in records]
-    return spark.createDataFrame(rows, schema)
-
-
 def _both(spark, records, config, *, tallied_clock: bool = False, record_count: int | None = None,
           segments=None):
     """The pure replay and audit of ``records``, and the Spark replay's tables and audit's findings; with
@@ -116,7 +100,7 @@ def _both(spark, records, config, *, tallied_clock: bool = False, record_count: 
     end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
     findings, _ = audit_events(pure.events, config, end_time_ms=end)
     if segments is None:
-        decoded_all = decode(_source_df(spark, records))
+        decoded_all = decode(source_df(spark, records))
     else:
         decoded_all = compact(read_decoded(spark, {"kind": "segments", "path": str(segments)}, with_decoded_record=True,
                                            compact=True, pack_commits=True))
@@ -356,7 +340,7 @@ def test_the_commit_log_takes_previous_from_the_last_applied_commit(spark):
         _commit(1, 11, t, "payments", 0, 60, group="split"),  # same record offset, later partition
         _commit(1, 12, t + 1, "payments", 0, 70, group="split"),
     ]
-    decoded, _ = split(decode(_source_df(spark, records)))
+    decoded, _ = split(decode(source_df(spark, records)))
     got = {(r["group_id"], r["record_partition"], r["record_offset"]):
            (r["outcome"], r["applied"], r["previous_committed_offset"], r["previous_partition"], r["previous_offset"])
            for r in resolve_commits(decoded).collect()}
@@ -412,7 +396,7 @@ def test_the_digest_and_the_decoded_commits_stand_for_the_whole_log(spark):
                                                  commit_records, digest_snapshot, offsets_snapshot, resolve_commits)
 
     records = _digest_records()
-    decoded, _ = split(decode(_source_df(spark, records)))
+    decoded, _ = split(decode(source_df(spark, records)))
     log = resolve_commits(decoded).persist()
     digest = resolve_commits(decoded, digest=True).persist()
     try:
@@ -465,7 +449,7 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
     records = [_commit(0, 0, t, "orders", 0, 100, group="reset-app"),
                _commit(0, 1, t + 1, "orders", 0, 90, group="reset-app")]
     pure = replay_records(records)
-    decoded, _ = split(decode(_source_df(spark, records)))
+    decoded, _ = split(decode(source_df(spark, records)))
     tables = replay_spark.replay(decoded)
     events = tables.group_events.select(*audit_spark.EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
     # the walk's timeline does not depend on the offset rules' settings: walked once

@@ -182,10 +182,10 @@ def _aborted_offsets(records: list[dict]) -> set[tuple[int, int]]:
 
 def test_the_pure_audit_finds_nothing_on_a_healthy_cluster(real):
     from offsets_audit.audit import audit_events
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
 
-    config = load_config(audit_config(real.folder, real.broker.version))
+    config = load_settings(audit_config(real.folder, real.broker.version))
     findings, _ = audit_events(replay_records(segment_records(real.log_dir)).events, config)
     assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
 

@@ -1,33 +1,16 @@
 """The batch Spark replay gives the same tables as the pure replay on the golden histories."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import pytest
 
 from offsets_audit.replay import replay_records
-from replay_support import HISTORIES, load_expected
+from replay_support import HISTORIES, load_expected, source_df
 
 pytestmark = pytest.mark.spark
 
 HISTORY_NAMES = ["history-consumer-group", "history-simple-and-txn-commits", "history-streams-group"]
-
-
-def _source_df(spark, records):
-    from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StringType, StructField,
-                                   StructType, TimestampType)
-
-    schema = StructType([
-        StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-        StructField("partition", IntegerType()), StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()), StructField("producer_id", LongType()),
-        StructField("is_control", BooleanType()), StructField("control_type", StringType()),
-    ])
-    rows = [(r["key"], r["value"], "__consumer_offsets", r["partition"], r["offset"],
-             dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc), r["producer_id"],
-             r["is_control"], r["control_type"]) for r in records]
-    return spark.createDataFrame(rows, schema)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +25,7 @@ def replayed(spark):
             r["partition"] = HISTORY_NAMES.index(name)
             records.append(r)
     records.sort(key=lambda r: (r["partition"], r["offset"]))
-    tables = replay(decode(_source_df(spark, records)))
+    tables = replay(decode(source_df(spark, records)))
     return replay_records(records), {k: v.collect() for k, v in tables.as_dict().items()}
 
 
@@ -99,6 +82,6 @@ def test_the_fold_input_is_shuffled_once(spark):
     from offsets_audit.replay.spark import fold_groups
 
     records = load_expected(HISTORIES / f"{HISTORY_NAMES[0]}-00000000000000000000.expected.jsonl")
-    plan = fold_groups(decode(_source_df(spark, records)))._jdf.queryExecution().executedPlan().toString()
+    plan = fold_groups(decode(source_df(spark, records)))._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange hashpartitioning") == 1, plan
     assert plan.count("Sort [") == 1, plan

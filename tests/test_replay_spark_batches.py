@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replay_support import HISTORIES, load_expected
-from test_replay_spark import HISTORY_NAMES, _source_df
+from replay_support import HISTORIES, load_expected, source_df
+from test_replay_spark import HISTORY_NAMES
 
 pytestmark = pytest.mark.spark
 
@@ -14,7 +14,7 @@ def _replay_rows(spark, records):
     from offsets_audit.codec.spark import decode
     from offsets_audit.replay.spark import replay
 
-    tables = replay(decode(_source_df(spark, records)))
+    tables = replay(decode(source_df(spark, records)))
     return {name: sorted(map(str, df.collect())) for name, df in tables.as_dict().items() if name != "offsets"}
 
 

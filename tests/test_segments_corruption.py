@@ -13,18 +13,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from offsets_audit.sources.compression import compress
 from offsets_audit.sources.segment_writer import encode_batch
 from offsets_audit.sources.segments import iter_batches, read_segment
-from segments_golden import collected_cases
+from segments_golden import batch_extents, collected_cases
 
 SEGMENT_CASES = [c for c in collected_cases() if c.log.parent.name == "segments"]
-
-
-def batch_extents(data: bytes) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        out.append((pos, pos + 12 + length))
-        pos += 12 + length
-    return out
 
 
 def read_bytes(tmp_path, data: bytes, name="00000000000000000000.log"):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from offsets_audit.sources.segments import (
     RAW_BYTES_CAP, iter_batches, list_segments, read_segment, scan_segments,
 )
 from offsets_audit.sources.segments_spark import plan, read_arrow
+from segments_golden import batch_extents
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +41,6 @@ def copy_segments(history: Path, tmp_path: Path) -> Path:
 
 def offsets_on_disk(root: Path) -> set[tuple[int, int]]:
     return {(r["partition"], r["offset"]) for path, p in list_segments(root) for r in read_segment(path, p)}
-
-
-def batch_extents(data: bytes) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
-        out.append((pos, pos + 12 + length))
-        pos += 12 + length
-    return out
 
 
 # -- defect 3: only Kafka's segment names; overlaps refused ---------------------------------------------------
