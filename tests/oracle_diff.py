@@ -21,7 +21,7 @@ from offsets_audit.assignors.rerun import audit_group as rerun_group
 from offsets_audit.assignors.topic_metadata import TopicMetadata, parse_topics
 from offsets_audit.audit import audit_events
 from offsets_audit.audit.rules.assignor import CONFIDENCE_RANK
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.group_configs import assignor_choice
 from offsets_audit.replay import Replayer
 from replay_support import (
@@ -69,13 +69,12 @@ def kafka_line(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def audit_config(scenario: dict[str, Any], kafka_version: str) -> dict:
-    """The audit's config for a history: its Kafka version and the real broker and group configs it ran with."""
-    config = load_config()
-    config["broker"]["kafka_version"] = kafka_line(kafka_version)
-    config["broker"]["group_configs"] = {"complete": True, "broker": dict(scenario.get("broker") or {}),
-                                         "groups": {g: dict(c) for g, c in (scenario.get("group_configs") or {}).items()}}
-    return config
+def audit_config(scenario: dict[str, Any], kafka_version: str):
+    """The audit's settings for a history: its Kafka version and the real broker and group configs it ran with."""
+    return load_settings().replace(broker={
+        "kafka_version": kafka_line(kafka_version),
+        "group_configs": {"complete": True, "broker": dict(scenario.get("broker") or {}),
+                          "groups": {g: dict(c) for g, c in (scenario.get("group_configs") or {}).items()}}})
 
 
 def topic_snapshot(state: dict[str, Any]) -> TopicMetadata:
