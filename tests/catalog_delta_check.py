@@ -25,13 +25,12 @@ def fingerprint(df) -> tuple[int, str]:
 def main(config: str, source: str, namespace: str, files: str, path_output: str, run_id: str) -> dict:
     from offsets_audit import tables
     from offsets_audit.cli import main as cli_main
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.sinks import Output
     from offsets_audit.sinks.catalog import RUNS_TABLE, Namespace
     from offsets_audit.spark_session import get_spark
 
-    conf = load_config(config)["spark"]["conf"]
-    spark = get_spark("offsets-audit-catalog-check", extra_conf={k: str(v) for k, v in conf.items()})
+    spark = get_spark("offsets-audit-catalog-check", extra_conf=load_settings(config).spark.conf_text())
     by_name, by_path = Output(path=files, catalog=namespace), Output(path=path_output, format="parquet")
     ns = Namespace.parse(namespace)
     names = [name for name in tables.TABLES if name != "decoded"]
