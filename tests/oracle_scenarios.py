@@ -84,8 +84,11 @@ class _History:
 
 
 def scenario(seed: int, index: int, *, kafka_version: str = "4.4.0", partition: int | None = None,
-             kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """The ``index``-th history of ``seed`` for Kafka ``kafka_version`` (the same arguments give the same history)."""
+             kinds: tuple[str, ...] | None = None, broker_configs: bool = True) -> dict[str, Any]:
+    """The ``index``-th history of ``seed`` for Kafka ``kafka_version`` (the same arguments give the same history).
+
+    ``broker_configs`` false keeps the brokers' defaults (every history of a batch then shares one broker config,
+    as one cluster's ``__consumer_offsets`` partitions do); per-group configs stay."""
     h = _History(seed, index, kafka_version, partition)
     rng = h.rng
     racks = rng.random() < 0.5
@@ -94,9 +97,9 @@ def scenario(seed: int, index: int, *, kafka_version: str = "4.4.0", partition: 
         h.topics.append({"name": f"{h.prefix}.t{t}", "id": _uuid(rng), "partitions": rng.randint(1, 12)})
     if h.version >= (4, 4):
         interval = rng.choice((None, None, 0, 1000, 3000))
-        if interval is not None:
+        if interval is not None and broker_configs:
             h.broker["group.consumer.assignment.interval.ms"] = str(interval)
-    if rng.random() < 0.2:
+    if rng.random() < 0.2 and broker_configs:
         h.broker["group.consumer.assignors"] = "range,uniform"
     available = ["consumer", "consumer", "consumer", "classic", "classic", "simple", "share"]
     if h.version >= (4, 2):
@@ -328,6 +331,8 @@ def _streams_group(h: _History, group: str) -> None:
             h.step(life_end, "streams.stop", group=group, member=name)
 
 
-def scenarios(seed: int, count: int, *, kafka_version: str = "4.4.0", first: int = 0) -> list[dict[str, Any]]:
+def scenarios(seed: int, count: int, *, kafka_version: str = "4.4.0", first: int = 0,
+              broker_configs: bool = True) -> list[dict[str, Any]]:
     """``count`` histories of ``seed``, indices ``first`` to ``first + count - 1`` (each on its own partition)."""
-    return [scenario(seed, i, kafka_version=kafka_version) for i in range(first, first + count)]
+    return [scenario(seed, i, kafka_version=kafka_version, broker_configs=broker_configs)
+            for i in range(first, first + count)]

@@ -537,7 +537,7 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
         subscription_type = consumer_subscription_type(counted, resolved)
         assignable = None
     return {"subscription_type": subscription_type, "topics": topics, "members": case_members,
-            "assignable_partitions": assignable}
+            "assignable_partitions": assignable, "subscribed_topic_order": "topic_ids"}
 
 
 def streams_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current: Mapping[str, Any],

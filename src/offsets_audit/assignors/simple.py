@@ -134,10 +134,14 @@ class _GroupSpec:
     def __init__(self, case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None = None):
         members = {m["member_id"]: m for m in case_input["members"]}
         self.member_ids: list[str] = hashmap_order([m["member_id"] for m in case_input["members"]])
-        # MemberSubscription.subscribedTopicIds() iterates like a HashSet<Uuid> filled in input order.
+        # MemberSubscription.subscribedTopicIds() iterates like a HashSet<Uuid> filled in input order, or, for an
+        # input rebuilt from the log (``subscribed_topic_order: topic_ids``), as listed: the coordinator's TopicIds
+        # view over the member's topic names, which the assignor iterates as it is.
+        as_listed = case_input.get("subscribed_topic_order") == "topic_ids"
         self.subscriptions: dict[str, list[str]] = {
-            member_id: hashmap_order(members[member_id]["subscribed_topic_ids"],
-                                     [uuid_hash(t) for t in members[member_id]["subscribed_topic_ids"]])
+            member_id: list(dict.fromkeys(members[member_id]["subscribed_topic_ids"])) if as_listed else
+            hashmap_order(members[member_id]["subscribed_topic_ids"],
+                          [uuid_hash(t) for t in members[member_id]["subscribed_topic_ids"]])
             for member_id in self.member_ids
         }
         self.assignments: dict[str, JavaHashMap] = {}
@@ -433,7 +437,10 @@ run = assign
 def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None,
                      with_order: bool) -> tuple[dict[str, Any], dict[str, dict[str, list[int]]]] | None:
     """The same builders in ``_simple_kernel.c``; ``None`` when the input needs the reference path (a topic id
-    that is not a Uuid, a field missing), which then raises or answers exactly as before."""
+    that is not a Uuid, a field missing, subscribed topics in the coordinator's own order), which then raises or
+    answers exactly as before."""
+    if case_input.get("subscribed_topic_order") == "topic_ids":
+        return None  # the kernel iterates each subscription as a HashSet<Uuid>
     try:
         by_id = {member["member_id"]: member for member in case_input["members"]}
         members = [by_id[member_id] for member_id in _KERNEL.string_hashmap_order(list(by_id))]

@@ -113,9 +113,11 @@ final class Assignors {
     static ObjectNode modern(PartitionAssignor assignor, JsonNode input, int repeat) {
         Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
+        // an input rebuilt from a log lists each member's topics in the coordinator's TopicIds order: keep it
+        boolean asListed = "topic_ids".equals(input.path("subscribed_topic_order").asText(""));
         for (JsonNode m : input.path("members")) {
             String memberId = m.get("member_id").asText();
-            Set<Uuid> subscribed = new HashSet<>();
+            Set<Uuid> subscribed = asListed ? new java.util.LinkedHashSet<>() : new HashSet<>();
             for (JsonNode t : m.path("subscribed_topic_ids")) subscribed.add(Uuid.fromString(t.asText()));
             Map<Uuid, Set<Integer>> current = partitions(m.get("current_assignment"));
             current.forEach((topic, ps) -> ps.forEach(p -> inverted.computeIfAbsent(topic, k -> new HashMap<>()).put(p, memberId)));

@@ -48,7 +48,7 @@ public final class RecordingAssignors {
             m.put("instance_id", s.instanceId().orElse(null));
             m.put("rack_id", s.rackId().orElse(null));
             ArrayNode ids = m.putArray("subscribed_topic_ids");
-            for (Uuid t : new TreeSet<>(s.subscribedTopicIds())) {
+            for (Uuid t : s.subscribedTopicIds()) {
                 ids.add(t.toString());
                 all.add(t);
             }
@@ -64,6 +64,15 @@ public final class RecordingAssignors {
             for (int p = 0; p < Math.max(0, n); p++) {
                 ArrayNode r = racks.addArray();
                 new TreeSet<>(topics.racksForPartition(id, p)).forEach(r::add);
+            }
+        }
+        // the share groups' assignable partitions (GroupSpec.isPartitionAssignable, Kafka 4.2 on)
+        if (Reflect.method(spec.getClass(), "isPartitionAssignable", 2) != null) {
+            ObjectNode assignable = input.putObject("assignable_partitions");
+            for (Uuid id : all) {
+                ArrayNode ps = assignable.putArray(id.toString());
+                for (int p = 0; p < Math.max(0, topics.numPartitions(id)); p++)
+                    if (Boolean.TRUE.equals(Reflect.call(spec, "isPartitionAssignable", id, p))) ps.add(p);
             }
         }
         ObjectNode out = call.putObject("result");
