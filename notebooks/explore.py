@@ -73,20 +73,14 @@ from offsets_audit import tables as audit_tables
 from offsets_audit.sinks import Output
 
 try:
-    spark  # noqa: F821 -- Databricks and pyspark shells provide it
+    spark  # noqa: F821 -- Databricks (classic, serverless, shared clusters) and pyspark shells provide it
 except NameError:
-    from pyspark.sql import SparkSession
+    from offsets_audit.spark_session import get_spark
 
-    builder = (SparkSession.builder.appName("offsets-audit-explore")
-               .master(os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]"))
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2"))
-    if CATALOG:  # the tables by name of a local run: the metastore `offsets-audit run` keeps (Spark's defaults)
-        builder = builder.config("spark.sql.catalogImplementation", "hive")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # A Spark Connect session when SPARK_REMOTE is set (sc://host:port, or local[2]), else a local one. The tables
+    # by name of a local run live in the metastore `offsets-audit run` keeps (Spark's defaults).
+    spark = get_spark("offsets-audit-explore", master=os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]"),
+                      extra_conf={"spark.sql.catalogImplementation": "hive"} if CATALOG else None)
 
 try:
     get_ipython  # noqa: F821 -- Jupyter and Databricks notebooks
