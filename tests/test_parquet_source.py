@@ -121,6 +121,10 @@ class FakeSpark:
         raise AttributeError("Spark Connect has no JVM")
 
     @property
+    def version(self):
+        return self.spark.version
+
+    @property
     def read(self):
         return self
 

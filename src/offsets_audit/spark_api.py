@@ -15,8 +15,8 @@ import threading
 #: How Spark names a data source it cannot find (Spark 4's error class, then the older wording).
 _NOT_FOUND = ("DATA_SOURCE_NOT_FOUND", "Failed to find data source")
 
-_data_sources: dict[tuple[int, str], bool] = {}
-_data_sources_lock = threading.Lock()
+_refusals: dict[tuple[int, str, str], str | None] = {}
+_refusals_lock = threading.Lock()
 
 
 def is_connect(spark) -> bool:
@@ -64,25 +64,31 @@ def default_parallelism(spark) -> int:
     return max(1, int(row["n"]))
 
 
+def read_refusal(spark, name: str, path: str | None = None) -> str | None:
+    """Spark's refusal (the text of its error) to analyse a read of the data source ``name``, of ``path`` when
+    given; None when it analyses. Asked once per session, source and path, the same way on a classic and a Connect
+    session (analysis is where a Connect session shows a missing source or table)."""
+    key = (id(spark), name.lower(), path or "")
+    with _refusals_lock:
+        if key in _refusals:
+            return _refusals[key]
+    reader = spark.read.format(name)
+    try:
+        (reader.load(path) if path else reader.load()).schema  # noqa: B018 - analysis only, nothing is read
+        refusal = None
+    except Exception as error:  # noqa: BLE001 - the refusal is the answer
+        refusal = str(error) or type(error).__name__
+    with _refusals_lock:
+        _refusals[key] = refusal
+    return refusal
+
+
 def has_data_source(spark, name: str) -> bool:
     """Whether ``spark`` can resolve the data source ``name`` (``kafka``, ``delta``): its jars are on the classpath
-    (Databricks, ``--packages``, ``spark.jars``) or it is registered. Asked once per session and name, the same way
-    on a classic and a Connect session: the source is looked up by analysing a read without options, which a
-    present source refuses for its missing options and a missing one for its name."""
-    key = (id(spark), name.lower())
-    with _data_sources_lock:
-        known = _data_sources.get(key)
-    if known is not None:
-        return known
-    try:
-        spark.read.format(name).load().schema  # noqa: B018 - analysis is where a missing source shows on Connect
-        found = True
-    except Exception as error:  # noqa: BLE001 - any refusal but "not found" means the source is there
-        text = str(error)
-        found = not any(marker in text for marker in _NOT_FOUND)
-    with _data_sources_lock:
-        _data_sources[key] = found
-    return found
+    (Databricks, ``--packages``, ``spark.jars``) or it is registered. A read without options is analysed: a present
+    source refuses it for its missing options, a missing one for its name."""
+    refusal = read_refusal(spark, name)
+    return refusal is None or not any(marker in refusal for marker in _NOT_FOUND)
 
 
 def hadoop_file_system(spark, path: str):

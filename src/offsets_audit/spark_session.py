@@ -141,6 +141,12 @@ def _local_session_conf(master: str, extra_conf: dict | None) -> dict[str, str]:
     if isinstance(log_config, Path) and log_config.is_file():
         conf["spark.driver.extraJavaOptions"] += f" -Dlog4j2.configurationFile={log_config}"
     conf.update({key: str(value) for key, value in (extra_conf or {}).items()})
+    if "delta-spark" in conf.get("spark.jars", "") + conf.get("spark.jars.packages", ""):
+        # Delta's Spark writer needs its extension and catalog, as configure_spark_with_delta_pip's users set them
+        from offsets_audit.sinks.delta import DELTA_SESSION_CONF
+
+        for key, value in DELTA_SESSION_CONF.items():
+            conf.setdefault(key, value)
     return conf
 
 
@@ -162,6 +168,9 @@ def connect_session(remote: str, app_name: str = "offsets-audit", extra_conf: di
     if remote.startswith("local"):
         port = local_connect_server(remote, app_name, extra_conf)
         remote = f"sc://localhost:{port}"
+        # Later sessions of this process (another thread's) and the processes it starts (a notebook kernel, a
+        # command) reach this server, not a second one.
+        os.environ["SPARK_REMOTE"] = remote
 
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql's functions now build Connect columns
     builder = ConnectSession.builder.remote(remote)

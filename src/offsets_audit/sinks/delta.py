@@ -17,15 +17,40 @@ from pyspark.sql import functions as F
 
 from offsets_audit.errors import UserError
 from offsets_audit.sinks.files import FileSystem
-from offsets_audit.spark_api import has_data_source
+from offsets_audit.spark_api import has_data_source, read_refusal
 
 _STAGING = "_staging-"
 
 
+#: What Delta answers when its jars are on the classpath but the session was built without its extension.
+_UNCONFIGURED = "DELTA_CONFIGURE_SPARK_SESSION_WITH_EXTENSION_AND_CATALOG"
+#: Spark settings a session needs for Delta's Spark writer (Databricks sets them itself).
+DELTA_SESSION_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+_noted: set[int] = set()
+
+
 def spark_has_delta(spark) -> bool:
-    """True when Spark resolves the ``delta`` data source: Databricks (classic or Spark Connect), or the Delta jars
-    handed to the session (``--packages io.delta:delta-spark_<spark>_2.13:<delta>``, ``spark.jars``)."""
-    return has_data_source(spark, "delta")
+    """True when Spark's own Delta writer can be used: Databricks (classic or Spark Connect), or the Delta jars
+    handed to the session (``--packages io.delta:delta-spark_<spark>_2.13:<delta>``, ``spark.jars``) with Delta's
+    extension and catalog set (``DELTA_SESSION_CONF``). Jars without the extension: the ``deltalake`` package
+    writes instead, with a note naming the two settings."""
+    import sys
+
+    if not has_data_source(spark, "delta"):
+        return False
+    refusal = read_refusal(spark, "delta", f"/offsets-audit-probe-{uuid.uuid5(uuid.NAMESPACE_URL, 'delta')}")
+    if refusal is None or _UNCONFIGURED not in refusal:
+        return True
+    if id(spark) not in _noted:
+        _noted.add(id(spark))
+        settings = " ".join(f"--conf {key}={value}" for key, value in DELTA_SESSION_CONF.items())
+        print("offsets-audit: note: Delta's jars are on the classpath but the session lacks Delta's extension; "
+              f"writing Delta tables through the deltalake package (for Spark's own Delta writer: {settings})",
+              file=sys.stderr)
+    return False
 
 
 def _sql_string(value: str) -> str:
@@ -53,6 +78,7 @@ def write_delta_table(df, output_path: str, table: str, run_id: str) -> str:
     if spark_has_delta(df.sparkSession):
         (tagged.write.format("delta").mode("overwrite")
                .option("replaceWhere", f"run_id = {_sql_string(run_id)}")
+               .option("partitionOverwriteMode", "static")  # the predicate says what is replaced, not the rows
                .option("mergeSchema", "true")
                .partitionBy("run_id").save(path))
         return path
@@ -118,7 +144,8 @@ def remove_delta_run(spark, output_path: str, table: str, run_id: str) -> None:
             # An empty overwrite of the run's rows: one commit removing them, through the same writer as
             # write_delta_table (no SQL DELETE, which needs Delta's session extension configured).
             (existing.limit(0).write.format("delta").mode("overwrite")
-             .option("replaceWhere", f"run_id = {_sql_string(run_id)}").save(path))
+             .option("replaceWhere", f"run_id = {_sql_string(run_id)}")
+             .option("partitionOverwriteMode", "static").save(path))
         return
     _needs_jars(path)
     from deltalake import DeltaTable

@@ -60,7 +60,7 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
     if kind in SOURCE_OPTIONS:
         check_options(kind, options)
     if kind == "kafka":
-        return _read_kafka(spark, options, str(source_config.get("reader") or "auto").lower())
+        return _read_kafka(spark, options, str(source_config.get("reader") or "auto").lower(), report)
     if kind == "parquet":
         from offsets_audit.sources.parquet import read_parquet
 
@@ -241,14 +241,27 @@ def spark_kafka_available(spark) -> bool:
     return has_data_source(spark, "kafka")
 
 
-def _read_kafka(spark, options: dict, reader: str):
+def _read_kafka(spark, options: dict, reader: str, report: dict | None = None):
+    """Spark's own ``kafka`` source where the session has it (or ``reader: spark``), else the ``kafka-python`` Data
+    Source with the same options (``reader: kafka-python`` forces it); a note says which read the topic."""
+    import sys
+
     from offsets_audit.errors import UserError
 
     if reader not in ("auto", "spark", "kafka-python"):
         raise UserError(f"kafka reader {reader!r} is unknown", fix="set reader to auto, spark or kafka-python")
     if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
-        return _read_spark_kafka(spark, options)
-    return _read_kafka_python(spark, options)
+        note, df = "read with Spark's kafka source", _read_spark_kafka(spark, options)
+    else:
+        note = ("read with the kafka-python source" + (
+            " (Spark's kafka source is not on the session's classpath: hand Spark "
+            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} to use it)" if reader == "auto" else ""))
+        df = _read_kafka_python(spark, options)
+    print(f"offsets-audit: note: {note}", file=sys.stderr)
+    if report is not None:
+        report["reader"] = "spark" if note.startswith("read with Spark") else "kafka-python"
+        report.setdefault("notes", []).append(note)
+    return df
 
 
 def _read_spark_kafka(spark, options: dict):
