@@ -209,10 +209,32 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     micro-batches it ran, read from the query's commit log: on Spark Connect ``write_batch`` runs in the server's
     Python worker, so nothing it records in this process's memory comes back."""
     before = _committed_batches(checkpoint)
-    query = (df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start())
+    query = _start_query(df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
+                         .trigger(availableNow=True))
     query.awaitTermination()
     return sorted(_committed_batches(checkpoint) - before)
+
+
+#: How a Spark Connect server says the Python process of a ``foreachBatch`` function did not start in time (it
+#: waits 10 s for it, a wait a busy driver machine can outlast); the query has not started then.
+_WORKER_LATE = "Python worker failed to connect back"
+#: Starts of a query tried before its error is raised.
+START_ATTEMPTS = 3
+
+
+def _start_query(writer):
+    """``writer.start()``, tried again when a Spark Connect server's ``foreachBatch`` worker was late to start."""
+    import sys
+
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return writer.start()
+        except Exception as error:  # noqa: BLE001 - only the late worker is tried again
+            if _WORKER_LATE not in str(error) or attempt == START_ATTEMPTS:
+                raise
+            print(f"offsets-audit: note: the server's foreachBatch worker was late to start "
+                  f"(attempt {attempt} of {START_ATTEMPTS}); starting the query again", file=sys.stderr)
+    raise AssertionError("unreachable")
 
 
 def run_fold_query(spark, decoded, checkpoint: str, extension=None) -> list[int]:
