@@ -3,7 +3,7 @@ classic session writes.
 
 One small simulated history (with faults) goes through the same commands twice: on a local Spark Connect server
 (``--remote local[2]``: a Connect server on its own port, the client with no SparkContext and no JVM) in a process
-of its own (``tests/connect_commands.py``; a Connect client cannot share the tests' process with their classic
+of its own (``tests/cli_session.py``; a Connect client cannot share the tests' process with their classic
 session), and in this process on the tests' classic session. The commands: ``check`` (the batch job and the
 gate), ``run --incremental`` over the first half of the log then ``check --incremental`` over all of it (the log
 grows between them, as a broker's does), ``decode`` and ``dump``. Every table of every run must be equal, row
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from table_fingerprints import different, fingerprints
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -84,7 +85,7 @@ def connect_side(history, tmp_path_factory) -> dict:
     (root / "plan.json").write_text(json.dumps(plan))
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, MPLBACKEND="Agg")
-    done = subprocess.run([sys.executable, str(REPO / "tests" / "connect_commands.py"), str(root / "plan.json"),
+    done = subprocess.run([sys.executable, str(REPO / "tests" / "cli_session.py"), str(root / "plan.json"),
                            str(root / "result.json")], env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-4000:]
     return {"root": root, **json.loads((root / "result.json").read_text())}
@@ -112,26 +113,6 @@ def classic_side(spark, history, tmp_path_factory) -> dict:
     return {"root": root, "commands": commands}
 
 
-def _fingerprints(spark, output: Path, run_id: str | None, fmt: str = "parquet") -> dict:
-    """{table: (rows, content hash)} of every table under ``output`` (a run's rows when ``run_id`` is given)."""
-    from pyspark.sql import functions as F
-
-    from offsets_audit import sinks
-
-    frames = {}
-    for folder in sorted(p for p in output.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        if folder.name in ("summary", "report"):
-            continue
-        frames[folder.name] = (sinks.read_table(spark, str(output), folder.name, run_id, fmt) if run_id
-                               else spark.read.parquet(str(folder)))
-    figures = None
-    for name, df in frames.items():
-        one = df.agg(F.lit(name).alias("table"), F.count(F.lit(1)).alias("n"),
-                     F.sum(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).cast("decimal(38,0)")).alias("h"))
-        figures = one if figures is None else figures.unionByName(one)
-    return {row["table"]: (row["n"], str(row["h"] or 0)) for row in (figures.collect() if figures else [])}
-
-
 def _exits(side: dict) -> list:
     return [(c["argv"][0], c["exit"]) for c in side["commands"]]
 
@@ -150,11 +131,9 @@ def test_every_command_runs_on_spark_connect_with_the_classic_exit_codes(connect
 @pytest.mark.parametrize("output, run_id", [("batch", "b1"), ("incremental", "i1"), ("incremental", "i2"),
                                             ("decode", None), ("dump", None)])
 def test_spark_connect_writes_the_tables_a_classic_session_writes(spark, connect_side, classic_side, output, run_id):
-    connect = _fingerprints(spark, connect_side["root"] / output, run_id)
-    classic = _fingerprints(spark, classic_side["root"] / output, run_id)
-    assert connect and set(connect) == set(classic)
-    assert {t: v for t, v in connect.items() if classic[t] != v} == {}, {t: classic[t] for t in connect
-                                                                          if classic[t] != connect[t]}
+    connect = fingerprints(spark, connect_side["root"] / output, run_id)
+    classic = fingerprints(spark, classic_side["root"] / output, run_id)
+    assert connect and different(connect, classic) == {}
     assert sum(n for n, _ in connect.values()) > 0
 
 

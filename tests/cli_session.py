@@ -1,16 +1,21 @@
-"""Runs ``offsets-audit`` commands, the explore notebook's plain script and its Jupyter form on Spark Connect, in a
-process of their own (a Spark Connect client cannot share a process with the tests' classic session).
+"""Runs ``offsets-audit`` commands in one session of a process of their own: on Spark Connect (a Connect client
+cannot share a process with the tests' classic session), or on a classic session built with other settings than
+the tests' one (Spark's kafka source and Delta's jars), then the explore notebook's plain script and its Jupyter
+form on that session.
 
-    python tests/connect_commands.py PLAN.json RESULT.json
+    python tests/cli_session.py PLAN.json RESULT.json
 
-``PLAN.json``: ``{"remote": "local[2]", "commands": [[argv...], ...], "script": {env...} | null,
-"notebook": {env...} | null}``; a command ``["!copy", FROM, TO]`` copies a folder over another (a log that
-grows between two incremental runs) instead. The commands go through the CLI's ``main`` one after the other in this process,
-so the first starts the session (``--remote`` / ``SPARK_REMOTE``) and the others reuse it, as in a notebook or a
-nightly driver. The plain script (``notebooks/explore.py``) then runs here on the same session; the notebook
+``PLAN.json``: ``{"remote": "local[2]" | null, "commands": [[argv...], ...], "script": {env...} | null,
+"notebook": {env...} | null}``. A command ``["!copy", FROM, TO]`` copies a folder over another (a log that grows
+between two incremental runs); ``["!fingerprint", KEY, OUTPUT, RUN_ID | null, FORMAT]`` takes the tables'
+fingerprints under OUTPUT with this session's readers (``table_fingerprints``). The commands go through the CLI's
+``main`` one after the other in this process, so the first starts the session (with ``--remote`` when the plan has
+one, else from its own ``--config``'s ``spark.conf``) and the others reuse it, as in a notebook or a nightly
+driver. The plain script (``notebooks/explore.py``) then runs here on the same session; the notebook
 (``notebooks/explore.ipynb``) in a Jupyter kernel of its own that reaches the same server through the ``sc://``
 address the local server left in ``SPARK_REMOTE``, as a Databricks client does. ``RESULT.json``: per command its
-exit code, stdout and stderr's tail; the script's and the notebook's outputs; the session's class.
+exit code, stdout and stderr's tail; the fingerprints; the script's and the notebook's outputs; the session's
+class.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
 
 
 def _captured(fn) -> dict:
@@ -71,14 +77,22 @@ def main(plan_path: str, result_path: str) -> int:
     from offsets_audit.cli import main as cli_main
 
     plan = json.loads(Path(plan_path).read_text())
-    result: dict = {"commands": []}
+    result: dict = {"commands": [], "fingerprints": {}}
     for i, argv in enumerate(plan["commands"]):
-        # the first as typed, `offsets-audit <command> --remote <address> ...`, starts the session; the others find
-        # it active, as in a notebook or a nightly driver
         if argv[0] == "!copy":
             shutil.copytree(argv[1], argv[2], dirs_exist_ok=True)
             continue
-        line = [argv[0], "--remote", plan["remote"], *argv[1:]] if i == 0 else list(argv)
+        if argv[0] == "!fingerprint":
+            from pyspark.sql import SparkSession
+
+            from table_fingerprints import fingerprints
+
+            key, output, run_id, fmt = argv[1:]
+            result["fingerprints"][key] = fingerprints(SparkSession.getActiveSession(), Path(output), run_id, fmt)
+            continue
+        # the first as typed, `offsets-audit <command> --remote <address> ...`, starts the session; the others find
+        # it active, as in a notebook or a nightly driver
+        line = [argv[0], "--remote", plan["remote"], *argv[1:]] if i == 0 and plan.get("remote") else list(argv)
         result["commands"].append({"argv": line, **_captured(lambda: cli_main(line))})
     from pyspark.sql import SparkSession
 
