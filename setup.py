@@ -11,7 +11,7 @@ the rest is in pyproject.toml.
 Without a kernel (and from the ``--py-files`` zip) each runs its pure-Python path: the same results, ``simple`` 15
 times or more, ``range`` 3 to 5 times and ``uniform`` about 1.5 times slower on 1,000-member groups, reading
 log segments about 5 times slower (``sources.segments``), and the job's decode of offset commits (without JSON
-texts) 10-20 % slower (``codec.vectorized``).
+texts) 10-20 % slower (``codec.vectorised``).
 """
 
 import os

@@ -165,14 +165,14 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     summary = run_job(spark, config, progress=False)
     wall = time.perf_counter() - start
     cpu = _cpu_during(figures, _jvm_figures(spark))
-    stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}
+    stages = {k: v for k, v in summary.timings_s.items() if ":" not in k}
     staged = sum(stages.values())
     print(f"end to end: {wall:.1f} s wall = {records / wall:,.0f} records/s "
           f"(stages {staged:.1f} s; summary and manifest {wall - staged:.1f} s)")
     for name, seconds in stages.items():
         print(f"  {name:<16} {seconds:7.1f} s  {100 * seconds / wall:5.1f} %")
         # Each table of the stage as it was materialised (the first reader of a shared intermediate pays for it).
-        parts = {k.split(":", 1)[1]: v for k, v in summary["timings_s"].items() if k.startswith(f"{name}:")}
+        parts = {k.split(":", 1)[1]: v for k, v in summary.timings_s.items() if k.startswith(f"{name}:")}
         if parts and name != "write":
             print("      " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
 
@@ -201,10 +201,10 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
     python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     jvm_mb = _peak_rss_mb(spark._jvm.java.lang.ProcessHandle.current().pid())
     print(f"peak driver RSS so far: python {python_mb:,.0f} MB, JVM {jvm_mb:,.0f} MB")
-    print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()))
+    print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.findings or {}).items()))
     # The machine may be shared: figures taken at different loads do not compare, ratios in one run do.
     print(f"load average at the end: {_load()}", flush=True)
-    return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "timings_s": summary["timings_s"],
+    return {"records": records, "wall_s": round(wall, 2), "stages_s": stages, "timings_s": summary.timings_s,
             "decode_only_s": round(decode_only, 2), "job_read_s": round(job_read, 2),
             "ratio": round(decode_only / wall, 3), "python_rss_mb": round(python_mb), "jvm_rss_mb": round(jvm_mb),
             "load_average": os.getloadavg()[0], "cpu": cpu}

@@ -91,7 +91,7 @@ def main() -> None:
         def timed(label, work):
             load_before = os.getloadavg()[0]
             started = time.perf_counter()
-            summary = work()
+            summary = work().as_dict()
             seconds = time.perf_counter() - started
             records = summary["records"]["read"]
             stages = {k: v for k, v in summary["timings_s"].items() if ":" not in k}

@@ -78,7 +78,7 @@ def run(spark, history: Path, output: Path) -> dict:
     finally:
         sys.stderr = marks.real
     marks.marks.append(("end", time.perf_counter(), audit_bench._jvm_figures(spark)))
-    records = summary["records"]["read"]
+    records = summary.records.read
     wall = marks.marks[-1][1] - began
     print(f"\n== {history}: {records:,} records, {wall:.1f} s = {records / wall:,.0f} records/s")
     print(f"  {'stage':<16} {'wall s':>7} {'JVM s':>7} {'jit s':>6} {'Python s':>9} {'busy':>5}")
@@ -95,7 +95,7 @@ def run(spark, history: Path, output: Path) -> dict:
             stages[name] = {"wall_s": round(seconds, 1), "jvm_cpu_s": cpu["jvm_cpu_s"], "jit_cpu_s": cpu["jit_cpu_s"],
                             "workers_cpu_s": cpu["workers_cpu_s"], "busy": round(busy, 3)}
         previous = mark
-    print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.get("findings") or {}).items()), flush=True)
+    print("findings:", ", ".join(f"{k} {v}" for k, v in (summary.findings or {}).items()), flush=True)
     return {"history": str(history), "records": records, "wall_s": round(wall, 1), "stages": stages}
 
 

@@ -460,9 +460,9 @@ def _all_cases():
 
 
 def test_warnings_are_the_same_on_the_vectorised_and_generic_paths(monkeypatch):
-    from offsets_audit.codec import vectorized
+    from offsets_audit.codec import vectorised
 
-    monkeypatch.setattr(vectorized, "_ROWS_PER_WEIGHT", 0)
+    monkeypatch.setattr(vectorised, "_ROWS_PER_WEIGHT", 0)
     cases = _all_cases() * 3
     batch = pa.RecordBatch.from_pydict({"key": pa.array([k for k, _ in cases], pa.binary()),
                                         "value": pa.array([v for _, v in cases], pa.binary())})

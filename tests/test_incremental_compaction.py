@@ -53,12 +53,12 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
         _grow_to_slice(cuts, live, i, 2)
         summaries.append(run_incremental(spark, _config(live, output, f"night-{i}", overrides), str(checkpoint),
                                          progress=False))
-    assert summaries[0]["stages"]["history"].endswith("(no compact snapshot yet)")
-    assert summaries[1]["stages"]["history"].startswith("compact snapshot of run night-1")
+    assert summaries[0].stages["history"].endswith("(no compact snapshot yet)")
+    assert summaries[1].stages["history"].startswith("compact snapshot of run night-1")
     runs = json.loads((checkpoint / "runs.json").read_text())
     assert [r["compact"] for r in runs] == [True, True]
     assert [r["chain"] for r in runs] == [["night-1"], ["night-1", "night-2"]]  # night-2's snapshot is a delta
-    assert summaries[1]["stages"]["snapshot"].startswith("delta on run night-1")
+    assert summaries[1].stages["snapshot"].startswith("delta on run night-1")
     # only the last run's micro-batches are left (a rerun of it reads them again), and the last two snapshots
     assert _batch_ids(checkpoint / "fold_rows") and min(_batch_ids(checkpoint / "fold_rows")) >= runs[-1]["fold"][0]
     assert min(_batch_ids(checkpoint / "counts")) >= runs[-1]["records"][0]
@@ -68,7 +68,7 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
     first = _tables(spark, output, "night-2")
 
     rerun = run_incremental(spark, _config(live, output, "night-2", overrides), str(checkpoint), progress=False)
-    assert rerun["stages"]["history"].startswith("compact snapshot of run night-1")
+    assert rerun.stages["history"].startswith("compact snapshot of run night-1")
     assert _tables(spark, output, "night-2") == first
 
     # A snapshot written before the rebalance store and the chains held every completed rebalance as
@@ -78,11 +78,11 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
     stored = _stored_rebalances(spark, checkpoint)
     assert stored
     legacy = checkpoint / "compact" / "run=night-2-full"
-    from offsets_audit.replay import incremental as replay_incremental
+    from offsets_audit.replay import streaming
 
-    chain = replay_incremental.history_rows(spark, str(checkpoint), ["night-1", "night-2"], [], [])
-    full = replay_incremental.compact_rows(chain, replay_incremental.latest_tails(chain).select(
-        replay_incremental.renamed_kinds({v: k for k, v in replay_incremental.TAIL_KINDS.items()}).alias("kind"),
+    chain = streaming.history_rows(spark, str(checkpoint), ["night-1", "night-2"], [], [])
+    full = streaming.compact_rows(chain, streaming.latest_tails(chain).select(
+        streaming.renamed_kinds({v: k for k, v in streaming.TAIL_KINDS.items()}).alias("kind"),
         "group_id", "payload"), False, -1)
     full.unionByName(spark.read.parquet(str(checkpoint / "rebalances" / "run=night-2")).select(
         "group_id", "payload", "batch", F.lit("rebalance").alias("kind"))).write.partitionBy("kind").parquet(
@@ -96,10 +96,10 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
     (checkpoint / "runs.json").write_text(json.dumps(runs))
     idle = run_incremental(spark, _config(live, output, "night-3", overrides), str(checkpoint), progress=False)
     assert _stored_rebalances(spark, checkpoint) == stored
-    assert idle["stages"]["snapshot"].startswith("full")
+    assert idle.stages["snapshot"].startswith("full")
     assert not (checkpoint / "compact" / "run=night-3" / "rows" / "kind=rebalance").exists()
-    assert idle["stages"]["replay"].startswith("skipped")
-    assert idle["stages"]["provisional"] == "recomputed for every group"  # the legacy entry has no settings key
+    assert idle.stages["replay"].startswith("skipped")
+    assert idle.stages["provisional"] == "recomputed for every group"  # the legacy entry has no settings key
     again = _tables(spark, output, "night-3")
     for name in ("provisional_findings", "provisional_rebalances", "group_state", "members", "offsets",
                  "provisional_assignor_audit"):
@@ -110,7 +110,7 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
 
     # Nothing new again: every group's tail is carried (the clock did not move), the snapshot is a delta.
     idle = run_incremental(spark, _config(live, output, "night-4", overrides), str(checkpoint), progress=False)
-    assert idle["stages"]["provisional"].startswith("carried")
-    assert idle["stages"]["snapshot"].startswith("delta on run night-3")
+    assert idle.stages["provisional"].startswith("carried")
+    assert idle.stages["snapshot"].startswith("delta on run night-3")
     assert _tables(spark, output, "night-4") == again
     assert sorted(p.name for p in (checkpoint / "compact").iterdir()) == ["run=night-3", "run=night-4"]

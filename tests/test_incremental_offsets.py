@@ -1,4 +1,4 @@
-"""The incremental offset rules (``audit.offsets_incremental``) against the batch ones, micro-batch by micro-batch.
+"""The incremental offset rules (``audit.offsets_resumed``) against the batch ones, micro-batch by micro-batch.
 
 Kafka's consumer-group history with the offset faults of ``test_offsets_parity.transactional_tail`` (backwards
 commits, a commit by no owner, aborted, cleared and replaced transactions, transactions pending too long, one
@@ -45,14 +45,14 @@ def _rows(df):
 def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
     from pyspark.sql import functions as F
 
-    from offsets_audit.audit.offsets_incremental import OFFSET_STATE_DDLS, empty_state, incremental_offset_findings
+    from offsets_audit.audit.offsets_resumed import OFFSET_STATE_DDLS, empty_state, resumed_offset_findings
     from offsets_audit.audit.offsets_spark import OFFSET_RULES, TIMELINE_DDL, commit_events
     from offsets_audit.audit.spark import EVENT_COLUMNS, audit, walk_groups
     from offsets_audit.codec.spark import decode, split
     from offsets_audit.config import load_settings
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.replay.commit_log import offsets_snapshot, resolve_commits
-    from offsets_audit.replay.incremental import commit_log_of_batch
+    from offsets_audit.replay.streaming import commit_log_of_batch
     from offsets_audit.replay.spark import OFFSETS_STATE_DDL
 
     config = load_settings().replace(topic_ids=TOPIC_IDS)
@@ -100,7 +100,7 @@ def test_runs_of_micro_batches_find_what_one_batch_run_finds(spark, per_batch):
         run_events = events.filter(in_run).select("group_id", "partition", "offset", "timestamp")
         run_timeline = timeline.filter((F.col("_at") >= low) & (F.col("_at") < high)).select(*columns)
         cached: list = []  # what the run persists, freed once its outputs are written, as the job does
-        completed, provisional, state = incremental_offset_findings(run_log, run_events, run_timeline, state,
+        completed, provisional, state = resumed_offset_findings(run_log, run_events, run_timeline, state,
                                                                     config.rules, config.topic_ids, end,
                                                                     cached=cached)
         # the run's outputs and the state the next run reads back from storage, as the checkpoint does

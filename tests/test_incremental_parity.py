@@ -239,10 +239,10 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
     (unless a stuck-state or pending-transaction timer ran out by the new clock) and only the touched groups are
     finished again; its snapshot is a delta on run 1's. Run 3 grows the rest and, one delta being the most
     allowed here, writes a full snapshot from the chain. The union still equals one batch run."""
-    from offsets_audit.replay import incremental as replay_incremental
+    from offsets_audit.replay import streaming
     from offsets_audit.sources.segments import list_segments, read_segment
 
-    monkeypatch.setattr(replay_incremental, "DELTAS_BEFORE_FULL", 1)
+    monkeypatch.setattr(streaming, "DELTAS_BEFORE_FULL", 1)
 
     root, segments, overrides = faulted
     newest = {}
@@ -261,9 +261,9 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
     summaries: list = []
     findings, rebalances, reruns = _incremental(spark, segments, root, 3, overrides, grow=grow, summaries=summaries,
                                                 name="-staggered")
-    assert summaries[1]["clock"] > summaries[0]["clock"]
-    assert summaries[1]["stages"]["provisional"].startswith("recomputed for the touched groups")
-    assert [s["stages"]["snapshot"].split(":")[0] for s in summaries] == ["full", "delta on run slice-1", "full"]
+    assert summaries[1].incremental.clock > summaries[0].incremental.clock
+    assert summaries[1].stages["provisional"].startswith("recomputed for the touched groups")
+    assert [s.stages["snapshot"].split(":")[0] for s in summaries] == ["full", "delta on run slice-1", "full"]
     runs = json.loads((root / "checkpoint-3-staggered" / "runs.json").read_text())
     assert [r["chain"] for r in runs] == [["slice-1"], ["slice-1", "slice-2"], ["slice-3"]]
     expected_findings, expected_rebalances, expected_reruns = faulted_batch

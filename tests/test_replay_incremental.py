@@ -123,7 +123,7 @@ def test_fold_carried_through_the_state_store_equals_one_pass(simulated):
     """Cutting a group's records into micro-batches, with ``GroupFold`` stored as bytes between them, gives the
     batch replay's rows (the processor's logic without Spark)."""
     from offsets_audit.replay.fold import GroupFold
-    from offsets_audit.replay.incremental import fold_frame, ordered_group_rows, state_rows
+    from offsets_audit.replay.streaming import fold_frame, ordered_group_rows, state_rows
     from offsets_audit.replay.spark import _fold_groups
 
     for group_id, frame in _group_frames(simulated / "segments").items():
@@ -222,8 +222,8 @@ def _assert_same_tables(got: dict, expected: dict) -> None:
 @pytest.mark.spark
 def test_incremental_run_reads_the_log_in_several_micro_batches(uninterrupted):
     summary, _, _ = uninterrupted
-    assert len(summary["batches"]["fold"]) >= 2 and len(summary["batches"]["records"]) >= 2
-    assert summary["records"]["read"] == summary["records"]["decoded"] > 0
+    assert len(summary.incremental.batches.fold) >= 2 and len(summary.incremental.batches.records) >= 2
+    assert summary.records.read == summary.records.decoded > 0
 
 
 @pytest.mark.spark
@@ -239,7 +239,7 @@ def test_parquet_dump_streamed_file_by_file_equals_the_batch_replay(spark, simul
 
     summary = run_incremental(spark, _config(simulated, tmp_path / "out", "parquet"), str(tmp_path / "checkpoint"),
                               progress=False)
-    assert len(summary["batches"]["fold"]) >= 2
+    assert len(summary.incremental.batches.fold) >= 2
     _assert_same_tables(read_tables(spark, str(tmp_path / "out")), batch_tables)
 
 
@@ -275,7 +275,7 @@ def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spar
     assert not (checkpoint / "runs.json").exists()
 
     summary = run_incremental(spark, config, str(checkpoint), progress=False)
-    assert summary["batches"]["fold"][0] >= 1  # the killed run's first micro-batch was not redone
+    assert summary.incremental.batches.fold[0] >= 1  # the killed run's first micro-batch was not redone
     tables = read_tables(spark, str(tmp_path / "out"))
     _assert_same_tables(tables, uninterrupted[1])
     _assert_same_tables(tables, batch_tables)
@@ -310,7 +310,7 @@ def test_second_run_picks_up_grown_and_new_segments(spark, simulated, tmp_path, 
             handle.write(data)
     config = config.replace(run_id="second")
     second = run_incremental(spark, config, str(tmp_path / "checkpoint"), progress=False)
-    assert first["records"]["read"] + second["records"]["read"] == sum(
+    assert first.records.read + second.records.read == sum(
         1 for _ in _rows_of_log(simulated / "segments"))
     _assert_same_tables(read_tables(spark, str(tmp_path / "out")), batch_tables)
 
@@ -355,7 +355,7 @@ TXN_LOG = [
 def test_offsets_merged_batch_by_batch_equal_the_whole_log_replay(spark, cuts):
     from chispa import assert_df_equality
 
-    from offsets_audit.replay.incremental import _OFFSETS_STATE_DDL, merge_offsets, offsets_table
+    from offsets_audit.replay.streaming import _OFFSETS_STATE_DDL, merge_offsets, offsets_table
     from offsets_audit.replay.spark import _offsets
 
     snapshot = spark.createDataFrame([], _OFFSETS_STATE_DDL)

@@ -1,7 +1,7 @@
 """Incremental runs: replay and audit only what is new since the last run, state kept in a checkpoint.
 
 ``offsets-audit run --incremental --checkpoint PATH`` (``run_incremental``) is the nightly form of ``job.run_job``:
-the replay's Structured Streaming queries (``replay.incremental``) read what arrived since the last run, and the
+the replay's Structured Streaming queries (``replay.streaming``) read what arrived since the last run, and the
 same ``transformWithStateInPandas`` processor that folds a group's records feeds the events it emits to the
 group's resumable audit (``audit.engine.GroupAudit``), whose whole state sits in the same state store and is
 committed with the same micro-batch. A rebalance that starts in one run and converges in the next is timed once,
@@ -39,15 +39,22 @@ from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
-from offsets_audit.replay import incremental as replay_incremental
+from offsets_audit.replay import streaming
 from offsets_audit.settings import Settings
-from offsets_audit.sinks.summary import run_figures
+from offsets_audit.sinks.summary import (
+    IncrementalFacts,
+    MicroBatches,
+    RecordCounts,
+    RunSummary,
+    run_figures,
+    write_summary,
+)
 from offsets_audit.spark_session import frees_its_plans
 from offsets_audit.stages import RunStages
 
 _ROWS_DDL = "kind string, group_id string, payload string"
 #: Rule families the incremental audit does not evaluate (none: the offset rules run incrementally too,
-#: ``audit.offsets_incremental``). A run on a checkpoint whose earlier runs kept no offset-rule state reports
+#: ``audit.offsets_resumed``). A run on a checkpoint whose earlier runs kept no offset-rule state reports
 #: the offset rules skipped in its summary (``skipped_rules``), never as zero findings.
 SKIPPED_RULES: tuple[str, ...] = ()
 RUNS_FILE = "runs.json"
@@ -56,7 +63,7 @@ OFFSET_STATE_FOLDER = "offset_rules"
 
 
 class GroupAuditStep:
-    """The fold processor's extension (``replay.incremental.fold_processor_class``): feeds the events the fold
+    """The fold processor's extension (``replay.streaming.fold_processor_class``): feeds the events the fold
     just emitted for a group to the group's ``GroupAudit`` and returns what the audit produced, as rows of kind
     ``finding``, ``rebalance``, ``context``, ``ownership`` (the offset rules' timeline) and ``audit_state`` (the
     state as base64, for the provisional tail of the run)."""
@@ -85,7 +92,7 @@ def provisional_rows(rows, settings: Settings, end_time_ms: int | None):
     each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records)), and a
     ``horizon`` row (payload: the clock in ms) for each group whose rows a later clock could change
     (``GroupAudit.provisional_until``)."""
-    latest = replay_incremental.latest_per_group(rows, "audit_state").select("group_id", "payload")
+    latest = streaming.latest_per_group(rows, "audit_state").select("group_id", "payload")
 
     def run(batches):
         for pdf in batches:
@@ -124,9 +131,9 @@ def provisional_tail(history, new_rows, settings: Settings, clock: int | None, c
 
     if not carry or clock is None:
         return provisional_rows(history, settings, clock), "recomputed for every group", None
-    back = {new: old for old, new in replay_incremental.TAIL_KINDS.items()}
-    carried = replay_incremental.latest_tails(history).select(
-        replay_incremental.renamed_kinds(back).alias("kind"), "group_id", "payload")
+    back = {new: old for old, new in streaming.TAIL_KINDS.items()}
+    carried = streaming.latest_tails(history).select(
+        streaming.renamed_kinds(back).alias("kind"), "group_id", "payload")
     due = carried.filter((F.col("kind") == "horizon") & (F.col("payload").cast("long") <= F.lit(clock))).select(
         "group_id")
     if new_rows is not None:
@@ -168,7 +175,7 @@ def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict],
     far, member order, previous target, the chain) from the last published run and re-runs only the new targets,
     plus any still waiting for a topic name (pending: provisional rows until a later target names it). Untouched
     groups' state is carried over as it is. A checkpoint whose last run kept no re-run state is resumed once
-    from its recorded targets (``history``: ``replay.incremental.history_rows``, whose snapshot keeps the
+    from its recorded targets (``history``: ``replay.streaming.history_rows``, whose snapshot keeps the
     targets when its run kept no re-run state), keeping only the new targets' rows."""
     from pyspark.sql import functions as F
 
@@ -186,7 +193,7 @@ def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict],
                  .parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={runs[-1]['run_id']}"))
     elif runs:
         resumed_from_targets = True
-    targets = (history if resumed_from_targets else replay_incremental.fold_rows(spark, checkpoint, fold_range)) \
+    targets = (history if resumed_from_targets else streaming.fold_rows(spark, checkpoint, fold_range)) \
         .filter(F.col("kind") == "target")
     choice = assignor_choice(settings.broker)
     resumed = assignor_spark.audit_resumed(targets, state, topics, what_if=what_if, offsets=offsets,
@@ -197,7 +204,7 @@ def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict],
         found = (resumed.filter(F.col("kind") == kind).select(F.from_json("payload", ASSIGNOR_AUDIT_DDL).alias("r"))
                  .select(*[F.col(f"r.{c}") for c in ASSIGNOR_AUDIT_COLUMNS]))
         if resumed_from_targets:  # resumed from the recorded targets: keep only the new targets' rows
-            new = replay_incremental.parsed(replay_incremental.fold_rows(spark, checkpoint, fold_range), "target",
+            new = streaming.parsed(streaming.fold_rows(spark, checkpoint, fold_range), "target",
                                             "group_id string, partition int, offset long")
             found = found.join(new.select("group_id", "partition", "offset"), ["group_id", "partition", "offset"],
                                "left_semi").select(*ASSIGNOR_AUDIT_COLUMNS)
@@ -240,7 +247,7 @@ def assignor_mismatches(audited, settings: Settings):
 def _offset_state(spark, checkpoint: str, runs: list[dict]):
     """The offset rules' state the last published run left (``empty_state`` before the first run), or None when
     that run kept none (its checkpoint predates incremental offset rules: they cannot be resumed)."""
-    from offsets_audit.audit.offsets_incremental import OFFSET_STATE_DDLS, empty_state
+    from offsets_audit.audit.offsets_resumed import OFFSET_STATE_DDLS, empty_state
 
     if not runs:
         return empty_state(spark)
@@ -253,11 +260,11 @@ def _offset_state(spark, checkpoint: str, runs: list[dict]):
 def offset_rule_findings(spark, settings: Settings, checkpoint: str, runs: list[dict], record_range: list[int],
                          new_rows, group_events, end_time_ms: int | None, cached: list | None = None):
     """``(findings, provisional, next_state)`` of the offset rules over this run's commits and timeline rows,
-    resumed from the last published run's state (``audit.offsets_incremental``); ``None`` when the checkpoint's
+    resumed from the last published run's state (``audit.offsets_resumed``); ``None`` when the checkpoint's
     earlier runs kept no offset-rule state."""
     from pyspark.sql import functions as F
 
-    from offsets_audit.audit.offsets_incremental import incremental_offset_findings
+    from offsets_audit.audit.offsets_resumed import resumed_offset_findings
     from offsets_audit.audit.offsets_spark import TIMELINE_DDL
 
     state = _offset_state(spark, checkpoint, runs)
@@ -267,8 +274,8 @@ def offset_rule_findings(spark, settings: Settings, checkpoint: str, runs: list[
         "group_id", "kind", F.from_json("payload", TIMELINE_DDL).alias("t")).select("group_id", "kind", "t.*")
     group_times = group_events.filter(F.col("group_id").isNotNull()).select("group_id", "partition", "offset",
                                                                              "timestamp")
-    run_log = replay_incremental.commit_log_rows(spark, checkpoint, record_range)
-    return incremental_offset_findings(run_log, group_times, timeline, state, settings.rules, settings.topic_ids,
+    run_log = streaming.commit_log_rows(spark, checkpoint, record_range)
+    return resumed_offset_findings(run_log, group_times, timeline, state, settings.rules, settings.topic_ids,
                                        end_time_ms, cached=cached)
 
 
@@ -281,7 +288,7 @@ def _write_offset_state(checkpoint: str, run_id: str, state: dict) -> None:
 
 def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
     """The published runs before this one, and where this run starts (first fold / records batch, clock)."""
-    runs = replay_incremental.read_json(replay_incremental.local_folder(checkpoint) / RUNS_FILE, [])
+    runs = streaming.read_json(streaming.local_folder(checkpoint) / RUNS_FILE, [])
     if runs and runs[-1]["run_id"] == run_id:
         runs = runs[:-1]  # a rerun of the last run: it covers that run's batches again and replaces its tables
     elif any(r["run_id"] == run_id for r in runs):
@@ -296,7 +303,7 @@ def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
 # -- the run ---------------------------------------------------------------------------------------------------
 
 @frees_its_plans
-def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool = True) -> dict:
+def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool = True) -> RunSummary:
     """Replay and audit what is new since the last run; write this run's tables; return its summary.
 
     The stages in order, timed by the run's one ``RunStages``; then the run is published (``runs.json``) and
@@ -316,7 +323,7 @@ def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: boo
         with stages.stage("write"):
             paths = write_tables(spark, settings, audited.frames, stages)
         summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages)
-        publish_summary(spark, settings, summary)
+        write_summary(spark, settings, summary)
         if audited.offset_state is not None:
             with stages.stage("offset state"):
                 _write_offset_state(checkpoint, run_id, audited.offset_state)
@@ -388,8 +395,8 @@ def _prepare(spark, settings: Settings, checkpoint: str) -> tuple[Settings, list
 
     settings = with_group_configs(settings)
     Output.of(settings.output).check()
-    replay_incremental.check_locations(settings.output.path, checkpoint)
-    replay_incremental.local_folder(checkpoint).mkdir(parents=True, exist_ok=True)
+    streaming.check_locations(settings.output.path, checkpoint)
+    streaming.local_folder(checkpoint).mkdir(parents=True, exist_ok=True)
     runs, start = _published(checkpoint, settings.run_id)
     spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
     return settings, runs, start
@@ -402,36 +409,36 @@ def _new_records(spark, settings: Settings):
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.sources.options import source_config
 
-    return codec_spark.decode(replay_incremental.read_stream(spark, source_config(settings)), json_text=False)
+    return codec_spark.decode(streaming.read_stream(spark, source_config(settings)), json_text=False)
 
 
 def fold_new_records(spark, settings: Settings, checkpoint: str):
     """The fold query: each group's new records folded, and the events it emits fed to its audit
     (``GroupAuditStep``)."""
-    return replay_incremental.run_fold_query(spark, _new_records(spark, settings), checkpoint,
+    return streaming.run_fold_query(spark, _new_records(spark, settings), checkpoint,
                                              GroupAuditStep(settings))
 
 
 def commit_new_records(spark, settings: Settings, checkpoint: str):
     """The records query: the new records' commit log, quarantine rows and counts."""
-    return replay_incremental.run_records_query(spark, _new_records(spark, settings), checkpoint)
+    return streaming.run_records_query(spark, _new_records(spark, settings), checkpoint)
 
 
 def coverage(spark, settings: Settings, checkpoint: str, runs: list[dict], start: dict) -> Coverage:
     """Which micro-batches the run covers: every one since the last published run."""
-    all_fold = replay_incremental.fold_batches(checkpoint)
-    all_records = replay_incremental.counted_batches(checkpoint)
+    all_fold = streaming.fold_batches(checkpoint)
+    all_records = streaming.counted_batches(checkpoint)
     fold_range = [b for b in all_fold if b >= start["fold"]]
     record_range = [b for b in all_records if b >= start["records"]]
-    counts = replay_incremental.record_counts(checkpoint, record_range)
+    counts = streaming.record_counts(checkpoint, record_range)
     clock = counts.pop("clock")
     if start["clock"] is not None:
         clock = start["clock"] if clock is None else max(clock, start["clock"])
-    chain = replay_incremental.snapshot_chain(runs)
+    chain = streaming.snapshot_chain(runs)
     tail_settings = _tail_settings(settings)
     return Coverage(runs=runs, start=start, all_fold=all_fold, all_records=all_records, fold_range=fold_range,
                     record_range=record_range, counts=counts, clock=clock, chain=chain,
-                    history=replay_incremental.history_rows(spark, checkpoint, chain, fold_range, all_fold),
+                    history=streaming.history_rows(spark, checkpoint, chain, fold_range, all_fold),
                     tail_settings=tail_settings,
                     carry_tail=bool(chain) and runs[-1].get("tail_settings") == tail_settings)
 
@@ -441,16 +448,16 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     and materialised side by side (``audit:<table>``: its count's wall time beside the others'; the first to read
     a shared intermediate pays for it), and the state the next run resumes from."""
     planning = time.perf_counter()
-    replayed, quarantine = replay_incremental.replay_tables(spark, checkpoint, covered.fold_range, covered.history,
+    replayed, quarantine = streaming.replay_tables(spark, checkpoint, covered.fold_range, covered.history,
                                                             covered.record_range)
     frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
-    new_rows = replay_incremental.fold_rows(spark, checkpoint, covered.fold_range)
+    new_rows = streaming.fold_rows(spark, checkpoint, covered.fold_range)
     tail, how, due = provisional_tail(covered.history, new_rows if covered.fold_range else None, settings,
                                       covered.clock, covered.carry_tail)
     tail = stages.kept(tail)
     with stages.part("audit:provisional_pass"):
         tail.count()  # the provisional pass (Python per recomputed group)
-    gaps = stages.kept(replay_incremental.gaps_so_far(spark, checkpoint, covered.chain, covered.record_range,
+    gaps = stages.kept(streaming.gaps_so_far(spark, checkpoint, covered.chain, covered.record_range,
                                                       covered.all_records))
     reruns = assignor_audit(spark, settings, checkpoint, covered.runs, covered.fold_range, covered.history,
                             frames["offsets"])
@@ -527,7 +534,7 @@ def _rebalances_of_run(spark, checkpoint: str, covered: Coverage, new_rows, tail
     of_run = rebalances.unionByName(open_rebalances)
     # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
     days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
-    earlier = replay_incremental.stored_rebalances(spark, checkpoint, [r["run_id"] for r in covered.runs], days)
+    earlier = streaming.stored_rebalances(spark, checkpoint, [r["run_id"] for r in covered.runs], days)
     cumulative = (_rebalances(earlier.unionByName(covered.history)).unionByName(open_rebalances)
                   .filter(F.col("day").isin(*days)))
     return {"rebalances": rebalances, "provisional_rebalances": open_rebalances,
@@ -540,7 +547,7 @@ def next_snapshot(run_id: str, covered: Coverage, audited: AuditedRun) -> Snapsh
     always a full one after a snapshot written before chains (it may hold completed rebalances, which this run
     stores and the next must not read again)."""
     chain = covered.chain
-    delta = (audited.due is not None and 0 < len(chain) <= replay_incremental.DELTAS_BEFORE_FULL
+    delta = (audited.due is not None and 0 < len(chain) <= streaming.DELTAS_BEFORE_FULL
              and "chain" in covered.runs[-1])
     return Snapshot(delta=delta, next_chain=chain + [run_id] if delta else [run_id])
 
@@ -553,45 +560,31 @@ def write_tables(spark, settings: Settings, frames: dict, stages: RunStages) -> 
 
 
 def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,
-             ran_fold, ran_records, paths: dict, stages: RunStages) -> dict:
+             ran_fold, ran_records, paths: dict, stages: RunStages) -> RunSummary:
     """The run's summary; a stage that did not run says "skipped" and why."""
     chain, offset_state = covered.chain, audited.offset_state
-    summary: dict = {
-        "run_id": settings.run_id, "mode": "incremental", "checkpoint": checkpoint,
-        "batches": {"fold": ran_fold, "records": ran_records,
-                    "covered": {"fold": covered.fold_range, "records": covered.record_range}},
-        "records": covered.counts, "clock": covered.clock, "timings_s": stages.timings, "tables": paths,
-        "skipped_rules": [] if offset_state is not None else list(OFFSET_RULES),
-        "stages": {"replay": "ran", "audit": "ran (group rules, rebalances)",
-                   "offset_rules": "ran" if offset_state is not None else
-                   ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
-                    "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
-                   "assignor_audit": "ran" if settings.assignors.audit else "skipped: assignors.audit is off",
-                   "provisional": audited.provisional_how,
-                   "history": (f"compact snapshot of run {chain[-1]}"
-                               + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})"
-                                  if len(chain) > 1 else "")
-                               + f" + {len(covered.fold_range)} new fold micro-batch(es)" if chain else
-                               f"{len(covered.all_fold)} fold micro-batch(es) (no compact snapshot yet)"),
-                   "snapshot": (f"delta on run {chain[-1]}: the touched groups and the tails recomputed"
-                                if snapshot.delta else "full: every group")},
+    stages_ran = {
+        "replay": "ran" if not covered.nothing_new else "skipped: nothing new since the last run",
+        "audit": "ran (group rules, rebalances)",
+        "offset_rules": "ran" if offset_state is not None else
+        ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
+         "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
+        "assignor_audit": "ran" if settings.assignors.audit else "skipped: assignors.audit is off",
+        "provisional": audited.provisional_how,
+        "history": (f"compact snapshot of run {chain[-1]}"
+                    + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})" if len(chain) > 1 else "")
+                    + f" + {len(covered.fold_range)} new fold micro-batch(es)" if chain else
+                    f"{len(covered.all_fold)} fold micro-batch(es) (no compact snapshot yet)"),
+        "snapshot": (f"delta on run {chain[-1]}: the touched groups and the tails recomputed"
+                     if snapshot.delta else "full: every group"),
     }
-    if covered.nothing_new:
-        summary["stages"]["replay"] = "skipped: nothing new since the last run"
-    summary.update(run_figures(audited.frames))
-    return summary
-
-
-def publish_summary(spark, settings: Settings, summary: dict) -> None:
-    """The run's HTML report (``output.html_report``) and ``summary/<run_id>.json``."""
-    from offsets_audit import sinks
-
-    out = settings.output
-    if out.html_report:
-        from offsets_audit.sinks.report import write_report
-        summary["report"] = write_report(spark, sinks.Output.of(out), settings.run_id, summary)
-    summary["summary_path"] = sinks.write_text_file(spark, out.path, f"summary/{settings.run_id}.json",
-                                                    json.dumps(summary, indent=2, default=str))
+    facts = IncrementalFacts(
+        checkpoint=checkpoint, clock=covered.clock, stages=stages_ran,
+        batches=MicroBatches(fold=ran_fold, records=ran_records, covered_fold=covered.fold_range,
+                             covered_records=covered.record_range),
+        skipped_rules=() if offset_state is not None else tuple(OFFSET_RULES))
+    return RunSummary(run_id=settings.run_id, records=RecordCounts.of(covered.counts), timings_s=stages.timings,
+                      tables=paths, incremental=facts).with_figures(run_figures(audited.frames))
 
 
 def compact(spark, checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
@@ -600,15 +593,15 @@ def compact(spark, checkpoint: str, run_id: str, covered: Coverage, audited: Aud
     published run removes)."""
     keep_targets = audited.rerun_state is None
     if snapshot.delta:
-        rows = replay_incremental.compact_rows(replay_incremental.fold_rows(spark, checkpoint, covered.fold_range),
+        rows = streaming.compact_rows(streaming.fold_rows(spark, checkpoint, covered.fold_range),
                                                audited.tail.join(audited.due, "group_id", "left_semi"), keep_targets,
                                                len(covered.runs), audited.due)
-        new_gaps = replay_incremental.new_gaps(spark, checkpoint, covered.record_range)
+        new_gaps = streaming.new_gaps(spark, checkpoint, covered.record_range)
     else:
-        rows = replay_incremental.compact_rows(covered.history, audited.tail, keep_targets, len(covered.runs))
+        rows = streaming.compact_rows(covered.history, audited.tail, keep_targets, len(covered.runs))
         new_gaps = audited.gaps
-    replay_incremental.write_compact(spark, checkpoint, run_id, rows, new_gaps)
-    replay_incremental.write_rebalances(checkpoint, run_id, covered.history)
+    streaming.write_compact(spark, checkpoint, run_id, rows, new_gaps)
+    streaming.write_rebalances(checkpoint, run_id, covered.history)
 
 
 def publish_run(checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
@@ -620,7 +613,7 @@ def publish_run(checkpoint: str, run_id: str, covered: Coverage, audited: Audite
         "records": [start["records"], max(covered.all_records, default=start["records"] - 1)], "clock": covered.clock,
         "offset_rules": audited.offset_state is not None, "assignor_state": audited.rerun_state is not None,
         "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings}]
-    replay_incremental.write_json(replay_incremental.local_folder(checkpoint) / RUNS_FILE, runs)
+    streaming.write_json(streaming.local_folder(checkpoint) / RUNS_FILE, runs)
     _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
 
 
@@ -635,15 +628,15 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
     import re
     import shutil
 
-    replay_incremental.drop_commit_log_before(checkpoint, first_records_batch)
+    streaming.drop_commit_log_before(checkpoint, first_records_batch)
     if first_fold_batch is not None and runs and runs[-1].get("compact"):
-        replay_incremental.drop_batches_before(checkpoint, first_fold_batch, first_records_batch)
+        streaming.drop_batches_before(checkpoint, first_fold_batch, first_records_batch)
     last_two = {f"run={r['run_id']}" for r in runs[-2:]}
     published = {f"run={r['run_id']}" for r in runs}
-    chains = {f"run={r}" for n in (len(runs), len(runs) - 1) for r in replay_incremental.snapshot_chain(runs[:n])}
+    chains = {f"run={r}" for n in (len(runs), len(runs) - 1) for r in streaming.snapshot_chain(runs[:n])}
     for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two),
-                         (replay_incremental.COMPACT_FOLDER, chains), (replay_incremental.REBALANCE_STORE, published)):
-        root = replay_incremental.local_folder(checkpoint) / folder
+                         (streaming.COMPACT_FOLDER, chains), (streaming.REBALANCE_STORE, published)):
+        root = streaming.local_folder(checkpoint) / folder
         if root.is_dir():
             for child in root.iterdir():
                 if re.fullmatch(r"run=.+", child.name) and child.name not in keep:
@@ -670,27 +663,27 @@ def read_runs(spark, output, fmt: str = "parquet") -> dict:
     return out
 
 
-def print_summary(summary: dict, file=None) -> None:
+def print_summary(summary: RunSummary, file=None) -> None:
     """The run's summary lines; a stage that did not run says "skipped", never a count."""
-    from offsets_audit.sinks.summary import latency_quartet, print_groups_and_quarantine, print_rule_counts
+    from offsets_audit.sinks.summary import (
+        latency_quartet,
+        print_groups_and_quarantine,
+        print_records,
+        print_rule_counts,
+        print_timings,
+    )
 
     file = file or sys.stdout
-    r = summary["records"]
-    covered = summary["batches"]["covered"]
-    print(f"run {summary['run_id']} (incremental, {len(covered['records'])} new micro-batch(es)): read "
-          f"{r['read']:,} records = {r['decoded']:,} decoded + {r['quarantined']:,} quarantined; "
-          f"{r.get('records_lost', 0):,} records lost in {r.get('unreadable', 0):,} unreadable stretches", file=file)
+    covered = summary.incremental.batches.covered_records if summary.incremental is not None else []
+    print_records(summary, file, f" (incremental, {len(covered)} new micro-batch(es))")
     print_groups_and_quarantine(summary, file)
-    print_rule_counts("findings (completed by this run's records)", summary.get("findings"), file)
+    print_rule_counts("findings (completed by this run's records)", summary.findings, file)
     print_rule_counts("provisional findings (open at the end of the log; the next run replaces them)",
-                      summary.get("provisional_findings"), file)
-    for stage, state in summary["stages"].items():
+                      summary.provisional_findings, file)
+    for stage, state in summary.stages.items():
         if state.startswith("skipped"):
             print(f"{stage}: {state}", file=file)
-    for row in summary.get("latency") or []:
+    for row in summary.latency or []:
         print(f"  latency {row.get('group_type') or '?':<10} rebalances {row.get('rebalances', 0)}: to-assignment "
               f"{latency_quartet(row, 'time_to_assignment_ms')}, convergence {latency_quartet(row, 'convergence_ms')} ms", file=file)
-    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k),
-          file=file)
-    if summary.get("report"):
-        print(f"report: {summary['report']}", file=file)
+    print_timings(summary, file)

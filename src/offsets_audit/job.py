@@ -18,6 +18,7 @@ from offsets_audit.config import load_settings, redacted, source_config
 from offsets_audit.errors import UserError
 from offsets_audit.plans import cached_leaf, side_by_side
 from offsets_audit.settings import Settings
+from offsets_audit.sinks.summary import RecordCounts, RunSummary, write_summary
 from offsets_audit.spark_session import frees_its_plans
 from offsets_audit.stages import RunStages
 
@@ -71,8 +72,8 @@ def overrides_from_args(args) -> dict:
 
 
 @frees_its_plans
-def run_job(spark, settings: Settings, *, progress: bool = True) -> dict:
-    """Run the whole audit once (batch) and return the summary dict (also written as summary.json).
+def run_job(spark, settings: Settings, *, progress: bool = True) -> RunSummary:
+    """Run the whole audit once (batch) and return its summary (also written as summary.json).
 
     The stages in order, each timed by the run's one ``RunStages`` and ending at a boundary (what it produced
     persisted and counted), so that its time is the work it did and the next stage plans over its cache."""
@@ -200,15 +201,13 @@ def write(spark, settings: Settings, tables: dict, stages: RunStages) -> tuple[d
     return figures, paths
 
 
-def publish(spark, settings: Settings, log: DecodedLog, figures: dict, paths: dict, stages: RunStages) -> dict:
+def publish(spark, settings: Settings, log: DecodedLog, figures: dict, paths: dict,
+            stages: RunStages) -> RunSummary:
     """The run's summary, its HTML report (``output.html_report``) and ``summary/<run_id>.json``."""
-    out = settings.output
-    summary = _summary(settings, log.counts, figures, stages.timings, paths)
-    summary["input"] = log.input_report
-    if out.html_report:
-        from offsets_audit.sinks.report import write_report
-        summary["report"] = write_report(spark, sinks_output(settings), settings.run_id, summary)
-    _write_summary(spark, out.path, settings.run_id, summary)
+    summary = RunSummary(run_id=settings.run_id, records=RecordCounts.of(log.counts), timings_s=stages.timings,
+                         tables=paths).with_figures(figures)
+    summary.input = log.input_report
+    write_summary(spark, settings, summary)
     return summary
 
 
@@ -314,39 +313,26 @@ def _counts(tallies) -> dict:
             "by_error_code": dict(sorted(by_error.items()))}
 
 
-def _summary(settings: Settings, counts, figures: dict, timings, paths) -> dict:
-    """The run's summary: ``figures`` are ``sinks.summary.run_figures`` of its tables."""
-    summary = {"run_id": settings.run_id, "records": counts, "timings_s": timings, "tables": paths}
-    summary.update(figures)
-    return summary
-
-
-def _write_summary(spark, output_path: str, run_id: str, summary: dict) -> None:
-    from offsets_audit.sinks import write_text_file
-
-    summary["summary_path"] = write_text_file(spark, output_path, f"summary/{run_id}.json",
-                                              json.dumps(summary, indent=2, default=str))
-
-
-def print_summary(summary: dict, file=None) -> None:
-    from offsets_audit.sinks.summary import latency_quartet, print_groups_and_quarantine, print_rule_counts
+def print_summary(summary: RunSummary, file=None) -> None:
+    """The batch run's summary lines."""
+    from offsets_audit.sinks.summary import (
+        latency_quartet,
+        print_groups_and_quarantine,
+        print_records,
+        print_rule_counts,
+        print_timings,
+    )
 
     file = file or sys.stdout  # looked up at call time: the stream may have been replaced since import
-    r = summary["records"]
-    print(f"run {summary['run_id']}: read {r['read']:,} records = {r['decoded']:,} decoded + "
-          f"{r['quarantined']:,} quarantined; {r.get('records_lost', 0):,} records lost in "
-          f"{r.get('unreadable', 0):,} unreadable stretches", file=file)
+    print_records(summary, file)
     print_groups_and_quarantine(summary, file)
-    print_rule_counts("findings", summary.get("findings"), file)
-    if summary.get("latency"):
+    print_rule_counts("findings", summary.findings, file)
+    if summary.latency:
         print("rebalance latency (ms)        rebalances   to-assignment p50/p95/p99/max       convergence p50/p95/p99/max", file=file)
-    for row in summary.get("latency") or []:
+    for row in summary.latency or []:
         print(f"  {row.get('group_type') or '?':<27}{row.get('rebalances', 0):>11}   "
               f"{latency_quartet(row, 'time_to_assignment_ms'):<35}{latency_quartet(row, 'convergence_ms')}", file=file)
-    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary["timings_s"].items() if ":" not in k)
-          + " (per table in summary.json)", file=file)
-    if summary.get("report"):
-        print(f"report: {summary['report']}", file=file)
+    print_timings(summary, file, " (per table in summary.json)")
 
 
 def run(args) -> int:

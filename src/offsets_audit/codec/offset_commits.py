@@ -1,6 +1,6 @@
 """Offset commits as typed columns: what the codec's Spark edge adds to the ~90 % of records that are commits.
 
-Shared by both decoders (``codec.spark`` one record at a time, ``codec.vectorized`` column-wise), so it sits
+Shared by both decoders (``codec.spark`` one record at a time, ``codec.vectorised`` column-wise), so it sits
 below them.
 """
 from __future__ import annotations

@@ -193,12 +193,12 @@ def decode_batch_generic(batch: pa.RecordBatch) -> pa.RecordBatch:
 def decode_batch(batch: pa.RecordBatch, with_decoded_record: bool = False, json_text: bool = True) -> pa.RecordBatch:
     """Decode one Arrow batch of Kafka-source rows; the input columns come back unchanged.
 
-    Flat records (offset commits, tombstones) are decoded column-wise by ``codec.vectorized``; every other
+    Flat records (offset commits, tombstones) are decoded column-wise by ``codec.vectorised``; every other
     row goes through ``decode_columns``. The result equals ``decode_batch_generic(batch)`` (plus
     ``DECODED_RECORD_COLUMN`` with ``with_decoded_record``; with ``key_json`` and ``value_json`` null on decoded
     rows without ``json_text``).
     """
-    from offsets_audit.codec.vectorized import decode_batch_columns
+    from offsets_audit.codec.vectorised import decode_batch_columns
 
     generic = functools.partial(_decode_lists, with_decoded_record=with_decoded_record, json_text=json_text)
     return _with_decoded(batch, decode_batch_columns(batch, _arrow_types(with_decoded_record), generic,

@@ -249,19 +249,20 @@ def _check(settings: Settings, checkpoint: str | None = None) -> int:
         findings = _read_findings(spark, settings) + [dict(f, provisional=True) for f in
                                                       _read_findings(spark, settings, "provisional_findings")]
         not_run = {rule: "not evaluated by this incremental run: its checkpoint's earlier runs kept no "
-                         "offset-rule state (start a new checkpoint)" for rule in summary.get("skipped_rules", ())}
+                         "offset-rule state (start a new checkpoint)"
+                   for rule in (summary.incremental.skipped_rules if summary.incremental else ())}
     else:
         summary = run_job(spark, settings, progress=False)
         findings = _read_findings(spark, settings)
     fail_on = settings.check.fail_on
     fail_on_quarantine = settings.check.fail_on_quarantine
     run_id = settings.run_id
-    records = summary.get("records") or {}
+    records = summary.records.as_dict()
     _write(settings.check.junit_xml,
            junit_xml(findings, settings.rules, fail_on, run_id, seconds=time.perf_counter() - start, records=records,
                      fail_on_quarantine=fail_on_quarantine, not_run=not_run))
     _write(settings.check.json_summary,
-           json.dumps(json_summary(findings, fail_on, run_id, summary, fail_on_quarantine), indent=2, default=str))
+           json.dumps(json_summary(findings, fail_on, run_id, summary.as_dict(), fail_on_quarantine), indent=2, default=str))
     print(verdict_line(findings, fail_on, run_id, records, fail_on_quarantine), file=sys.stdout, flush=True)
     failed = failing(findings, fail_on) or fails_on_losses(records, fail_on_quarantine)
     return EXIT_FAIL if failed else EXIT_PASS

@@ -103,7 +103,7 @@ def _isnull(value) -> bool:
 def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
     """``fold_rows`` over a pandas frame (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``) as
     ``(kind, group_id, payload)`` rows with a JSON payload: the form the streaming fold
-    (``replay.incremental``) keeps in its state store. The batch replay exchanges typed Arrow columns instead
+    (``replay.streaming``) keeps in its state store. The batch replay exchanges typed Arrow columns instead
     (``_fold_groups_arrow``)."""
     return [(kind, fold.group_id, json.dumps(row)) for kind, row in fold_rows(
         fold, pdf["key"].tolist(), pdf["value"].tolist(), pdf["partition"].tolist(), pdf["offset"].tolist(),

@@ -1,7 +1,14 @@
-"""A run summary's figures and the lines a run prints from them, shared by the batch run (``job``) and the incremental one."""
+"""A run's summary (``RunSummary``), its figures and the lines a run prints from them, shared by the batch run
+(``job``) and the incremental one."""
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from offsets_audit.settings import Settings
 
 
 def run_figures(tables: dict) -> dict:
@@ -30,15 +37,42 @@ def run_figures(tables: dict) -> dict:
     return {name: figures for name, (figures, _) in side_by_side(work).items()}
 
 
-def print_groups_and_quarantine(summary: dict, file) -> None:
+def write_summary(spark, settings: Settings, summary: RunSummary) -> None:
+    """The run's HTML report (``output.html_report``), then ``summary/<run_id>.json``, under ``output.path``; their
+    paths in ``summary``."""
+    from offsets_audit.sinks import Output, write_text_file
+
+    if settings.output.html_report:
+        from offsets_audit.sinks.report import write_report
+        summary.report = write_report(spark, Output.of(settings.output), settings.run_id, summary.as_dict())
+    summary.summary_path = write_text_file(spark, settings.output.path, f"summary/{settings.run_id}.json",
+                                           summary.to_json())
+
+
+def print_records(summary: RunSummary, file, what: str = "") -> None:
+    """The records line: read = decoded + quarantined, and what unreadable stretches cost."""
+    r = summary.records
+    print(f"run {summary.run_id}{what}: read {r.read:,} records = {r.decoded:,} decoded + {r.quarantined:,} "
+          f"quarantined; {r.records_lost:,} records lost in {r.unreadable:,} unreadable stretches", file=file)
+
+
+def print_groups_and_quarantine(summary: RunSummary, file) -> None:
     """Groups per type, then the quarantine's rows per error code (when there are any)."""
-    if summary.get("groups"):
-        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["groups"].items())), file=file)
-    for note in (summary.get("input") or {}).get("notes") or []:
+    if summary.groups:
+        print("groups: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.groups.items())), file=file)
+    for note in (summary.input or {}).get("notes") or []:
         print(f"input: {note}", file=file)
-    by_error = summary["records"]["by_error_code"]
+    by_error = summary.records.by_error_code
     if by_error:
         print("quarantine: " + ", ".join(f"{k} {v}" for k, v in by_error.items()), file=file)
+
+
+def print_timings(summary: RunSummary, file, note: str = "") -> None:
+    """Each stage's seconds (its steps, ``stage:step``, are in summary.json)."""
+    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in summary.timings_s.items() if ":" not in k) + note,
+          file=file)
+    if summary.report:
+        print(f"report: {summary.report}", file=file)
 
 
 def print_rule_counts(title: str, counts: dict | None, file) -> None:
@@ -53,3 +87,112 @@ def latency_quartet(row: dict, prefix: str) -> str:
     """``p50/p95/p99/max`` of one latency metric of a ``latency_summary`` row, ``-`` where it has none."""
     return "/".join("-" if row.get(f"{prefix}_{q}") is None else f"{row[f'{prefix}_{q}']:.0f}"
                     for q in ("p50", "p95", "p99", "max"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordCounts:
+    """A run's ``records``: ``read = decoded + quarantined`` records (each with its offset); a stretch of bytes
+    no source could read is not a record but one ``unreadable`` quarantine row that says how many offsets it cost
+    (``records_lost``), so ``read + records_lost`` is the number of records the input held."""
+
+    read: int = 0
+    decoded: int = 0
+    quarantined: int = 0
+    unreadable: int = 0
+    records_lost: int = 0
+    by_record_type: Mapping[str, int] = field(default_factory=dict)
+    by_error_code: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, counts: Mapping[str, Any]) -> RecordCounts:
+        """The counts of a mapping with these keys (``summary.json``'s ``records``)."""
+        return cls(**{f.name: counts[f.name] for f in dataclasses.fields(cls) if f.name in counts})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: _copied(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MicroBatches:
+    """An incremental run's micro-batches: those its fold and records queries ran, and those it covers (every one
+    since the last published run)."""
+
+    fold: list[int]
+    records: list[int]
+    covered_fold: list[int]
+    covered_records: list[int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fold": list(self.fold), "records": list(self.records),
+                "covered": {"fold": list(self.covered_fold), "records": list(self.covered_records)}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncrementalFacts:
+    """What an incremental run's summary adds: its checkpoint and micro-batches, its clock (the newest record
+    time so far), the rules it did not evaluate, and per stage "ran" or "skipped: why" (or how it ran)."""
+
+    checkpoint: str
+    batches: MicroBatches
+    clock: int | None
+    skipped_rules: tuple[str, ...]
+    stages: Mapping[str, str]
+
+
+@dataclass(kw_only=True)
+class RunSummary:
+    """A run's summary: what ``offsets-audit run`` prints, the HTML report shows and ``summary/<run_id>.json``
+    holds (``as_dict``). ``timings_s``: seconds per stage (``stages.RunStages``); ``tables``: what
+    ``sinks.write_run`` wrote; the figures of ``run_figures``; ``input``: the batch source's report (files read and
+    skipped, notes); ``incremental``: an incremental run's own facts; ``report`` and ``summary_path``: where the
+    HTML report and the JSON were written."""
+
+    run_id: str
+    records: RecordCounts
+    timings_s: dict[str, float]
+    tables: dict[str, Any]
+    groups: dict[str, int] | None = None
+    findings: dict[str, int] | None = None
+    provisional_findings: dict[str, int] | None = None
+    latency: list[dict] | None = None
+    input: dict | None = None
+    incremental: IncrementalFacts | None = None
+    report: str | None = None
+    summary_path: str | None = None
+
+    def with_figures(self, figures: Mapping[str, Any]) -> RunSummary:
+        """This summary with ``run_figures``' figures."""
+        return dataclasses.replace(self, **{name: figures[name] for name in FIGURES if name in figures})
+
+    @property
+    def stages(self) -> Mapping[str, str]:
+        """Per stage "ran" or "skipped: why" (an incremental run's; a batch run runs every stage)."""
+        return self.incremental.stages if self.incremental is not None else {}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form, ``summary/<run_id>.json``: absent figures and paths are left out."""
+        out: dict[str, Any] = {"run_id": self.run_id}
+        run = self.incremental
+        if run is not None:
+            out.update(mode="incremental", checkpoint=run.checkpoint, batches=run.batches.as_dict())
+        out["records"] = self.records.as_dict()
+        if run is not None:
+            out["clock"] = run.clock
+        out.update(timings_s=self.timings_s, tables=self.tables)
+        if run is not None:
+            out.update(skipped_rules=list(run.skipped_rules), stages=dict(run.stages))
+        for name in (*FIGURES, "input", "report", "summary_path"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, default=str)
+
+
+#: The figures ``run_figures`` computes, in the order a summary lists them.
+FIGURES = ("groups", "findings", "provisional_findings", "latency")
+
+
+def _copied(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value

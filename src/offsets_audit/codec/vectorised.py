@@ -20,14 +20,14 @@ than Kafka's whole Java decoder, so this module reads whole columns instead:
   arrays longer than ``_MAX_ROUNDS`` elements of strings/structs, bytes/float fields, unknown types
   and versions, control records and rows the source could not read. The output therefore equals the
   generic decoder's in every column of every row, errors and error messages included
-  (``tests/test_codec_vectorized.py``). Every condition that gives a record ``decode_warnings`` (trailing
+  (``tests/test_codec_vectorised.py``). Every condition that gives a record ``decode_warnings`` (trailing
   bytes, malformed UTF-8, a length below -1, a varint over two bytes, a tag whose size does not match) is
   among those sent back, so rows decoded here have none (the column is null for them).
 
 Without JSON texts (``json_text=False``: a run that never writes them) the layouts whose fields are integers, bools
 and strings, with fixed-width or uuid tagged fields (offset commit keys and values of every version, most group
 records' keys), are read by the compiled ``_flat_kernel`` where setup.py built it: the same rows ok, the same values,
-faster than numpy (``tests/test_codec_vectorized.py`` compares the three readers).
+faster than numpy (``tests/test_codec_vectorised.py`` compares the three readers).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The vectorised Spark path (``codec.vectorized``) equals the generic per-record path, row for row.
+"""The vectorised Spark path (``codec.vectorised``) equals the generic per-record path, row for row.
 
 ``decode_batch`` (flat records column-wise, the rest through ``decode_columns``) must give the same table as
 ``decode_batch_generic``: every column of every row, errors and error messages included, on the golden
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from offsets_audit.codec import encode_record
 from offsets_audit.codec.spark import DECODED_COLUMNS, decode_batch, decode_batch_generic
-from offsets_audit.codec.vectorized import decode_batch_columns, flat_layout, flat_record_types
+from offsets_audit.codec.vectorised import decode_batch_columns, flat_layout, flat_record_types
 from golden_files import golden_glob, open_golden
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -30,9 +30,9 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 @pytest.fixture(autouse=True)
 def every_group_vectorised(monkeypatch):
     """Small test batches would mostly stay below the group size that pays for column-wise decoding."""
-    from offsets_audit.codec import vectorized
+    from offsets_audit.codec import vectorised
 
-    monkeypatch.setattr(vectorized, "_ROWS_PER_WEIGHT", 0)
+    monkeypatch.setattr(vectorised, "_ROWS_PER_WEIGHT", 0)
 TOPIC_ID = "g_8BiAjWJZGXGxeb02GS2A"
 
 
@@ -59,7 +59,7 @@ def _batch(pairs, *, partition=7, first_offset=0, is_control=None, read_errors=N
 def assert_same_as_generic(batch: pa.RecordBatch) -> None:
     """The vectorised decode equals the generic one, with JSON texts, and without them (where the compiled kernel
     reads the simple layouts: ``_flat_kernel``) with and without the kernel."""
-    from offsets_audit.codec import vectorized
+    from offsets_audit.codec import vectorised
 
     generic = decode_batch_generic(batch)
     _assert_columns_equal(decode_batch(batch), generic)
@@ -70,12 +70,12 @@ def assert_same_as_generic(batch: pa.RecordBatch) -> None:
                     for name in generic.schema.names}
     lean = pa.RecordBatch.from_pydict(lean_generic, schema=generic.schema)
     _assert_columns_equal(decode_batch(batch, json_text=False), lean)
-    kernel = vectorized._KERNEL
+    kernel = vectorised._KERNEL
     try:
-        vectorized._KERNEL = None
+        vectorised._KERNEL = None
         _assert_columns_equal(decode_batch(batch, json_text=False), lean)
     finally:
-        vectorized._KERNEL = kernel
+        vectorised._KERNEL = kernel
 
 
 def _assert_columns_equal(fast: pa.RecordBatch, generic: pa.RecordBatch) -> None:
@@ -175,9 +175,9 @@ def test_golden_segments_and_histories_equal_generic(golden):
 
 
 def test_small_groups_take_the_generic_path(monkeypatch):
-    from offsets_audit.codec import vectorized
+    from offsets_audit.codec import vectorised
 
-    monkeypatch.setattr(vectorized, "_ROWS_PER_WEIGHT", 8)
+    monkeypatch.setattr(vectorised, "_ROWS_PER_WEIGHT", 8)
     commits = [encode_record(1, {"group": "g", "topic": "t", "partition": i},
                              {"offset": i, "leaderEpoch": 1, "metadata": "", "commitTimestamp": 5}, 3)
                for i in range(100)]
@@ -480,20 +480,20 @@ def test_decode_batches_equals_generic_per_batch(golden_pairs):
 def test_the_compiled_kernel_reads_every_offset_commit_layout():
     """Where setup.py built ``_flat_kernel``, decoding without JSON texts reads offset commit keys and values (every
     version, tombstones too) in C; ``assert_same_as_generic`` compares its rows with the generic decoder's."""
-    from offsets_audit.codec import vectorized
+    from offsets_audit.codec import vectorised
 
-    if vectorized._KERNEL is None:
+    if vectorised._KERNEL is None:
         pytest.skip("the compiled kernel is not built here (a pure-Python install)")
     layouts = flat_record_types()
     for record_type in (0, 1):
-        assert vectorized._kernel_layouts(layouts[record_type].key, None) is not None
+        assert vectorised._kernel_layouts(layouts[record_type].key, None) is not None
         for version, layout in layouts[record_type].values.items():
-            assert vectorized._kernel_layouts(layouts[record_type].key, layout) is not None, version
+            assert vectorised._kernel_layouts(layouts[record_type].key, layout) is not None, version
     rng = random.Random(5)
     rows = [_commit(rng, version) for version in range(5) for _ in range(20)]
     batch = _batch(rows)
     calls = []
-    real = vectorized._KERNEL.read_flat
+    real = vectorised._KERNEL.read_flat
 
     class Spy:
         @staticmethod
@@ -501,11 +501,11 @@ def test_the_compiled_kernel_reads_every_offset_commit_layout():
             calls.append(len(args[1]))
             return real(*args)
 
-    kernel = vectorized._KERNEL
-    vectorized._KERNEL = Spy
+    kernel = vectorised._KERNEL
+    vectorised._KERNEL = Spy
     try:
         decode_batch(batch, json_text=False)
     finally:
-        vectorized._KERNEL = kernel
+        vectorised._KERNEL = kernel
     assert sum(calls) == 2 * len(rows)  # each row's key and value, in C
     assert_same_as_generic(batch)

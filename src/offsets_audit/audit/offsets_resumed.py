@@ -2,7 +2,7 @@
 
 The batch audit runs the offset rules (``offsets_spark.offset_findings``) over the whole resolved commit log and
 the whole timeline of every group. An incremental run has only what is new (the commit-log rows its records
-micro-batches added, ``replay.incremental.commit_log_of_batch``, and the timeline rows its fold micro-batches
+micro-batches added, ``replay.streaming.commit_log_of_batch``, and the timeline rows its fold micro-batches
 emitted) plus a small state the previous run left (``OFFSET_STATE_DDLS``), and feeds the same SQL:
 
 * ``offset_committed_backwards``: the lag per key is already right: each micro-batch resolves its commits against
@@ -61,7 +61,7 @@ def _only(rules: Mapping[str, RuleSettings], *kept: str) -> dict[str, RuleSettin
     return {**rules, **{r: dataclasses.replace(rules[r], enabled=rules[r].enabled and r in kept) for r in OFFSET_RULES}}
 
 
-def incremental_offset_findings(run_log, group_times, timeline, state: dict, rules: Mapping[str, RuleSettings],
+def resumed_offset_findings(run_log, group_times, timeline, state: dict, rules: Mapping[str, RuleSettings],
                                 topic_ids: Mapping[str, str], end_time_ms: int | None, *,
                                 cached: list | None = None):
     """``(findings, provisional, next_state)``: finding rows (``model.FINDING_ROW_DDL``) of the offset rules
