@@ -591,7 +591,7 @@ def compare_log_dir(log_dir: Path, version: str, describe: Path | None, work: Pa
 
     from kafka_broker import dump_log_invocation, run_tools
     from offsets_audit.audit import audit_events
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
 
     out = out or sys.stdout
@@ -614,9 +614,8 @@ def compare_log_dir(log_dir: Path, version: str, describe: Path | None, work: Pa
               f"    offsets-audit  {ours.get(name, {}).get(offset)}", file=out)
     failed |= bool(mismatches)
     all_records = segment_records(log_dir)
-    config = load_config()
     major, minor = version_key(version)[:2]
-    config["broker"]["kafka_version"] = f"{major}.{minor}"
+    config = load_settings().replace(broker={"kafka_version": f"{major}.{minor}"})
     findings, _ = audit_events(replay_records(all_records).events, config)
     serious = [f for f in findings if f.severity in ("warning", "error")]
     print(f"audit: {len(findings)} finding(s), {len(serious)} at warning or above", file=out)

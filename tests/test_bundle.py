@@ -176,7 +176,7 @@ def test_the_audit_tasks_parameters_are_a_command_line_offsets_audit_run_accepts
     """The task's parameters with the job's values in place (a job parameter's default, the run id) parse as
     ``offsets-audit run`` and load as a config: the catalog, the input and the run id where the job puts them."""
     from offsets_audit.cli import build_parser
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.job import overrides_from_args
 
     values = {"{{job.parameters.input}}": str(tmp_path), "{{job.parameters.output_catalog}}": "main.kafka_audit",
@@ -188,6 +188,6 @@ def test_the_audit_tasks_parameters_are_a_command_line_offsets_audit_run_accepts
             parameter = parameter.replace(placeholder, value)
         arguments.append(parameter)
     args = build_parser().parse_args(arguments)
-    config = load_config(args.config, overrides_from_args(args))
-    assert config["output"]["catalog"] == "main.kafka_audit" and config["output"]["path"] == str(tmp_path / "files")
-    assert config["source"]["path"] == str(tmp_path) and config["run_id"] == "684231"
+    config = load_settings(args.config, overrides_from_args(args))
+    assert config.output.catalog == "main.kafka_audit" and config.output.path == str(tmp_path / "files")
+    assert config.source.path == str(tmp_path) and config.run_id == "684231"

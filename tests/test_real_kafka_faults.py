@@ -88,10 +88,10 @@ def test_replay_after_the_restart_equals_what_kafka_describes(restarted):
 
 def test_the_restart_audits_without_a_finding(restarted):
     from offsets_audit.audit import audit_events
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
 
-    findings, _ = audit_events(replay_records(segment_records(restarted["broker"].log_dir)).events, load_config())
+    findings, _ = audit_events(replay_records(segment_records(restarted["broker"].log_dir)).events, load_settings())
     assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
 
 
@@ -115,7 +115,7 @@ def test_a_copy_cut_inside_its_last_batch_quarantines_it_and_counts_the_loss(res
     """The cut batch becomes one quarantine entry naming the file and how many records it cost; everything
     before it is read and audits clean."""
     from offsets_audit.audit import audit_events
-    from offsets_audit.config import load_config
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
 
     segment, lost = _cut_inside_last_batch(restarted["broker"].log_dir, tmp_path / "copy")
@@ -125,7 +125,7 @@ def test_a_copy_cut_inside_its_last_batch_quarantines_it_and_counts_the_loss(res
         ("truncated_batch", segment.name, lost)]
     whole = segment_records(restarted["broker"].log_dir)
     assert len(records) + lost == len(whole)
-    findings, _ = audit_events(replay_records(records).events, load_config())
+    findings, _ = audit_events(replay_records(records).events, load_settings())
     assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
 
 

@@ -56,19 +56,18 @@ def test_audit_and_assignor_re_runs_find_nothing(vendored):
     either matches a re-run of the group's assignor or, for a classic group's online upgrade, is the classic
     members' own assignment)."""
     from offsets_audit.assignors.rerun import audit_group
-    from offsets_audit.audit import assignor_findings, audit_events, rule_settings
-    from offsets_audit.config import load_config
+    from offsets_audit.audit import assignor_findings, audit_events
+    from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
 
     folder, _ = vendored
-    config = load_config()
     major, minor = version_key(folder.name)[:2]
-    config["broker"]["kafka_version"] = f"{major}.{minor}"
+    config = load_settings().replace(broker={"kafka_version": f"{major}.{minor}"})
     result = replay_records(segment_records(folder))
     findings, _ = audit_events(result.events, config)
     reruns = [row for fold in result.groups.values() if fold.target_assignment_rows()
               for row in audit_group(fold.target_assignment_rows())]
-    findings += assignor_findings(reruns, rule_settings(config))
+    findings += assignor_findings(reruns, config.rules)
     assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
     scenarios = json.loads((folder / "scenarios.json").read_text())
     if "migration" in scenarios:
