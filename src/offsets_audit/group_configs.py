@@ -214,12 +214,12 @@ def assignment_interval(broker: BrokerSettings, group_id: str | None,
                                           "(broker.group_overrides_complete: the group has no override)")
     if snapshot is not None:
         where = snapshot.get("where") or "the group configs snapshot"
-        entry = (snapshot["groups"].get(group_id) or {}).get(group_interval_key(group_type))
-        value = _int(entry["value"]) if entry else None
-        if value is not None:
+        entry = (snapshot["groups"].get(group_id) or {}).get(group_interval_key(group_type)) or {}
+        group_value = _int(entry["value"]) if entry else None
+        if group_value is not None:
             kind = "broker default reported for the group" if entry.get("source") not in (None, DYNAMIC_GROUP_CONFIG) \
                 else "group config"
-            return IntervalBasis(value, True, f"{kind} {group_interval_key(group_type)}={value} in {where}")
+            return IntervalBasis(group_value, True, f"{kind} {group_interval_key(group_type)}={group_value} in {where}")
         broker_entry = snapshot["broker"].get(broker_interval_key(group_type))
         default = _int(broker_entry["value"]) if broker_entry else None
         default_source = f"broker config {broker_interval_key(group_type)}={default} in {where}"
@@ -378,9 +378,8 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
             complete = True
         except Exception:  # older brokers (and tansu) lack ListConfigResources
             complete = False
-        group_ids |= set(groups or ())
-        group_ids.discard(None)
-        resources = [(ConfigResourceType.GROUP.value, g) for g in sorted(group_ids)]
+        named = {g for g in (*group_ids, *(groups or ())) if g is not None}
+        resources = [(ConfigResourceType.GROUP.value, g) for g in sorted(named)]
         brokers = [b.get("broker_id", b.get("node_id")) for b in (admin.describe_cluster().get("brokers") or ())]
         group_configs: dict = {}
         if resources:

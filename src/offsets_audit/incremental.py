@@ -485,6 +485,7 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     if rerun_state is not None:
         rerun_state = stages.kept(rerun_state)
         rerun_state.count()
+        assert resumed is not None  # the re-runs' state is read from their rows
         resumed.unpersist()
     return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],
                       rerun_state=rerun_state, due=due, provisional_how=how)

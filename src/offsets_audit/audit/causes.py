@@ -91,14 +91,14 @@ class CauseTracker:
     """Walks one group's events (each *before* the view applies it) and attributes every epoch bump."""
 
     def __init__(self) -> None:
-        self.members: dict[str, dict] = {}
-        self.regex_topics: dict[str, list] = {}
+        self.members: dict[str | None, dict] = {}
+        self.regex_topics: dict[str | None, list] = {}
         self.window: list[Event] = []
         self.window_time: int | None = None
         self._reset_window()
         self.converted = False
         self.share_initialized = False
-        self.classic: dict[str, dict] = {}
+        self.classic: dict[str | None, dict] = {}
         self.classic_protocol: str | None = None
         #: (timestamp, group type, had members, members that left in that batch) of the last group deletion: a
         #: group of the other type created in the same batch is a conversion (``convertToConsumerGroup`` /
@@ -107,7 +107,7 @@ class CauseTracker:
         #: the members whose leave converted a consumer group back to classic (the culprits of the conversion)
         self.conversion_left: dict[str, dict] = {}
         #: members that left at the current record timestamp (one append), with their identity
-        self.batch_left: dict[str, dict] = {}
+        self.batch_left: dict[str | None, dict] = {}
         #: the classic group's leader as of its last generation (``GroupMetadata.leader``)
         self.classic_leader: str | None = None
         #: after a downgrade: its culprits, for the generation of the rebalance the classic group starts
@@ -117,8 +117,8 @@ class CauseTracker:
 
     def _reset_window(self) -> None:
         self.window = []
-        self.undo: dict[str, dict | None] = {}
-        self.regex_undo: dict[str, list | None] = {}
+        self.undo: dict[str | None, dict | None] = {}
+        self.regex_undo: dict[str | None, list | None] = {}
 
     def on_event(self, ev: Event) -> None:
         if ev.timestamp != self.window_time or not hasattr(self, "batch_left"):  # (a state from before batch_left)
@@ -194,9 +194,9 @@ class CauseTracker:
         """Causes of the bump ``bump`` (a ``group_epoch_bumped`` event) from its operation's events."""
         window = self.window
         causes: list[str] = []
-        culprits: dict[str, dict] = {}
+        culprits: dict[str | None, dict] = {}
 
-        def blame(member_id: str, cause: str, identity: dict) -> None:
+        def blame(member_id: str | None, cause: str, identity: dict) -> None:
             if cause not in causes:
                 causes.append(cause)
             entry = culprits.setdefault(member_id, {"member_id": member_id, **{f: identity.get(f) for f in _IDENTITY},
@@ -328,7 +328,7 @@ class CauseTracker:
         """Causes of a classic generation change: the members that joined, left or were replaced between
         the two ``GroupMetadata`` records, and a protocol change (``ClassicGroup`` is rewritten whole)."""
         causes: list[str] = []
-        culprits: dict[str, dict] = {}
+        culprits: dict[str | None, dict] = {}
 
         def blame(mid, cause, identity):
             if cause not in causes:
@@ -401,7 +401,7 @@ class CauseTracker:
         return Attribution(causes, list(culprits.values()))
 
 
-def _tied_server_assignors(members: dict[str, dict]) -> bool:
+def _tied_server_assignors(members: dict[str | None, dict]) -> bool:
     """Whether two or more server assignors are each preferred by the most members."""
     counts = Counter(m.get("server_assignor") for m in members.values() if m.get("server_assignor"))
     return len(counts) > 1 and list(counts.values()).count(max(counts.values())) > 1

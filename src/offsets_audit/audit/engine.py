@@ -212,17 +212,21 @@ class GroupAudit:
         self._last_group_event = ev
 
     def _offset_event(self, ev: Event) -> None:
+        view = self.view
+        assert view is not None  # offset events wait in ``_waiting`` until the group's view starts
         for family in self.offset_families:
-            family.on_event(ev, self.view)
-        self.view.apply(ev)
+            family.on_event(ev, view)
+        view.apply(ev)
 
     def _decide_batch_end(self, next_timestamp: int | None, *, log_ends: bool = False) -> None:
         """The last group event ended its batch if the next group event has another append time (or none comes)."""
         last, self._last_group_event = self._last_group_event, None
         if last is not None and (log_ends or next_timestamp != last.timestamp):
+            view = self.view
+            assert view is not None  # a group event was walked: the view has started
             for family in self.batch_families:
-                family.on_batch_end(self.view, last)
-            self.view.batch_checked()
+                family.on_batch_end(view, last)
+            view.batch_checked()
         held, self._held = self._held, []
         for ev in held:
             self._offset_event(ev)
@@ -273,6 +277,7 @@ class GroupAudit:
         copy.ctx.findings, copy.tracker.rows = [], []
         copy.ctx.end_time_ms = end_time_ms
         copy._close_last_batch()
+        assert copy.view is not None  # ``_close_last_batch`` starts it
         end = end_time_ms or copy.view.last_time
         horizons = [h for h in (f.clock_horizon(copy.view, end) for f in copy.families) if h is not None]
         for family in copy.families:

@@ -135,6 +135,7 @@ class RebalanceTracker(CauseTrackingFamily):
     def _close_classic(self, view: GroupView) -> None:
         """One row per classic generation: the GroupMetadata record is written once the rebalance is over
         (SyncGroup, or an empty generation), so it is complete and its latency is not in the log."""
+        assert self.classic_pending is not None  # called when a generation is pending
         ev, record_events = self.classic_pending
         self.classic_pending = None
         attribution = self.causes.attribute_classic(ev, record_events)

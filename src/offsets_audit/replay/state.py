@@ -106,7 +106,7 @@ def group_id_of(record_type: int, key: dict) -> str | None:
     return key.get("group") if record_type in LEGACY_KEY_RECORD_TYPES else key.get("groupId")
 
 
-def modern_group_state(members: Mapping[str, Any], group_epoch: int, assignment_epoch: int,
+def modern_group_state(members: Mapping[Any, Any], group_epoch: int, assignment_epoch: int,
                        is_reconciled: Callable[[Any], bool] | None = None, *,
                        any_unreconciled: Callable[[], bool] | None = None) -> GroupState:
     """``ConsumerGroup.maybeUpdateGroupState``: Empty / Assigning / Reconciling / Stable.

@@ -8,7 +8,7 @@ applies it (so they can compare old and new), and the view's state at the end of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from offsets_audit.replay.state import GroupState, MemberState, modern_group_state
 from offsets_audit.settings import RuleSettings, Settings
@@ -23,7 +23,7 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 @dataclass
 class MemberView:
-    member_id: str
+    member_id: str | None
     member_epoch: int = 0
     previous_member_epoch: int = -1
     state: str = MemberState.STABLE
@@ -54,9 +54,9 @@ class GroupView:
         self.assignment_count = 0
         self.last_assignment: Event | None = None
         self.bumps: dict[int, Event] = {}
-        self.members: dict[str, MemberView] = {}
+        self.members: dict[str | None, MemberView] = {}
         self.generation: int | None = None
-        self.classic_members: list[str] = []
+        self.classic_members: list[str | None] = []
         self.topology_ready: bool | None = None
         self.last_time: int | None = None
         self.first_time: int | None = None
@@ -142,6 +142,7 @@ class GroupView:
     def _count_holdings(self, held, step: int) -> None:
         """Add (``step`` 1) or take away (-1) one member's holdings in ``_holders`` and ``_shared``."""
         holders = self._holders
+        assert holders is not None  # built before any count (``holders()``)
         for tp in held:
             n = holders.get(tp, 0)
             if step > 0:
@@ -164,9 +165,9 @@ class GroupView:
         self._count_holdings(new - old, 1)
         m.assigned, m.pending = assigned, pending
 
-    def owners(self) -> dict[tuple, list[str]]:
+    def owners(self) -> dict[tuple, list[str | None]]:
         """(topic_id, partition) -> members holding it (assigned or pending revocation)."""
-        out: dict[tuple, list[str]] = {}
+        out: dict[tuple, list[str | None]] = {}
         for m, held in zip(self.members.values(), self._holdings()):
             for tp in held:
                 out.setdefault(tp, []).append(m.member_id)
@@ -238,8 +239,9 @@ class GroupView:
             if gone is not None and self._holders is not None:
                 self._count_holdings(_held(gone.assigned, gone.pending), -1)
         elif kind == EventKind.MEMBER_FENCED_BY_TOMBSTONE:
-            m = self.members.get(ev.member_id)
-            if m is not None:
+            fenced = self.members.get(ev.member_id)
+            if fenced is not None:
+                m = fenced
                 m.member_epoch = m.previous_member_epoch = -1
                 self._set_holdings(m, {}, {})
                 m.tasks, m.tasks_pending = {}, {}
@@ -434,7 +436,8 @@ class AuditContext:
     def threshold(self, rule: str, name: str) -> Any:
         return self.rules[rule].threshold(name)
 
-    def emit(self, rule: str, view: GroupView, time: int | None, message: str, evidence: list[str],
+    def emit(self, rule: str, view: GroupView | None, time: int | None, message: str,
+             evidence: Sequence[str | None],
              details: dict | None = None, key: Any = None) -> None:
         """Record a finding unless the rule is off or the same ``key`` is already open for this rule."""
         if not self.enabled(rule):

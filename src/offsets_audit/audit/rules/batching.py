@@ -61,7 +61,7 @@ class BatchingRules(RuleFamily):
                               {"assignment_epoch": epoch, "previous_assignment_timestamp": previous_ts})
             return
 
-        if (previous is not None and previous_ts and ts != previous_ts and interval
+        if (previous is not None and previous_ts and ts != previous_ts and basis is not None and interval
                 and ts < previous_ts + interval - self.ctx.threshold("assignment_interval_violated", "tolerance_ms")):
             if not basis.known:
                 gap = ts - previous_ts

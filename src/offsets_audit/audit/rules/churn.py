@@ -43,7 +43,8 @@ class ChurnRules(CauseTrackingFamily):
             self.batch_causes.append(attribution)
         self.window.append(ev)
         self.window_causes.append(attribution)
-        while self.window and self.window[0].timestamp <= ev.timestamp - HOUR_MS:
+        # only timed bumps enter the window
+        while self.window and (self.window[0].timestamp or 0) <= ev.timestamp - HOUR_MS:
             self.window.popleft()
             self.window_causes.popleft()
         limit = self.ctx.threshold("rebalance_storm", "max_per_hour")

@@ -56,7 +56,7 @@ class ClassicRules(RuleFamily):
         self.last_generation_event = ev
         if ev.timestamp is not None:
             self.window.append(ev)
-            while self.window and self.window[0].timestamp <= ev.timestamp - HOUR_MS:
+            while self.window and (self.window[0].timestamp or 0) <= ev.timestamp - HOUR_MS:  # only timed ones
                 self.window.popleft()
             limit = self.ctx.threshold("classic_rebalance_rate_high", "max_per_hour")
             if len(self.window) > limit:
