@@ -420,6 +420,22 @@ def test_classic_rebalance_rate_high():
     assert "classic_rebalance_rate_high" not in fired(ok.events)
 
 
+def test_coordinator_partition_hogged():
+    """A group whose assignor runs take most of a busy minute of its partition's coordinator, beside other groups."""
+    from offsets_audit.audit import coordinator_load as L
+
+    t0 = 1_754_000_040_000
+    rows = [{"group_id": "big", "group_type": "consumer", "partition": 3, "offset": i, "timestamp": t0 + i * 1000,
+             "assignment_epoch": i + 2, "assignment_timestamp": t0 + i * 1000, "num_members": 500,
+             "assignor": "uniform", "rerun_cpu_ms": 200.0} for i in range(30)]
+    runs = L.runs_of(rows, L.TimeFactors({"uniform": L.Factor(1.0, 1.0, 1.0)}))
+    load = L.partition_load(runs)
+    hogged = L.hogged_findings(load, runs, ["big", "orders"], L.HoggedThresholds())
+    assert [(f.rule, f.group_id, f.details["partition"], f.details["neighbours"]) for f in hogged] == [
+        ("coordinator_partition_hogged", "big", 3, ["orders"])]
+    assert L.hogged_findings(load, runs, ["big"], L.HoggedThresholds()) == []   # alone on its partition
+
+
 def test_rebalance_storm():
     h = stable_group(History(), members=("a",))
     for e in range(3, 80):

@@ -80,7 +80,7 @@ def test_no_finding_without_neighbours_or_below_the_thresholds():
     runs = L.runs_of(_hog_minute(), FACTORS)
     load = L.partition_load(runs)
     assert L.hogged_findings(load, runs, ["big"], L.HoggedThresholds()) == []             # nobody else waits
-    assert L.hogged_findings(load, runs, ["big", "small"], L.HoggedThresholds(min_busy_pct=10)) == []
+    assert L.hogged_findings(load, runs, ["big", "small"], L.HoggedThresholds(min_busy_ms=6000)) == []
     assert L.hogged_findings(load, runs, ["big", "small"], L.HoggedThresholds(min_group_share_pct=100)) == []
     assert L.hogged_findings(load, runs, ["big", "small"], L.HoggedThresholds(min_neighbours=2)) == []
     # a busy minute shared evenly by two groups: neither hogs it

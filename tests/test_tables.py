@@ -20,7 +20,8 @@ def _types(schema) -> list[tuple[str, str]]:
 
 def test_registry_names_every_table_once_with_a_parseable_schema():
     assert list(tables.TABLES) == ["group_state", "members", "group_events", "target_assignments", "offsets",
-                                   "assignor_audit", "findings", "rebalances", "latency_summary", "rebalance_causes", "quarantine",
+                                   "assignor_audit", "findings", "rebalances", "latency_summary", "rebalance_causes",
+                                   "coordinator_load", "assignment_interval_whatif", "quarantine",
                                    "decoded"]
     for name in tables.TABLES:
         names = tables.schema(name).fieldNames()

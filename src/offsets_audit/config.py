@@ -32,6 +32,7 @@ from offsets_audit.settings import (
     AssignorSettings,
     BrokerSettings,
     CheckSettings,
+    CoordinatorLoadSettings,
     OutputSettings,
     Settings,
     SourceSettings,
@@ -263,6 +264,7 @@ def settings_of(config: Mapping[str, Any], origin: str = "config") -> Settings:
         broker=_broker(config["broker"], origin),
         topic_metadata=TopicMetadataSettings(**config["topic_metadata"]),
         assignors=_assignors(config["assignors"]),
+        coordinator_load=_coordinator_load(config["coordinator_load"], origin),
         rules=rule_settings(config.get("rules"), origin),
         check=CheckSettings(**config["check"]),
     )
@@ -301,6 +303,29 @@ def _broker(section: Mapping[str, Any], origin: str) -> BrokerSettings:
 def _assignors(section: Mapping[str, Any]) -> AssignorSettings:
     return AssignorSettings(audit=bool(section["audit"]), what_if=tuple(str(n) for n in section.get("what_if") or ()),
                             custom=section.get("custom"))
+
+
+def _coordinator_load(section: Mapping[str, Any], origin: str) -> CoordinatorLoadSettings:
+    """``coordinator_load:``; each ``time_factors`` entry is a positive number or a mapping of them
+    (``factor`` or ``scale``, ``exponent``, ``low``, ``high``); candidate intervals are ms, 0 or more."""
+    factors = dict(section.get("time_factors") or {})
+    for name, value in factors.items():
+        where = f"coordinator_load.time_factors.{name}"
+        entries = value if isinstance(value, Mapping) else {"factor": value}
+        unknown = set(entries) - {"factor", "scale", "exponent", "low", "high", "cases"}
+        bad = [k for k, v in entries.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0]
+        if unknown or bad or not ({"factor", "scale"} & set(entries)):
+            raise UserError(f"{origin}: '{where}' is {value!r}",
+                            fix=f"give a positive number (e.g. {name}: 1.5) or {{scale: 0.5, exponent: 1.3, "
+                                "low: 0.5, high: 2}}")
+    candidates = section.get("candidate_intervals_ms") or []
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in candidates):
+        raise UserError(f"{origin}: 'coordinator_load.candidate_intervals_ms' is {candidates!r}",
+                        fix="give whole numbers of ms, 0 or more, e.g. [0, 1000, 3000, 5000, 15000]")
+    return CoordinatorLoadSettings(time_factors=factors, what_if=bool(section["what_if"]),
+                                   candidate_intervals_ms=tuple(int(c) for c in candidates),
+                                   budget_pct=int(section["budget_pct"]),
+                                   max_added_heartbeats=int(section["max_added_heartbeats"]))
 
 
 def redacted(settings: Settings) -> dict:

@@ -290,6 +290,31 @@ def assignor_choice(broker: BrokerSettings) -> dict[str, Any]:
     return {"consumer": consumer[0] if consumer else None, "streams": streams}
 
 
+#: Kafka's defaults (``GroupCoordinatorConfig``) of the group settings the what-if reads besides the interval.
+KAFKA_DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
+KAFKA_DEFAULT_STREAMS_INITIAL_REBALANCE_DELAY_MS = 3000
+
+
+def group_setting_ms(broker: BrokerSettings, group_id: str | None, group_type: str, name: str,
+                     kafka_default: int) -> tuple[int, str]:
+    """``GroupConfigManager``'s answer for one group's ``<type>.<name>`` (e.g. ``heartbeat.interval.ms``,
+    ``initial.rebalance.delay.ms``): the group's config in the snapshot, else the broker's
+    ``group.<type>.<name>`` in the snapshot, else Kafka's default; with where the value came from."""
+    snapshot = loaded_group_configs(broker)
+    group_key, broker_key = f"{group_type}.{name}", f"group.{group_type}.{name}"
+    if snapshot is not None:
+        where = snapshot.get("where") or "the group configs snapshot"
+        entry = (snapshot["groups"].get(group_id) or {}).get(group_key)
+        value = _int(entry["value"]) if entry else None
+        if value is not None:
+            return value, f"group config {group_key}={value} in {where}"
+        entry = snapshot["broker"].get(broker_key)
+        value = _int(entry["value"]) if entry else None
+        if value is not None:
+            return value, f"broker config {broker_key}={value} in {where}"
+    return kafka_default, f"Kafka's default {broker_key}={kafka_default}"
+
+
 def with_group_configs(settings: Settings) -> Settings:
     """The settings with ``broker.group_configs`` loaded on the driver (plain data shipped to the executors), and,
     for a live-cluster source without a snapshot, fetched from that cluster. A fetch that fails leaves it unset

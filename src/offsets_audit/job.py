@@ -183,7 +183,12 @@ def output_tables(settings: Settings, log: DecodedLog, replayed, assignor_audit,
     """Every output table by name; decoded only when ``output.write_decoded`` asks for it."""
     from offsets_audit.codec import spark as codec_spark
 
+    from offsets_audit.assignors.rerun import TIMING_COLUMN
+
     decoded = {"decoded": codec_spark.without_decoded_record(log.decoded)} if settings.output.write_decoded else {}
+    # The re-runs' timing fed the coordinator load; it is not a column of the table (a clock reading).
+    if assignor_audit is not None:
+        assignor_audit = assignor_audit.drop(TIMING_COLUMN)
     return {**replayed.as_dict(outputs_only=True), "assignor_audit": assignor_audit, **audited.as_dict(),
             "quarantine": log.quarantined, **decoded}
 

@@ -106,6 +106,20 @@ class AssignorSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CoordinatorLoadSettings:
+    """The coordinator load and the assignment-interval what-if (``coordinator_load:``): per-assignor
+    replacements of the measured time conversion (a number, or ``{factor | scale, exponent, low, high}``), the
+    what-if's switch and candidate intervals, and the recommendation's budget (a group's busiest minute of
+    assignor time, percent of the minute) and latency limit (heartbeat intervals added to its p95)."""
+
+    time_factors: Mapping[str, Any] = field(default_factory=dict)
+    what_if: bool = True
+    candidate_intervals_ms: tuple[int, ...] = (0, 1000, 3000, 5000, 15000)
+    budget_pct: int = 5
+    max_added_heartbeats: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
 class RuleSettings:
     """One audit rule's switch, severity and thresholds (``rules.<rule_id>:``)."""
 
@@ -148,6 +162,7 @@ class Settings:
     broker: BrokerSettings = field(default_factory=BrokerSettings)
     topic_metadata: TopicMetadataSettings = field(default_factory=TopicMetadataSettings)
     assignors: AssignorSettings = field(default_factory=AssignorSettings)
+    coordinator_load: CoordinatorLoadSettings = field(default_factory=CoordinatorLoadSettings)
     rules: Mapping[str, RuleSettings] = field(default_factory=dict)
     check: CheckSettings = field(default_factory=CheckSettings)
     topic_ids: Mapping[str, str] = field(default_factory=dict)
@@ -168,7 +183,7 @@ class Settings:
         """The YAML form of the settings (the shape of ``conf/defaults.yaml``), for printing and hashing;
         ``topic_ids`` are not a YAML key and are left out."""
         out: dict[str, Any] = {"run_id": self.run_id or None}
-        for name in ("source", "output", "spark", "broker", "topic_metadata", "assignors"):
+        for name in ("source", "output", "spark", "broker", "topic_metadata", "assignors", "coordinator_load"):
             section = getattr(self, name)
             out[name] = {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
         out["rules"] = {rule_id: rule.as_dict() for rule_id, rule in self.rules.items()}

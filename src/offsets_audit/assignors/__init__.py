@@ -97,6 +97,14 @@ def builtin_name(name: str) -> str | None:
     return folded if folded in _BUILTIN_MODULES else None
 
 
+def preload(name: str) -> None:
+    """Import a built-in assignor's module now (each loads on first use): a timed run then times the assignment,
+    not the import. Plug-ins and registered assignors are left as they are."""
+    builtin = None if name in _registered or ":" in name else builtin_name(name)
+    if builtin is not None:
+        _builtin(builtin)
+
+
 def _builtin(name: str):
     try:
         return importlib.import_module(f"{__name__}.{_BUILTIN_MODULES[name]}")

@@ -36,7 +36,14 @@ import time
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
-from offsets_audit.assignors import builtin_name, is_chainable, is_order_insensitive, is_registered, run_chained
+from offsets_audit.assignors import (
+    builtin_name,
+    is_chainable,
+    is_order_insensitive,
+    is_registered,
+    preload,
+    run_chained,
+)
 from offsets_audit.assignors import run as run_assignor
 from offsets_audit.assignors.inputs import (
     INFERRED,
@@ -308,6 +315,7 @@ def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[
             # Record order first: it is what Assignment.fromRecord rebuilds, so on Kafka's logs it is exact
             # and the fast path is all that runs. Where it does not give the target, the chain's carried
             # Java order may (the order was lost on the way, or the log was written by something else).
+            preload(assignor)
             began = time.thread_time()
             result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
             rerun_cpu_ms = (time.thread_time() - began) * 1e3

@@ -208,10 +208,11 @@ def partition_load(runs: Sequence[Run], groups_on_partition: int | None = None) 
 @dataclass(frozen=True)
 class HoggedThresholds:
     """``coordinator_partition_hogged``'s thresholds: the group's share of its partition's assignor time in a
-    minute, that time's share of the minute, and how many other groups must share the partition."""
+    minute, that time in ms (the coordinator's busy part of the minute), and how many other groups must share the
+    partition."""
 
     min_group_share_pct: int = 50
-    min_busy_pct: int = 5
+    min_busy_ms: int = 3000
     min_neighbours: int = 1
 
 
@@ -222,7 +223,7 @@ def hogged_findings(load: Sequence[Mapping[str, Any]], runs: Sequence[Run], neig
     hogged: dict[str, list[dict]] = {}
     for minute in load:
         estimated = minute.get("estimated_ms")
-        if estimated is None or estimated * 100 < thresholds.min_busy_pct * MINUTE_MS or not minute["top_groups"]:
+        if estimated is None or estimated < thresholds.min_busy_ms or not minute["top_groups"]:
             continue
         top = minute["top_groups"][0]
         others = [n for n in neighbours if n != top["group_id"]]
@@ -255,7 +256,7 @@ def hogged_findings(load: Sequence[Mapping[str, Any]], runs: Sequence[Run], neig
                                   "partition_share_of_minute": m["share_of_minute"]} for m in minutes][:LISTED],
                      "minute_count": len(minutes), "thresholds": {
                          "min_group_share_pct": thresholds.min_group_share_pct,
-                         "min_busy_pct": thresholds.min_busy_pct, "min_neighbours": thresholds.min_neighbours}}))
+                         "min_busy_ms": thresholds.min_busy_ms, "min_neighbours": thresholds.min_neighbours}}))
     return findings
 
 

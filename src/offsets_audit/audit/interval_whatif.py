@@ -32,7 +32,15 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from offsets_audit.group_configs import (
+    KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS,
+    KAFKA_DEFAULT_HEARTBEAT_INTERVAL_MS,
+    KAFKA_DEFAULT_STREAMS_INITIAL_REBALANCE_DELAY_MS,
+    assignment_interval,
+    group_setting_ms,
+)
 from offsets_audit.replay.events import Event, EventKind
+from offsets_audit.settings import BrokerSettings
 
 from .latency import percentile
 
@@ -471,6 +479,32 @@ def what_if_rows(history: GroupHistory, intervals: GroupIntervals, *, run_ms: fl
         rows.append(row)
     _recommend(rows)
     return rows
+
+
+def group_intervals(broker: BrokerSettings, group_id: str | None, group_type: str) -> GroupIntervals:
+    """The interval, heartbeat interval and (streams) initial rebalance delay one group ran with, as far as the
+    broker settings and their group-configs snapshot tell (``group_configs``)."""
+    basis = assignment_interval(broker, group_id, group_type)
+    heartbeat, _ = group_setting_ms(broker, group_id, group_type, "heartbeat.interval.ms",
+                                    KAFKA_DEFAULT_HEARTBEAT_INTERVAL_MS)
+    delay = 0
+    if group_type == "streams":
+        delay, _ = group_setting_ms(broker, group_id, group_type, "initial.rebalance.delay.ms",
+                                    KAFKA_DEFAULT_STREAMS_INITIAL_REBALANCE_DELAY_MS)
+    if basis is None or basis.interval_ms is None:
+        return GroupIntervals(KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS, heartbeat, delay, False, "Kafka's default")
+    return GroupIntervals(basis.interval_ms, heartbeat, delay, basis.known, basis.source)
+
+
+def what_if_rows_of_group(events: Sequence[Event], broker: BrokerSettings, *, run_ms: float | None,
+                          end_time_ms: int | None, candidates: Sequence[int] = DEFAULT_CANDIDATES_MS,
+                          budget: Budget = Budget()) -> list[dict]:
+    """``what_if_rows`` of one group from its events in log order, with the settings it ran with."""
+    history = group_history(events, end_time_ms=end_time_ms)
+    if history.group_type not in MODERN_GROUP_TYPES:
+        return []
+    return what_if_rows(history, group_intervals(broker, history.group_id, history.group_type), run_ms=run_ms,
+                        candidates=candidates, budget=budget)
 
 
 def _recommend(rows: list[dict]) -> None:

@@ -4,9 +4,11 @@
 tables the job wrote for one run, keeps what the page shows (a few thousand rows at most) and writes
 ``<output>/report/<run_id>.html``. Sections: the findings with their evidence first (a worst group's name links
 to its timeline), then findings by rule, latency distribution per group type, rebalance rate over time, why
-groups rebalance (causes over time, top culprits, each worst group's bumps labelled with their causes), and the
+groups rebalance (causes over time, top culprits, each worst group's bumps labelled with their causes), the
 epoch timeline of the worst groups (group epoch, target assignment epoch at its AssignmentTimestamp, member
-epochs converging). Counts are printed with thousands separators and count axes have whole-number ticks.
+epochs converging), the coordinator load (each __consumer_offsets partition's busiest minutes of assignor time and
+the groups behind them) and the assignment-interval what-if (the cluster at each candidate interval, and the
+groups with the most assignor time at their recommendation). Counts are printed with thousands separators and count axes have whole-number ticks.
 """
 from __future__ import annotations
 
@@ -390,8 +392,9 @@ def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -
 
 
 def render_report(data: dict) -> str:
-    """HTML of the report from ``run_id``, ``summary``, ``findings``, ``rebalances``, ``latency_summary``
-    and ``timelines`` ({group_id: events in log order, details as dicts})."""
+    """HTML of the report from ``run_id``, ``summary``, ``findings``, ``rebalances``, ``latency_summary``,
+    ``timelines`` ({group_id: events in log order, details as dicts}), the ``coordinator_load`` rows (with
+    ``coordinator_load_totals``) and the ``assignment_interval_whatif`` rows."""
     findings = data.get("findings") or []
     rebalances = data.get("rebalances") or []
     summary = data.get("summary") or {}
@@ -421,6 +424,10 @@ def render_report(data: dict) -> str:
         causes_section(rebalances, list(shown) or worst_groups(findings, rebalances)),
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
         timelines or "<p>No group has findings or rebalances to show.</p>",
+        "<h2 id=\"coordinator-load\">Coordinator load</h2>",
+        coordinator_load_section(data.get("coordinator_load") or [], data.get("coordinator_load_totals")),
+        "<h2 id=\"interval-whatif\">Assignment intervals: what if</h2>",
+        interval_whatif_section(data.get("assignment_interval_whatif") or []),
         "</body></html>",
     ])
 
@@ -582,3 +589,110 @@ def causes_section(rebalances: list[dict], groups: list[str]) -> str:
 
 # -- Spark side ------------------------------------------------------------------------------------
 # The writer that reads one run's tables back and writes this page beside them is offsets_audit.sinks.report.
+
+
+# -- coordinator load and assignment intervals (coordinator_load, assignment_interval_whatif) ------------------
+
+BUSIEST_MINUTES_LISTED = 12
+WHATIF_GROUPS_LISTED = 12
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def coordinator_load_section(load: list[dict], totals: dict | None = None) -> str:
+    """Each partition's busiest minute of estimated assignor time (a chart), then the busiest partition-minutes
+    with the groups behind them. ``load``: ``coordinator_load`` rows (the busiest ones suffice); ``totals``: the
+    run's ``runs`` and ``partitions`` over all its rows (else counted from ``load``)."""
+    if not load:
+        return "<p>No assignor runs in this run.</p>"
+    totals = totals or {"runs": sum(m.get("assignor_runs") or 0 for m in load),
+                        "partitions": len({m["partition"] for m in load})}
+    timed = [m for m in load if m.get("estimated_ms") is not None]
+    intro = (f"<p>{_n(totals.get('runs'))} assignor run(s) on "
+             f"{_n(totals.get('partitions'))} <code>__consumer_offsets</code> partition(s). A coordinator runs "
+             "a server-side assignor on its one thread: while it runs, the other groups of that partition wait. Time "
+             "per run: the job's re-run of it times Kafka's factor for that assignor (the range: its lowest and "
+             "highest factor).</p>")
+    if not timed:
+        return intro + "<p>No run was timed (the assignor audit is off): no estimate.</p>"
+    busiest: dict[int, dict] = {}
+    for m in timed:
+        if m["partition"] not in busiest or m["estimated_ms"] > busiest[m["partition"]]["estimated_ms"]:
+            busiest[m["partition"]] = m
+    partitions = sorted(busiest, key=lambda p: -busiest[p]["estimated_ms"])[:24]
+
+    def top_ms(m):
+        top = (m.get("top_groups") or [{}])[0]
+        return top.get("estimated_ms") or 0.0
+
+    chart = _bar_chart("Busiest minute of each partition: estimated assignor time (ms)",
+                       [str(p) for p in partitions],
+                       [("its top group", [round(top_ms(busiest[p]), 1) for p in partitions], SERIES_COLORS[1]),
+                        ("other groups", [round(busiest[p]["estimated_ms"] - top_ms(busiest[p]), 1) for p in partitions],
+                         SERIES_COLORS[0])], width=900, y_label="ms")
+    rows = []
+    for m in sorted(timed, key=lambda m: -m["estimated_ms"])[:BUSIEST_MINUTES_LISTED]:
+        groups = ", ".join(f"{_e(g.get('group_id'))} {_share(g.get('share'))} ({_n(g.get('runs'))} run(s))"
+                           for g in m.get("top_groups") or [])
+        rows.append(f"<tr><td>{_n(m['partition'])}</td><td>{_e(_fmt_time(m['minute_start_time'])[:16])}</td>"
+                    f"<td>{_n(m.get('assignor_runs'))}</td><td>{_fmt_ms(m['estimated_ms'])} "
+                    f"({_fmt_ms(m.get('estimated_ms_low'))} - {_fmt_ms(m.get('estimated_ms_high'))})</td>"
+                    f"<td>{_share(m.get('share_of_minute'))}</td><td>{_fmt_ms(m.get('max_run_ms'))}</td>"
+                    f"<td>{_n(m.get('groups_on_partition'))}</td><td>{groups}</td></tr>")
+    table = ("<table class=\"coordinator-load\"><tr><th>partition</th><th>minute (UTC)</th><th>runs</th>"
+             "<th>estimated time (range)</th><th>share of the minute</th><th>longest run</th>"
+             "<th>groups on the partition</th><th>top groups (share of the partition's time)</th></tr>"
+             f"{''.join(rows)}</table>")
+    return intro + chart + table
+
+
+def interval_whatif_section(rows: list[dict]) -> str:
+    """The cluster at each candidate interval and at every group's recommendation, then the groups with the most
+    recorded assignor time: their recommended interval and what it changes."""
+    groups = [r for r in rows if r.get("level") == "group"]
+    if not groups:
+        return "<p>No consumer, share or streams group bumped its epoch in this run.</p>"
+    cluster = [r for r in rows if r.get("level") == "cluster"]
+    intro = ("<p>Each group's recorded triggers (group-epoch bumps) replayed through KIP-1263's rule "
+             "(<code>canComputeNextTargetAssignment</code>: compute on a heartbeat once the interval since the last "
+             "assignment has passed) at other intervals. The recommendation: the smallest interval keeping the group's "
+             "busiest minute of assignor time within the budget, adding at most a heartbeat interval to its p95 time "
+             "to assignment.</p>")
+    per_interval = sorted((r for r in cluster if r.get("candidate") == "candidate"), key=lambda r: r["interval_ms"])
+    chart = _bar_chart("All groups at each interval: assignor runs",
+                       [_fmt_ms(r["interval_ms"]) for r in per_interval],
+                       [("runs", [r.get("runs") or 0 for r in per_interval], SERIES_COLORS[0])], y_label="runs")
+    lines = []
+    for r in per_interval + [r for r in cluster if r.get("candidate") == "recommended"]:
+        label = "each at its recommendation" if r.get("candidate") == "recommended" else f"all at {_fmt_ms(r['interval_ms'])}"
+        lines.append(f"<tr><td>{_e(label)}</td><td>{_n(r.get('groups'))}</td><td>{_n(r.get('recorded_runs'))}</td>"
+                     f"<td>{_n(r.get('runs'))}</td><td>{_n(r.get('runs_saved'))}</td>"
+                     f"<td>{_fmt_ms(r.get('coordinator_ms'))}</td><td>{_fmt_ms(r.get('time_to_assignment_p95_ms'))}</td>"
+                     f"<td>{_fmt_ms(r.get('added_p95_ms'))}</td></tr>")
+    cluster_table = ("<table class=\"whatif-cluster\"><tr><th>cluster</th><th>groups</th><th>recorded runs</th>"
+                     "<th>runs</th><th>runs saved</th><th>assignor time</th><th>worst group's p95 to assignment</th>"
+                     "<th>most p95 added</th></tr>" + "".join(lines) + "</table>")
+    recorded = {r["group_id"]: r for r in groups if r.get("candidate") == "recorded"}
+    chosen = {r["group_id"]: r for r in groups if r.get("recommended")}
+    ranked = sorted(recorded.values(), key=lambda r: (-(r.get("coordinator_ms") or 0.0), -(r.get("runs") or 0),
+                                                     str(r["group_id"])))[:WHATIF_GROUPS_LISTED]
+    body = []
+    for r in ranked:
+        c = chosen.get(r["group_id"])
+        verdict = "-" if c is None else ("within budget" if c.get("meets_budget") else "over budget at every allowed interval")
+        check = {True: "yes", False: "no", None: "-"}[r.get("replay_matches_log")]
+        body.append(f"<tr><td>{_e(r['group_id'])}</td><td>{_e(r.get('group_type'))}</td>"
+                    f"<td title=\"{_e(r.get('interval_source'))}\">{_fmt_ms(r.get('recorded_interval_ms'))}"
+                    f"{'' if r.get('interval_known') else ' (assumed)'}</td><td>{check}</td>"
+                    f"<td>{_n(r.get('runs'))} / {_share(r.get('peak_minute_share'))}</td>"
+                    f"<td>{_fmt_ms(r.get('time_to_assignment_p95_ms'))}</td>"
+                    f"<td>{'-' if c is None else _fmt_ms(c['interval_ms'])}</td>"
+                    f"<td>{'-' if c is None else _n(c.get('runs'))} / {'-' if c is None else _share(c.get('peak_minute_share'))}</td>"
+                    f"<td>{'-' if c is None else _fmt_ms(c.get('time_to_assignment_p95_ms'))}</td><td>{_e(verdict)}</td></tr>")
+    group_table = ("<table class=\"whatif-groups\"><tr><th>group</th><th>type</th><th>recorded interval</th>"
+                   "<th>replay = log</th><th>runs / busiest minute now</th><th>p95 to assignment now</th>"
+                   "<th>recommended interval</th><th>runs / busiest minute then</th><th>p95 then</th><th></th></tr>"
+                   + "".join(body) + "</table>")
+    return intro + chart + cluster_table + group_table

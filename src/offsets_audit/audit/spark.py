@@ -20,7 +20,10 @@ from offsets_audit.plans import by_group
 from offsets_audit.settings import Settings
 from offsets_audit.workers import fewer_collections
 
+from .coordinator_load import LOAD_DDL
+from .coordinator_spark import RUN_COST_EVENT, CoordinatorOptions, coordinator_options, cost_events, partition_rows
 from .engine import GroupTimeline, audit_group
+from .interval_whatif import WHATIF_COLUMNS, WHATIF_DDL, what_if_rows_of_group
 from .gaps import GAP_COLUMNS_DDL
 from .model import FINDING_ROW_DDL, Event
 from .offsets_spark import HOT_BLOCKS_MIN_RECORDS, TIMELINE_DDL, offset_findings
@@ -67,6 +70,8 @@ class AuditTables(StageTables):
     rebalances: DataFrame = table(REBALANCES_DDL)
     latency_summary: DataFrame = table(LATENCY_SUMMARY_DDL)
     rebalance_causes: DataFrame = table(REBALANCE_CAUSES_DDL)
+    coordinator_load: DataFrame = table(LOAD_DDL)
+    assignment_interval_whatif: DataFrame = table(WHATIF_DDL)
     cached: tuple = cached_intermediates()
 
 
@@ -79,11 +84,13 @@ EVENT_RANK = {"replay_anomaly": 0, "group_created": 1, "group_type_changed": 1}
 
 
 def _audit_groups(settings: Settings, end_time_ms: int | None, schema, *, members: bool = True,
-                  context_only: bool = False):
+                  context_only: bool = False, what_if: CoordinatorOptions | None = None):
     """The applyInArrow body: one group's events (``EVENT_COLUMNS``, any order) through ``audit_group``, out as
     ``_OUTPUT_DDL`` rows (``schema``, that DDL as Arrow, made on the driver: DDL parsing needs a SparkContext).
     ``members``: the timeline's context rows with the members (``GroupTimeline``); ``context_only``: only those
-    rows, not the findings, rebalances and ownership rows.
+    rows, not the findings, rebalances and ownership rows. With ``what_if`` the group's assignment-interval what-if
+    rows too (``interval_whatif``), its estimated time per assignor run arriving as a ``RUN_COST_EVENT`` row among
+    its events (taken out before the walk).
 
     The columns go to Python lists once each and the events are built straight from them: no pandas frame, no
     per-row dicts (the pandas form spent about as long on frames and ``to_dict`` as the rules on the events); the
@@ -97,8 +104,11 @@ def _audit_groups(settings: Settings, end_time_ms: int | None, schema, *, member
             return schema.empty_table()
         columns = {name: table.column(name).to_pylist() for name in EVENT_COLUMNS}
         kinds, partitions, offsets = columns["event"], columns["partition"], columns["offset"]
+        run_ms = None
+        for i in [i for i, kind in enumerate(kinds) if kind == RUN_COST_EVENT]:
+            run_ms = json.loads(columns["details"][i]).get("run_ms")
         last = float("inf")  # an event without a position sorts after the others, as pandas put NaN last
-        order = sorted(range(table.num_rows), key=lambda i: (
+        order = sorted((i for i in range(table.num_rows) if kinds[i] != RUN_COST_EVENT), key=lambda i: (
             last if partitions[i] is None else partitions[i], last if offsets[i] is None else offsets[i],
             EVENT_RANK.get(kinds[i], 2)))
         rows = list(zip(*(columns[name] for name in ("event", "group_id", "group_type", "partition", "offset",
@@ -106,12 +116,19 @@ def _audit_groups(settings: Settings, end_time_ms: int | None, schema, *, member
         with fewer_collections():
             events = [Event.of(*rows[i]) for i in order]
             timeline = GroupTimeline(members=members)
-            findings, rebalances = audit_group(events, settings, end_time_ms=end_time_ms, timeline=timeline)
+            findings, rebalances = audit_group(events, settings, end_time_ms=end_time_ms, timeline=timeline) \
+                if events else ([], [])
+            whatif = what_if_rows_of_group(events, settings.broker, run_ms=run_ms, end_time_ms=end_time_ms,
+                                           candidates=what_if.candidates_ms, budget=what_if.budget) \
+                if what_if is not None and what_if.what_if and events else []
         out = [dict(row, kind="context") for row in timeline.context]
         if not context_only:
             out += [{"kind": "finding", "payload": json.dumps(f.to_dict())} for f in findings]
             out += [{"kind": "rebalance", "payload": json.dumps(r)} for r in rebalances]
             out += [dict(row, kind="ownership") for row in timeline.ownership]
+            out += [{"kind": "whatif", "payload": json.dumps(r)} for r in whatif]
+        if not out:
+            return schema.empty_table()
         group_id = columns["group_id"][0]
         values = {name: [row.get(name) for row in out] for name in names}
         values["group_id"] = [group_id] * len(out)
@@ -121,7 +138,7 @@ def _audit_groups(settings: Settings, end_time_ms: int | None, schema, *, member
 
 
 def walk_groups(events, settings: Settings, end_time_ms: int | None, *, members: bool = True,
-                context_only: bool = False):
+                context_only: bool = False, what_if: CoordinatorOptions | None = None):
     """Each group's events through the pure walk, grouped by group id: ``_OUTPUT_DDL`` rows (findings and
     rebalances as JSON payloads, the timeline's context and ownership rows as columns); ``members`` and
     ``context_only`` as ``_audit_groups`` takes them."""
@@ -132,7 +149,8 @@ def walk_groups(events, settings: Settings, end_time_ms: int | None, *, members:
     assert isinstance(output_type, StructType)
     schema = to_arrow_schema(output_type)
     return by_group(events.select(*EVENT_COLUMNS)).groupBy("group_id").applyInArrow(
-        _audit_groups(settings, end_time_ms, schema, members=members, context_only=context_only), _OUTPUT_DDL)
+        _audit_groups(settings, end_time_ms, schema, members=members, context_only=context_only, what_if=what_if),
+        _OUTPUT_DDL)
 
 
 def latency_summary(rebalances):
@@ -227,7 +245,14 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
     end_time_ms = times.agg(F.max("timestamp")).first()[0]
     # The walk's context rows leave the members out (``GroupTimeline``): only the non-owner rule reports them, and
     # only the groups it reports are walked again with them (``with_members``), on a healthy cluster none.
-    out = walk_groups(events, settings, end_time_ms, members=False).persist()
+    # The coordinator load: one pass per __consumer_offsets partition over the recorded assignments and their timed
+    # re-runs; each group's estimated time per run joins its events for the what-if in the walk.
+    options = coordinator_options(settings)
+    per_partition = partition_rows(tables.target_assignments, assignor_audit, tables.group_state, options).persist()
+    walked = events
+    if options.what_if:
+        walked = events.unionByName(cost_events(per_partition.filter(F.col("kind") == "cost")))
+    out = walk_groups(walked, settings, end_time_ms, members=False, what_if=options).persist()
     timeline_columns = ["group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]]
 
     def with_members(group_ids):
@@ -235,9 +260,11 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
                              context_only=True)
         return walked.select(*timeline_columns)
 
-    cached = [out]
+    cached = [out, per_partition]
     findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
                 .select("f.*"))
+    findings = findings.unionByName(per_partition.filter(F.col("kind") == "finding")
+                                    .select(F.from_json("payload", FINDING_ROW_DDL).alias("f")).select("f.*"))
     if commit_log is not None:
         timeline = out.filter(F.col("kind").isin("context", "ownership")).select(*timeline_columns)
         offsets = offset_findings(commit_log, group_times, timeline, rules, settings.topic_ids, end_time_ms,
@@ -258,8 +285,40 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
     rebalances = (out.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])
+    load = (per_partition.filter(F.col("kind") == "load").select(F.from_json("payload", LOAD_DDL).alias("r"))
+            .select("r.*"))
+    whatif = (out.filter(F.col("kind") == "whatif").select(F.from_json("payload", WHATIF_DDL).alias("r"))
+              .select("r.*"))
     return AuditTables(findings=findings, rebalances=rebalances, latency_summary=latency_summary(rebalances),
-                       rebalance_causes=rebalance_causes(rebalances), cached=tuple(cached))
+                       rebalance_causes=rebalance_causes(rebalances), coordinator_load=load,
+                       assignment_interval_whatif=whatif.unionByName(whatif_cluster(whatif)), cached=tuple(cached))
+
+
+def whatif_cluster(group_rows):
+    """The cluster-wide rows of ``assignment_interval_whatif`` (``interval_whatif.cluster_rows`` as Spark
+    aggregates): per candidate interval every group at it, and every group at its recommendation."""
+    from pyspark.sql import functions as F
+
+    sums = ("bumps", "recorded_runs", "runs", "runs_saved", "unanswered_bumps", "coordinator_ms")
+    maxima = ("time_to_assignment_p95_ms", "time_to_assignment_max_ms", "added_p95_ms")
+    aggs = [F.count(F.lit(1)).cast("int").alias("groups"), *[F.sum(c).alias(c) for c in sums],
+            *[F.max(c).alias(c) for c in maxima]]
+    types = dict(_fields_of(WHATIF_DDL))
+
+    def shaped(df, candidate: str):
+        given = set(df.columns)
+        return df.select(*[F.col(c).cast(types[c]).alias(c) if c in given else
+                           (F.lit("cluster") if c == "level" else F.lit(candidate) if c == "candidate"
+                            else F.lit(None)).cast(types[c]).alias(c) for c in WHATIF_COLUMNS])
+
+    per_interval = shaped(group_rows.filter(F.col("level") == "group").groupBy("interval_ms").agg(*aggs), "candidate")
+    chosen = shaped(group_rows.filter((F.col("level") == "group") & F.col("recommended")).agg(*aggs)
+                    .filter(F.col("groups") > 0), "recommended")
+    return per_interval.unionByName(chosen)
+
+
+def _fields_of(ddl: str) -> list[tuple[str, str]]:
+    return [tuple(part.split(" ", 1)) for part in ddl.split(", ")]  # type: ignore[misc]
 
 
 def _resolved_commits(tables: ReplayTables, decoded):

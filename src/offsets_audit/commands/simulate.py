@@ -28,6 +28,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compact", action="store_true", help="drop superseded records, as log compaction does")
     parser.add_argument("--commit-interval-ms", type=int, default=5000,
                         help="consumer auto-commit interval (default 5000)")
+    parser.add_argument("--hog-members", type=int, default=0,
+                        help="add one big consumer group of this many members that rebalances every few seconds, "
+                             "on the first consumer group's __consumer_offsets partition (default 0: none)")
+    parser.add_argument("--hog-partitions", type=int, default=600, help="partitions of the big group's topic")
+    parser.add_argument("--hog-churn-ms", type=int, default=2000,
+                        help="mean time between the big group's membership changes (default 2000)")
+    parser.add_argument("--hog-interval-ms", type=int, default=0,
+                        help="the big group's consumer.assignment.interval.ms (default 0)")
 
 
 def _csv(text: str) -> tuple:
@@ -51,12 +59,17 @@ def run(args) -> int:
     if args.compression not in COMPRESSION_IDS:
         raise UserError(f"--compression {args.compression!r} is not supported",
                         fix=f"use one of {', '.join(COMPRESSION_IDS)}")
+    if min(args.hog_members, args.hog_interval_ms) < 0 or args.hog_partitions < 1 or args.hog_churn_ms < 1:
+        raise UserError("--hog-members and --hog-interval-ms must not be negative, --hog-partitions and "
+                        "--hog-churn-ms must be positive", fix="e.g. --hog-members 60 --hog-churn-ms 2000")
     if args.groups < 1 or args.hours <= 0 or args.partitions < 1 or args.workers < 1:
         raise UserError("--groups, --hours, --partitions and --workers must be positive",
                         fix="e.g. --groups 20 --hours 1 --partitions 50")
     summary = simulate(args.out, groups=args.groups, hours=args.hours, seed=args.seed, partitions=args.partitions,
                        faults=faults, formats=formats, compression=args.compression, workers=args.workers,
                        segment_bytes=int(args.segment_mb * 1024 * 1024), compact=args.compact,
-                       commit_interval_ms=args.commit_interval_ms)
+                       commit_interval_ms=args.commit_interval_ms, hog_members=args.hog_members,
+                       hog_partitions=args.hog_partitions, hog_churn_mean_ms=args.hog_churn_ms,
+                       hog_interval_ms=args.hog_interval_ms)
     print(json.dumps(summary))
     return 0

@@ -53,13 +53,15 @@ def _run_partition(args) -> dict:
 def simulate(out, groups: int = 20, hours: float = 1.0, seed: int = 7, partitions: int = 50, faults=(),
              formats=("segments", "parquet"), compression: str = "none", workers: int = 1,
              segment_bytes: int = 64 * 1024 * 1024, compact: bool = False,
-             commit_interval_ms: int = 5000) -> dict:
+             commit_interval_ms: int = 5000, hog_members: int = 0, hog_partitions: int = 600,
+             hog_churn_mean_ms: int = 2000, hog_interval_ms: int = 0) -> dict:
     """Generate a history into ``out``; returns a summary (records, batches, partitions, faults, seconds)."""
     started = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = SimConfig(groups=groups, hours=hours, seed=seed, partitions=partitions, faults=tuple(faults),
-                    commit_interval_ms=commit_interval_ms)
+                    commit_interval_ms=commit_interval_ms, hog_members=hog_members, hog_partitions=hog_partitions,
+                    hog_churn_mean_ms=hog_churn_mean_ms, hog_interval_ms=hog_interval_ms)
     plans = plan_groups(cfg)
     used = sorted({p.partition for p in plans})
     jobs = [(cfg, p, str(out), tuple(formats), compression, segment_bytes, compact) for p in used]
@@ -74,7 +76,7 @@ def simulate(out, groups: int = 20, hours: float = 1.0, seed: int = 7, partition
     states = {}
     for r in results:
         states.update(r["states"])
-    kinds = {p.group_id: (p.kind, p.partition) for p in plans}
+    kinds = {p.group_id: ("consumer" if p.kind == "hog" else p.kind, p.partition) for p in plans}
     for gid, state in states.items():
         state["kind"], state["partition"] = kinds[gid]
     topics = [{"topic_id": t.topic_id, "name": t.name, "partitions": t.partitions}

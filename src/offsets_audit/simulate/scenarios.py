@@ -66,6 +66,13 @@ class SimConfig:
     topics: int = 8
     #: the broker's ``group.streams.num.standby.replicas`` (stored with each streams group epoch)
     num_standby_replicas: int = 1
+    #: a big consumer group that rebalances often, beside the small ones on the first consumer group's
+    #: __consumer_offsets partition (KIP-1263's problem case): its members (0: none), the partitions of the topic
+    #: it alone reads, the mean time between its membership changes, and its assignment interval (a group config)
+    hog_members: int = 0
+    hog_partitions: int = 600
+    hog_churn_mean_ms: int = 2000
+    hog_interval_ms: int = 0
 
     @property
     def end_ms(self) -> int:
@@ -89,7 +96,23 @@ def topic_catalog(cfg: SimConfig) -> dict:
         name = names[i] if i < len(names) else f"topic-{i}"
         tid = kafka_uuid(rng)
         topics[tid] = Topic(tid, name, rng.choice([3, 4, 6, 8, 12]))
+    if cfg.hog_members:
+        tid = kafka_uuid(random.Random(f"{cfg.seed}:hog-topic"))
+        topics[tid] = Topic(tid, HOG_TOPIC, cfg.hog_partitions)
     return topics
+
+
+#: the topic only the big group of ``SimConfig.hog_members`` reads, and that group's id prefix
+HOG_TOPIC = "bulk-events"
+HOG_GROUP_PREFIX = "bulk-orders"
+
+
+def hog_group_id(partition: int, partitions: int) -> str:
+    """The first ``bulk-orders-<k>`` whose coordinator is ``partition`` (Kafka's hash of the group id)."""
+    k = 0
+    while coordinator_partition(f"{HOG_GROUP_PREFIX}-{k}", partitions) != partition:
+        k += 1
+    return f"{HOG_GROUP_PREFIX}-{k}"
 
 
 def plan_groups(cfg: SimConfig) -> list:
@@ -103,6 +126,8 @@ def plan_groups(cfg: SimConfig) -> list:
         gid = prefixes[kind].format(i)
         plans.append(GroupPlan(gid, kind, coordinator_partition(gid, cfg.partitions)))
     consumers = [p for p in plans if p.kind == "consumer"]
+    if cfg.hog_members and plans:
+        plans.append(GroupPlan(hog_group_id(plans[0].partition, cfg.partitions), "hog", plans[0].partition))
     for index, kind in enumerate(cfg.faults):
         if kind not in FAULT_KINDS:
             from offsets_audit.errors import UserError
@@ -403,6 +428,32 @@ class ModernActor(Actor):
         return out
 
 
+class HogActor(ModernActor):
+    """The big group of ``SimConfig.hog_members``: its members join within a minute, then one joins or one leaves
+    every ``hog_churn_mean_ms`` on average (a deployment that keeps scaling, crash-looping pods); all read the
+    topic only they read, so every change moves partitions and, at interval 0, runs the assignor at once."""
+
+    def __init__(self, shard, plan, topics, group):
+        super().__init__(shard, plan, topics, group)
+        self.subscription = (HOG_TOPIC,)
+
+    def start(self) -> None:
+        t0 = self.shard.now + self.rng.randrange(0, 30000)
+        for _ in range(self.shard.cfg.hog_members):
+            t0 += self.rng.randrange(20, 200)
+            self.shard.at(t0, self.join, False)
+        self.shard.at(t0 + 5000, self.churn)
+
+    def churn(self) -> None:
+        live = sorted(self.live)
+        if len(live) < self.shard.cfg.hog_members or self.rng.random() < 0.5:
+            self.join(False)
+        else:
+            self.leave(self.rng.choice(live))
+        mean = self.shard.cfg.hog_churn_mean_ms
+        self.shard.at(self.shard.now + int(self.rng.expovariate(1.0 / mean)) + 100, self.churn)
+
+
 class ShareActor(ModernActor):
     commits = False
 
@@ -608,6 +659,10 @@ def make_actor(shard: Shard, plan: GroupPlan, topics: dict) -> Actor:
         group = SimulatedConsumerGroup(plan.group_id, topics, interval)
         group.assignor = rng.choice(["uniform", "uniform", "uniform", "range"])
         return ModernActor(shard, plan, topics, group)
+    if plan.kind == "hog":
+        group = SimulatedConsumerGroup(plan.group_id, topics, shard.cfg.hog_interval_ms)
+        group.assignor = "uniform"
+        return HogActor(shard, plan, topics, group)
     if plan.kind == "share":
         return ShareActor(shard, plan, topics, SimulatedShareGroup(plan.group_id, topics, interval))
     if plan.kind == "streams":

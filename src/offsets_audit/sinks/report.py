@@ -39,7 +39,42 @@ def write_report(spark, output: Output, run_id: str, summary: dict) -> str:
             event = row.asDict()
             event["details"] = json.loads(event["details"] or "{}")
             timelines.setdefault(event["group_id"], []).append(event)
+    load, load_totals = _coordinator_load(output.read_table(spark, "coordinator_load", run_id))
+    whatif = _whatif(output.read_table(spark, "assignment_interval_whatif", run_id))
     html_text = render_report({"run_id": run_id, "summary": summary, "findings": findings, "rebalances": rebalances,
-                               "latency_summary": latency,
+                               "latency_summary": latency, "coordinator_load": load,
+                               "coordinator_load_totals": load_totals,
+                               "assignment_interval_whatif": whatif,
                                "timelines": {g: timelines[g] for g in worst if g in timelines}})
     return write_text_file(spark, output.path, f"report/{run_id}.html", html_text)
+
+
+#: the busiest partition-minutes the report reads (its chart and table show fewer)
+LOAD_ROWS_READ = 500
+
+
+def _coordinator_load(df) -> tuple[list[dict], dict]:
+    """The busiest partition-minutes by estimated time, and the run's totals over every row."""
+    if df is None:
+        return [], {}
+    from pyspark.sql import functions as F
+
+    totals = df.agg(F.sum("assignor_runs").alias("runs"), F.countDistinct("partition").alias("partitions")).first()
+    top = df.orderBy(F.col("estimated_ms").desc_nulls_last(), "partition", "minute_start_time").limit(LOAD_ROWS_READ)
+    return _rows(top), {"runs": totals["runs"], "partitions": totals["partitions"]}
+
+
+def _whatif(df) -> list[dict]:
+    """The cluster's rows, and the recorded and recommended rows of the groups with the most recorded assignor time."""
+    if df is None:
+        return []
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.report import WHATIF_GROUPS_LISTED
+
+    recorded = df.filter((F.col("level") == "group") & (F.col("candidate") == "recorded"))
+    top = (recorded.orderBy(F.col("coordinator_ms").desc_nulls_last(), F.col("runs").desc(), "group_id")
+           .limit(WHATIF_GROUPS_LISTED).select("group_id"))
+    chosen = df.filter((F.col("level") == "group") & (F.col("candidate") == "recorded") | F.col("recommended")) \
+        .join(top, "group_id", "left_semi")
+    return _rows(df.filter(F.col("level") == "cluster")) + _rows(chosen)

@@ -97,6 +97,11 @@ _rule("group_stuck_in_state", "churn", "warning",
       "a group stayed Assigning / Reconciling / NotReady longer than allowed",
       max_assigning_ms=300000, max_reconciling_ms=300000, max_not_ready_ms=300000)
 
+# -- coordinator load (KIP-1263) --------------------------------------------------------------------
+_rule("coordinator_partition_hogged", "coordinator", "warning",
+      "one group took most of its __consumer_offsets partition's assignor time in a busy minute while other groups "
+      "wait on that coordinator", min_group_share_pct=50, min_busy_ms=3000, min_neighbours=1)
+
 FAMILIES = tuple(dict.fromkeys(spec.family for spec in RULES.values()))
 
 
