@@ -18,7 +18,7 @@ from replay_support import HISTORIES, load_expected
 
 MINUTE = 60_000
 T0 = 1_754_000_040_000  # a minute boundary
-FACTORS = L.TimeFactors({"uniform": L.Factor(2.0, 1.0, 3.0, 14)}, L.Factor(1.0, 0.5, 2.0))
+FACTORS = L.TimeFactors({"uniform": L.Factor(2.0, 1.0, 0.5, 1.5, 14)}, L.Factor(1.0, 1.0, 0.5, 2.0))
 
 
 def _row(group, t, cpu, *, offset, partition=7, ts=None, members=3, assignor="uniform", group_type="consumer"):
@@ -122,6 +122,16 @@ def test_kafka_histories_hog_no_coordinator(name):
 
 
 def test_factor_overrides_from_the_config():
-    factors = FACTORS.with_overrides({"uniform": 4, "range": {"factor": 0.5, "low": 0.4, "high": 0.9}})
-    assert factors.of("uniform") == L.Factor(4.0, 4.0, 4.0, 0)
-    assert factors.of("range").high == 0.9 and factors.of("nobody") == FACTORS.default
+    factors = FACTORS.with_overrides({"uniform": 4, "range": {"factor": 0.5, "low": 0.8, "high": 1.9},
+                                      "simple": {"scale": 2.0, "exponent": 0.5}})
+    assert factors.of("uniform") == L.Factor(4.0, 1.0, 1.0, 1.0, 0)
+    assert factors.of("range").high == 1.9 and factors.of("nobody") == FACTORS.default
+    assert factors.of("simple").estimate(16.0) == 8.0
+
+
+def test_the_shipped_factors_cover_kafkas_server_side_assignors():
+    factors = L.measured_factors()
+    assert {"uniform", "range", "simple", "sticky"} <= set(factors.assignors)
+    for name, f in factors.assignors.items():
+        assert f.cases >= 20 and f.low <= 1.0 <= f.high, name
+        assert 0 < f.estimate(10.0) < 1000, name

@@ -7,9 +7,9 @@ partition waits, their heartbeats and offset commits alike. KIP-1263's assignmen
 
 From the log alone the job knows every target assignment the coordinator computed (its ``AssignmentTimestamp``,
 the record time where Kafka wrote 0) and re-runs each one (``assignors.rerun``), timing the re-run on the
-executor's thread clock. A run's coordinator time is estimated as that re-run time times a per-assignor factor,
-our time to Kafka's on the same inputs (``TimeFactors``: a median with a low and a high bound, measured by
-``bench/coordinator_load.py`` against Kafka's own assignors). ``partition_load(runs, groups)`` sums the runs of
+executor's thread clock. A run's coordinator time is estimated from that re-run time by a per-assignor conversion,
+our time to Kafka's on the same inputs (``TimeFactors``: Kafka's = scale x ours ^ exponent, with a low and a high
+bound, fitted by ``bench/coordinator_load.py`` against Kafka's own assignors). ``partition_load(runs, groups)`` sums the runs of
 one partition per minute: how many, their estimated time and its share of the minute, the groups behind it.
 
 The rule ``coordinator_partition_hogged`` reads those minutes: one group took more than a share of its
@@ -47,13 +47,18 @@ RUN_COLUMNS = ("group_id", "group_type", "partition", "offset", "timestamp", "as
 
 @dataclass(frozen=True)
 class Factor:
-    """Kafka's assignor time per unit of ours on the same input: the median over the measured cases, and the
-    lowest and highest ratio seen (the estimate's spread)."""
+    """Kafka's assignor time from ours on the same input: ``scale * ours_ms ** exponent`` (a plain factor when the
+    exponent is 1), with the spread of Kafka's time around that estimate: ``low`` and ``high`` times it (the 10th
+    and 90th percentile over the measured cases)."""
 
-    factor: float
-    low: float
-    high: float
+    scale: float
+    exponent: float = 1.0
+    low: float = 1.0
+    high: float = 1.0
     cases: int = 0
+
+    def estimate(self, ours_ms: float) -> float:
+        return self.scale * ours_ms ** self.exponent if ours_ms > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class TimeFactors:
     an assignor never measured (a plug-in)."""
 
     assignors: Mapping[str, Factor] = field(default_factory=dict)
-    default: Factor = Factor(1.0, 0.5, 2.0)
+    default: Factor = Factor(1.0, 1.0, 0.25, 4.0)
     source: str = ""
 
     def of(self, assignor: str | None) -> Factor:
@@ -70,28 +75,30 @@ class TimeFactors:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "") -> TimeFactors:
-        def factor(entry: Mapping[str, Any]) -> Factor:
-            f = float(entry["factor"])
-            return Factor(f, float(entry.get("low", f)), float(entry.get("high", f)), int(entry.get("cases", 0)))
-
-        assignors = {name: factor(entry) for name, entry in (data.get("assignors") or {}).items()}
-        default = factor(data["default"]) if data.get("default") else cls.default
+        assignors = {name: _factor(entry) for name, entry in (data.get("assignors") or {}).items()}
+        default = _factor(data["default"]) if data.get("default") else cls.default
         return cls(assignors, default, str(data.get("source") or source))
 
     def with_overrides(self, overrides: Mapping[str, Any] | None) -> TimeFactors:
-        """These factors with some assignors' replaced (a number: the factor, low and high alike; or a mapping)."""
+        """These factors with some assignors' replaced: a number (a plain factor, no spread), or a mapping
+        (``factor``, or ``scale`` and ``exponent``; ``low`` and ``high``)."""
         if not overrides:
             return self
         assignors = dict(self.assignors)
         default = self.default
         for name, value in overrides.items():
-            entry = value if isinstance(value, Mapping) else {"factor": value}
-            f = TimeFactors.from_mapping({"assignors": {name: entry}}).assignors[name]
+            f = _factor(value if isinstance(value, Mapping) else {"factor": value})
             if name == "default":
                 default = f
             else:
                 assignors[name] = f
         return TimeFactors(assignors, default, self.source + " (with overrides from the config)")
+
+
+def _factor(entry: Mapping[str, Any]) -> Factor:
+    scale = float(entry["scale"] if "scale" in entry else entry["factor"])
+    return Factor(scale, float(entry.get("exponent", 1.0)), float(entry.get("low", 1.0)),
+                  float(entry.get("high", 1.0)), int(entry.get("cases", 0)))
 
 
 FACTORS_FILE = "assignor_time_factors.json"
@@ -105,7 +112,7 @@ def measured_factors() -> TimeFactors:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return TimeFactors(source="no measured factors: every assignor at 1 (0.5-2)")
+        return TimeFactors(source="no measured factors: every assignor at 1 (0.25-4)")
     return TimeFactors.from_mapping(data, f"offsets_audit/audit/{FACTORS_FILE}")
 
 
@@ -143,11 +150,11 @@ def runs_of(rows: Iterable[Mapping[str, Any]], factors: TimeFactors) -> list[Run
             continue
         cpu = r.get("rerun_cpu_ms")
         factor = factors.of(r.get("assignor"))
-        estimate = None if cpu is None else float(cpu) * factor.factor
+        estimate = None if cpu is None else factor.estimate(float(cpu))
         out.append(Run(gid, r.get("group_type"), int(r["partition"]), f"{r['partition']}:{r['offset']}",
                        ts or int(r["timestamp"]), r.get("assignor"), estimate,
-                       None if cpu is None else float(cpu) * factor.low,
-                       None if cpu is None else float(cpu) * factor.high))
+                       None if estimate is None else estimate * factor.low,
+                       None if estimate is None else estimate * factor.high))
     return out
 
 
