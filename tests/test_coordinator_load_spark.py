@@ -15,7 +15,7 @@ import json
 import pytest
 
 from offsets_audit import sinks
-from offsets_audit.config import load_config
+from offsets_audit.config import load_settings
 from offsets_audit.job import run_job
 from offsets_audit.simulate import simulate
 
@@ -29,14 +29,14 @@ def hogged(spark, tmp_path_factory):
                    hog_members=30, hog_partitions=300, hog_churn_mean_ms=1500)
     states = json.loads((root / "history" / "model_state.json").read_text())["groups"]
     hog = next(g for g in states if g.startswith("bulk-orders"))
-    config = load_config(overrides={
+    settings = load_settings(overrides={
         "run_id": "hog", "source": {"kind": "segments", "path": str(root / "history" / "segments")},
         "output": {"path": str(root / "out"), "html_report": False},
         "broker": {"group_overrides": sim["group_overrides"], "group_overrides_complete": True},
         "topic_metadata": {"source": "file", "path": sim["topics_path"]},
         "rules": {"coordinator_partition_hogged": {"min_busy_ms": 2}},
     })
-    run_job(spark, config, progress=False)
+    run_job(spark, settings, progress=False)
 
     def rows(table):
         return [r.asDict(recursive=True) for r in
