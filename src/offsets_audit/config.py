@@ -246,7 +246,8 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
 
 
 def _check_run_id(value: Any, origin: str) -> None:
-    """``run_id`` is text: YAML reads ``run_id: 20240101`` as a number and ``run_id: 2024-01-01`` as a date."""
+    """``run_id`` is text: YAML reads an unquoted run id of digits as a number and one shaped like a calendar day as a
+    ``datetime.date``, so either is refused with the quoting that keeps it text."""
     if value is not None and not isinstance(value, str):
         raise UserError(f"{origin}: 'run_id' must be text, not the {_yaml_type(value)} {_shown(value)}",
                         fix=f"quote it: run_id: \"{value}\"")
