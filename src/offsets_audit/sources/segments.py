@@ -242,7 +242,7 @@ def scan_segments(root: str | os.PathLike, topic: str | None = "__consumer_offse
     if root_path.is_file():
         found = [root_path]
     else:
-        found = [p for p in root_path.rglob("*.log") if p.is_file()]
+        found = _log_files(root_path)
         if topic is not None:
             of_topic = [p for p in found if _is_topic_folder(p.parent.name, topic)]
             if of_topic:
@@ -275,6 +275,22 @@ def scan_segments(root: str | os.PathLike, topic: str | None = "__consumer_offse
             if following.base_offset > this.base_offset:
                 this.next_base_offset = following.base_offset
     return SegmentScan(files, skipped, notes)
+
+
+def _log_files(root: Path) -> list[Path]:
+    """Every ``*.log`` file under ``root``, following symbolic links to folders (a log dir whose partition folders
+    link to other disks is read whole, not silently in part); a folder reached twice through links is walked once."""
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        dirs.sort()
+        found += [Path(folder) / n for n in names if n.endswith(".log") and os.path.isfile(os.path.join(folder, n))]
+    return found
 
 
 def list_segments(root: str | os.PathLike, topic: str | None = "__consumer_offsets", *,
