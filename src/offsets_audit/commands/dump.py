@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from urllib.parse import urlparse
@@ -33,7 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-records-per-partition", type=int, metavar="N",
                         help="split partitions with more than N offsets into several Spark tasks")
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Spark Kafka source option, e.g. kafka.security.protocol=SASL_SSL (repeatable)")
+                        help="extra Spark Kafka source option, e.g. kafka.security.protocol=SASL_SSL (repeatable); "
+                             "a value ${NAME} is read from the environment variable NAME")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="Kafka client properties (security.protocol, sasl.jaas.config, ssl.*, ...), as Kafka's "
+                             "own tools take them: secrets stay out of the command line (and of ps)")
     parser.add_argument("--master", help="Spark master (default local[2] or $OFFSETS_AUDIT_MASTER)")
     parser.add_argument("--progress-interval", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between progress lines on stderr")
@@ -53,13 +58,62 @@ def source_config(args: argparse.Namespace) -> dict:
     }
     if args.max_records_per_partition:
         config["maxRecordsPerPartition"] = args.max_records_per_partition
+    if getattr(args, "command_config", None):
+        for key, value in client_properties(args.command_config).items():
+            config[f"kafka.{key}"] = value
     for item in args.kafka_option:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             shown = f"{key}=***" if is_secret(key) else item
             raise UserError(f"--kafka-option {shown} is not KEY=VALUE", fix="write e.g. kafka.security.protocol=SSL")
-        config[key.strip()] = value
+        config[key.strip()] = from_environment(value, f"--kafka-option {key.strip()}")
     return config
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def from_environment(value: str, where: str) -> str:
+    """``value`` with every ``${NAME}`` replaced by the environment variable NAME (a secret is then never on the
+    command line); a variable that is not set is a one-line error naming it."""
+    def variable(match):
+        name = match.group(1)
+        if name not in os.environ:
+            raise UserError(f"{where} names the environment variable {name}, which is not set",
+                            fix=f"export {name} before running, or give the value itself")
+        return os.environ[name]
+
+    return _VARIABLE.sub(variable, value)
+
+
+def client_properties(path: str) -> dict[str, str]:
+    """Kafka client properties from ``path`` (``key=value`` or ``key: value`` lines, ``#``/``!`` comments, a
+    trailing backslash continuing a line), as Kafka's tools read ``--command-config``; ``${NAME}`` values come from
+    the environment."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise UserError(f"--command-config {path} cannot be read ({exc.strerror})",
+                        fix="pass a readable Kafka client properties file") from None
+    properties: dict[str, str] = {}
+    logical = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line.startswith(("#", "!"))):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
+        if not match:
+            raise UserError(f"--command-config {path}: line {number} is not key=value",
+                            fix="write one property a line, e.g. security.protocol=SASL_SSL")
+        key = match.group(1).removeprefix("kafka.")
+        properties[key] = from_environment(match.group(2), f"--command-config {path} ({key})")
+        logical = ""
+    return properties
 
 
 def _check_output(path: str, overwrite: bool) -> None:
