@@ -7,6 +7,7 @@ package's Python Data Sources (``kafka-segments``, ``kafka-python``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from importlib import resources
@@ -122,10 +123,60 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
     builder = SparkSession.builder.appName(app_name)
     for key, value in _local_session_conf(master, extra_conf).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _stderr_without(WORKER_NOISE):  # the JVM started here inherits the filtered stderr
+        spark = builder.getOrCreate()
     quiet_driver_logs(spark)
     register_data_sources(spark)
     return spark
+
+
+#: What PySpark's stateful-streaming driver worker (``pyspark.sql.streaming.transform_with_state_driver_worker``)
+#: prints unconditionally, several lines per micro-batch of every incremental run, and the JVM copies to its stderr:
+#: noise between the run's own lines. A JVM this process starts gets a stderr without them.
+WORKER_NOISE = ("Starting Streaming TransformWithStateInPandas Python worker",
+                "Streaming TransformWithStateInPandas Python worker")
+
+
+@contextlib.contextmanager
+def _stderr_without(prefixes: tuple[str, ...]):
+    """While the block runs, file descriptor 2 is a pipe whose lines are copied to the real stderr, but for lines
+    starting with ``prefixes`` (and the blank line each is followed by): a child process started in the block (the
+    JVM) keeps writing through it for its whole life; this process's own stderr is restored after the block."""
+    import threading
+
+    try:
+        real = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:
+        yield
+        return
+    sys.stderr.flush()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def copy() -> None:
+        dropped = False
+        with os.fdopen(read_end, "rb") as lines:
+            for line in lines:
+                text = line.decode("utf-8", errors="replace")
+                if text.startswith(prefixes):
+                    dropped = True
+                    continue
+                if dropped and not text.strip():
+                    dropped = False
+                    continue
+                dropped = False
+                try:
+                    os.write(real, line)
+                except OSError:
+                    return
+
+    threading.Thread(target=copy, name="jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)  # ``real`` stays open: the copy writes to it
 
 
 def _local_environment(master: str) -> None:
