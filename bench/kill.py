@@ -7,13 +7,18 @@ every other kill anywhere in the run, the rest inside the write stage (after its
 reference's write time), where a half-written table is possible. After each kill:
 
 * the run must not look complete unless it is: if its manifest ``_runs/<run_id>.json`` exists, its tables
-  must already equal the reference's;
+  must already equal the reference's, and its summary and report must be this attempt's (written after it
+  started), not an earlier run's;
 * a plain rerun must succeed (exit 0) and its tables must equal the reference's: per table the row count
   and an order-independent content hash (the sum of ``xxhash64`` over every column of every row).
 
+With ``--overlaps N`` it also starts N pairs of runs of one output and run id together (or 2 s apart), over two
+different histories or the same one: exactly one of each pair may run, the other must stop with one line naming
+it (exit 2), and the output's tables must equal an uninterrupted run's of the input that ran.
+
 Prints one line per kill and the totals; exits 1 on any mismatch.
 
-    .venv/bin/python bench/kill.py [--kills 20] [--formats parquet,delta] [--seed 17] [--keep DIR]
+    .venv/bin/python bench/kill.py [--kills 20] [--formats parquet,delta] [--overlaps 4] [--seed 17] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -36,18 +41,18 @@ sys.path.insert(0, str(REPO / "src"))
 RUN_ID = "kill-bench"
 
 
-def make_history(root: Path, seed: int) -> Path:
+def make_history(root: Path, seed: int, name: str = "history") -> Path:
     """A small simulated history; one segment gets a zeroed 4 KiB block, so quarantine is not empty."""
     from offsets_audit.simulate import simulate
 
-    simulate(str(root / "history"), groups=4, hours=0.2, partitions=3, seed=seed, formats=("segments",))
-    segments = sorted((root / "history" / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
+    simulate(str(root / name), groups=4, hours=0.2, partitions=3, seed=seed, formats=("segments",))
+    segments = sorted((root / name / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
     biggest = segments[-1]
     data = bytearray(biggest.read_bytes())
     middle = len(data) // 2
     data[middle:middle + 4096] = bytes(min(4096, len(data) - middle))
     biggest.write_bytes(bytes(data))
-    return root / "history" / "segments"
+    return root / name / "segments"
 
 
 def command(source: Path, output: Path, fmt: str) -> list[str]:
@@ -83,6 +88,7 @@ def run_to_completion(source: Path, output: Path, fmt: str, in_process: bool = F
 def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_stage: bool) -> dict:
     """Start the run, SIGKILL its process group after ``delay`` seconds (counted from the write stage's
     progress line when ``in_write_stage``); returns what happened."""
+    attempt_started = time.time()
     process = subprocess.Popen(command(source, output, fmt), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, env=environment(), start_new_session=True)
     write_started = threading.Event()
@@ -102,7 +108,16 @@ def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_st
     if killed:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    return {"killed": killed, "after_s": round(time.perf_counter() - started, 2), "exit": process.returncode}
+    return {"killed": killed, "after_s": round(time.perf_counter() - started, 2), "exit": process.returncode,
+            "started_at": attempt_started}
+
+
+def stale_side_files(output: Path, started_at: float) -> list[str]:
+    """The run's summary and report when they were not written by the attempt that started at ``started_at``
+    (a complete run's must be its own: the manifest is written after them)."""
+    return [str(p.relative_to(output)) for p in (output / "summary" / f"{RUN_ID}.json",
+                                                  output / "report" / f"{RUN_ID}.html")
+            if p.exists() and p.stat().st_mtime < started_at]
 
 
 def fingerprint(spark, output: Path, fmt: str) -> dict:
@@ -144,7 +159,7 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
     report(f"{fmt}: reference run {total_s:.1f} s (write stage {write_s:.1f} s); rows per table {rows}")
     output = root / f"killed-{fmt}"
     counts = {"kills": 0, "landed": 0, "in_write": 0, "complete_after_kill": 0, "complete_but_wrong": 0,
-              "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
+              "complete_but_stale": 0, "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
     for attempt in range(kills):
         in_write = (attempt + first_in_write) % 2 == 1
         delay = rng.uniform(0, write_s * 1.2) if in_write else rng.uniform(0, total_s)
@@ -156,9 +171,13 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
         verdict = "incomplete"
         if complete:
             counts["complete_after_kill"] += 1
+            stale = stale_side_files(output, outcome["started_at"])
             if fingerprint(spark, output, fmt) != reference:
                 counts["complete_but_wrong"] += 1
                 verdict = "COMPLETE BUT DIFFERENT"
+            elif stale:
+                counts["complete_but_stale"] += 1
+                verdict = f"COMPLETE WITH AN EARLIER RUN'S {', '.join(stale)}"
             else:
                 verdict = "complete, equal"
         else:
@@ -172,10 +191,55 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
     return counts
 
 
+def overlap(spark, root: Path, fmt: str, pairs: int, rng: random.Random, report=print) -> dict:
+    """``pairs`` times, two runs of one output and run id started together or 2 s apart, over two histories or the
+    same one: one runs, the other stops in one line naming it; the tables equal the clean run of the input that
+    ran. Returns the counts."""
+    sources = {"a": root / "history" / "segments", "b": root / "history-b" / "segments"}
+    if not sources["b"].exists():
+        make_history(root, 1000 + rng.randrange(1000), "history-b")
+    references = {}
+    for name, source in sources.items():
+        run_to_completion(source, root / f"overlap-reference-{name}-{fmt}", fmt)
+        references[name] = fingerprint(spark, root / f"overlap-reference-{name}-{fmt}", fmt)
+    counts = {"pairs": 0, "one_refused": 0, "both_ran": 0, "tables_equal": 0, "tables_different": 0,
+              "other_failures": 0}
+    for attempt in range(pairs):
+        output = root / f"overlap-{fmt}-{attempt}"
+        inputs = ("a", "b") if attempt % 2 == 0 else ("a", "a")
+        stagger = 0.0 if attempt % 4 < 2 else 2.0
+        processes = []
+        for index, name in enumerate(inputs):
+            if index:
+                time.sleep(stagger)
+            processes.append(subprocess.Popen(command(sources[name], output, fmt), stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.PIPE, text=True, env=environment()))
+        results = [(p.wait(), p.stderr.read()) for p in processes]
+        errors = [line for _, err in results for line in err.splitlines() if line.startswith("offsets-audit: error:")]
+        codes = sorted(code for code, _ in results)
+        counts["pairs"] += 1
+        verdict = f"exits {codes}"
+        if codes == [0, 2] and len(errors) == 1 and "is in use by run" in errors[0]:
+            counts["one_refused"] += 1
+            ran = inputs[[code for code, _ in results].index(0)]
+            equal = fingerprint(spark, output, fmt) == references[ran]
+            counts["tables_equal" if equal else "tables_different"] += 1
+            verdict = f"one refused ({errors[0][:90]}...), tables {'equal' if equal else 'DIFFERENT'}"
+        elif codes == [0, 0]:
+            counts["both_ran"] += 1
+            verdict = "BOTH RAN"
+        else:
+            counts["other_failures"] += 1
+            verdict = f"FAILED: exits {codes}: " + " | ".join(e.strip().splitlines()[-1][:200] for _, e in results if e)
+        report(f"{fmt} overlap {attempt + 1:>2}: inputs {'+'.join(inputs)}, {stagger:.0f} s apart -> {verdict}")
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20, help="kills per format")
     parser.add_argument("--formats", default="parquet,delta")
+    parser.add_argument("--overlaps", type=int, default=0, help="pairs of overlapping runs per format")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
@@ -189,7 +253,7 @@ def main() -> int:
     spark = get_spark("offsets-audit-kill-bench", extra_conf={"spark.sql.shuffle.partitions": "2"})
     started = time.perf_counter()
     failed = False
-    figures: dict = {"seed": args.seed, "kills_per_format": args.kills}
+    figures: dict = {"seed": args.seed, "kills_per_format": args.kills, "overlaps_per_format": args.overlaps}
     try:
         for fmt in args.formats.split(","):
             counts = campaign(spark, root, fmt, args.kills, rng)
@@ -198,7 +262,14 @@ def main() -> int:
                   f"stage); after the kill {counts['incomplete_after_kill']} incomplete, "
                   f"{counts['complete_after_kill']} complete ({counts['complete_but_wrong']} of them different); "
                   f"reruns equal to the reference {counts['rerun_equal']}/{counts['kills']}")
-            failed |= bool(counts["complete_but_wrong"] or counts["rerun_different"])
+            failed |= bool(counts["complete_but_wrong"] or counts["complete_but_stale"] or counts["rerun_different"])
+            if args.overlaps:
+                overlaps = overlap(spark, root, fmt, args.overlaps, rng)
+                figures[f"{fmt}_overlap"] = overlaps
+                print(f"{fmt}: {overlaps['pairs']} overlapping pairs: {overlaps['one_refused']} with one refused in one "
+                      f"line ({overlaps['tables_equal']} with tables equal to a clean run), {overlaps['both_ran']} "
+                      f"both ran, {overlaps['other_failures']} other failures")
+                failed |= overlaps["one_refused"] != overlaps["pairs"] or bool(overlaps["tables_different"])
     finally:
         spark.stop()
         if not args.keep:

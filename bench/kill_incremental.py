@@ -1,0 +1,268 @@
+"""Kill -9 `offsets-audit run --incremental` at random moments of a sequence of nights; nothing may be lost or doubled.
+
+A small simulated history (one damaged segment, so quarantine has rows) grows over ``--nights`` nights. The
+reference is the uninterrupted sequence: night 1, 2, ... on one checkpoint. Then the same sequence again on a new
+checkpoint and output, where each of ``--kills`` attempts (spread over the nights) is killed with SIGKILL (its whole
+process group) at a random moment: every other kill anywhere in the run, the rest after its write stage began
+(the tables, the summary, the checkpoint's states and snapshot, ``runs.json``, the run manifest: where a kill
+between two of them could lose or double a night). After a kill the operator does what a nightly schedule does,
+alternately:
+
+* reruns the killed night (same run id), or
+* goes on with the next night (a new run id, the log grown); when that is refused with one line asking for the
+  killed night to be run again first (it was published in the checkpoint but its tables are not marked complete),
+  reruns it, then the next night.
+
+At the end every run marked complete (``_runs/<id>.json``) is read back. What the nights found must be what the
+reference found, nothing lost, nothing twice: per table, the row count and an order-independent content hash
+(the sum of ``xxhash64`` over every column but ``run_id``) summed over the complete runs, for the tables of what
+happened (findings, rebalances, group events, target assignments, assignor re-runs, quarantine), and the last run's
+own for the tables of the state at the end (group state, members, offsets, provisional findings, rebalances and
+re-runs). A run that fails otherwise (an exit other than 0, or 2 with the one line asked for) is a failure too.
+
+Prints one line per attempt and the verdict; exits 1 on any mismatch.
+
+    .venv/bin/python bench/kill_incremental.py [--kills 20] [--nights 4] [--seed 23] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+#: Tables of what happened: every night adds its own rows, summed over the complete runs.
+EVENT_TABLES = ("findings", "rebalances", "group_events", "target_assignments", "assignor_audit", "quarantine")
+#: Tables of the state at the end of the log: the last run's own.
+STATE_TABLES = ("group_state", "members", "offsets", "provisional_findings", "provisional_rebalances",
+                "provisional_assignor_audit")
+#: The stage whose start opens the window where a run's pieces are written one after the other.
+TAIL_STAGE = "[offsets-audit] write"
+
+
+def make_history(root: Path, seed: int) -> Path:
+    from offsets_audit.simulate import simulate
+
+    simulate(str(root / "history"), groups=5, hours=0.15, partitions=2, seed=seed, formats=("segments",),
+             segment_bytes=64 * 1024)
+    segments = sorted((root / "history" / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
+    data = bytearray(segments[-1].read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 2048] = bytes(min(2048, len(data) - middle))
+    segments[-1].write_bytes(bytes(data))
+    return root / "history" / "segments"
+
+
+def batch_cuts(segments: Path) -> dict:
+    from offsets_audit.sources.segments_stream import batch_ends
+
+    return {folder: [(f, end) for f in sorted(folder.glob("*.log")) for end in batch_ends(str(f), 0, f.stat().st_size)]
+            for folder in sorted(p for p in segments.iterdir() if p.is_dir())}
+
+
+def grow(cuts: dict, live: Path, night: int, nights: int) -> None:
+    """``live`` holds nights 1..``night`` of the log (files only grow or appear)."""
+    for folder, ends in cuts.items():
+        if not ends:
+            continue
+        last_file, last_end = ends[max(math.ceil(len(ends) * night / nights) - 1, 0)]
+        target = live / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        for f in sorted(folder.glob("*.log")):
+            if f.name > last_file.name:
+                break
+            data = f.read_bytes()
+            (target / f.name).write_bytes(data if f != last_file else data[:last_end])
+
+
+def command(live: Path, output: Path, checkpoint: Path, run_id: str, config: Path) -> list[str]:
+    return [sys.executable, "-m", "offsets_audit.cli", "run", "--incremental", "--checkpoint", str(checkpoint),
+            "--input", str(live), "--input-format", "segments", "--output", str(output), "--run-id", run_id,
+            "--config", str(config)]
+
+
+def environment() -> dict:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run(argv: list[str]) -> tuple[int, list[str]]:
+    """A run to its end: (exit code, the ``offsets-audit: error:`` lines)."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=environment())
+    return done.returncode, [line for line in done.stderr.splitlines() if line.startswith("offsets-audit: error:")] \
+        or ([done.stderr.strip().splitlines()[-1]] if done.returncode not in (0, 2) and done.stderr.strip() else [])
+
+
+def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
+    """Start the run, SIGKILL its process group ``delay`` seconds after it started (after its write stage began
+    with ``in_tail``)."""
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=environment(), start_new_session=True)
+    tail = threading.Event()
+
+    def watch():
+        for line in process.stderr:
+            if line.startswith(TAIL_STAGE):
+                tail.set()
+        tail.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    if in_tail:
+        tail.wait()
+    time.sleep(delay)
+    killed = process.poll() is None
+    if killed:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return {"killed": killed, "exit": process.returncode}
+
+
+def totals(spark, output: Path) -> dict:
+    """Per table (rows, content hash): summed over the complete runs for ``EVENT_TABLES``, the last complete run's
+    for ``STATE_TABLES``."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit import sinks
+
+    runs = [m["run_id"] for m in sinks.complete_runs(spark, str(output))]
+    runs.sort(key=lambda r: int(r.split("-")[-1]))
+    out: dict = {}
+    for name in EVENT_TABLES + STATE_TABLES:
+        n, h = 0, 0
+        for run_id in (runs if name in EVENT_TABLES else runs[-1:]):
+            df = sinks.read_table(spark, str(output), name, run_id, "parquet")
+            if df is None:
+                continue
+            row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns])
+                                                              .cast("decimal(38,0)")).alias("h")).first()
+            n, h = n + row["n"], h + int(row["h"] or 0)
+        out[name] = (n, str(h))
+    return {"last_run": runs[-1] if runs else None, "tables": out}
+
+
+def campaign(spark, root: Path, kills: int, nights: int, rng: random.Random, report=print) -> dict:
+    """The reference sequence, then the killed one; returns the counts and whether they agree."""
+    segments = root / "history" / "segments"
+    cuts = batch_cuts(segments)
+    config = root / "config.yaml"
+    config.write_text("output:\n  html_report: false\n")
+    ref = {name: root / f"reference-{name}" for name in ("live", "output", "checkpoint")}
+    started = time.perf_counter()
+    for night in range(1, nights + 1):
+        grow(cuts, ref["live"], night, nights)
+        code, errors = run(command(ref["live"], ref["output"], ref["checkpoint"], f"night-{night}", config))
+        if code != 0:
+            raise SystemExit(f"reference night {night} failed with exit {code}: {errors}")
+    run_s = (time.perf_counter() - started) / nights
+    reference = totals(spark, ref["output"])
+    report(f"reference: {nights} nights, {run_s:.1f} s a night; rows {({k: v[0] for k, v in reference['tables'].items()})}")
+
+    live, output, checkpoint = root / "live", root / "output", root / "checkpoint"
+    per_night = [kills // nights + (1 if i < kills % nights else 0) for i in range(nights)]
+    counts = {"kills": 0, "landed": 0, "in_tail": 0, "reruns": 0, "went_on": 0, "asked_to_rerun_first": 0,
+              "failures": []}
+    attempt = 0
+
+    def complete(run_id: str) -> None:
+        """Run ``run_id`` to its end as an operator would: when it asks for a killed night to be run again first,
+        that one first (the run id its line names)."""
+        code, errors = run(command(live, output, checkpoint, run_id, config))
+        for _ in range(nights):
+            asked = re.search(r"--run-id (\S+)", errors[0]) if code == 2 and errors and "again first" in errors[0] \
+                else None
+            if asked is None:
+                break
+            counts["asked_to_rerun_first"] += 1
+            first, first_errors = run(command(live, output, checkpoint, asked.group(1), config))
+            if first != 0:
+                counts["failures"].append(f"rerun of {asked.group(1)}: exit {first} {first_errors}")
+                break
+            code, errors = run(command(live, output, checkpoint, run_id, config))
+        if code != 0:
+            counts["failures"].append(f"{run_id}: exit {code} {errors}")
+
+    for night in range(1, nights + 1):
+        grow(cuts, live, night, nights)
+        run_id = f"night-{night}"
+        went_on = False
+        for _ in range(per_night[night - 1]):
+            in_tail = attempt % 2 == 1
+            delay = rng.uniform(0, run_s * 0.3) if in_tail else rng.uniform(0, run_s * 1.1)
+            outcome = run_and_kill(command(live, output, checkpoint, run_id, config), delay, in_tail)
+            counts["kills"] += 1
+            counts["landed"] += outcome["killed"]
+            counts["in_tail"] += outcome["killed"] and in_tail
+            action = "rerun" if attempt % 4 < 2 or night == nights else "go on"
+            ended = "killed" if outcome["killed"] else f"ended (exit {outcome['exit']})"
+            report(f"night {night} attempt {attempt + 1:>2}: {'after the write began' if in_tail else 'anywhere'} "
+                   f"+{delay:5.1f} s -> {ended}; then {action}")
+            attempt += 1
+            if action == "go on" and outcome["killed"]:
+                counts["went_on"] += 1
+                went_on = True  # the next night covers this one's records, or asks for it to be rerun first
+                break
+            counts["reruns"] += 1
+        if not went_on:
+            complete(run_id)
+    killed = totals(spark, output)
+    counts["equal"] = killed["tables"] == reference["tables"]
+    counts["different_tables"] = sorted(name for name in reference["tables"]
+                                        if killed["tables"].get(name) != reference["tables"][name])
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--nights", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--keep", help="work in this folder and keep it")
+    args = parser.parse_args()
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from offsets_audit.spark_session import get_spark
+
+    root = Path(args.keep or tempfile.mkdtemp(prefix="kill-incremental-"))
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    make_history(root, args.seed)
+    spark = get_spark("offsets-audit-kill-incremental", extra_conf={"spark.sql.shuffle.partitions": "2"})
+    started = time.perf_counter()
+    try:
+        counts = campaign(spark, root, args.kills, args.nights, rng)
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    seconds = round(time.perf_counter() - started)
+    failed = bool(counts["failures"]) or not counts["equal"]
+    print(f"{counts['kills']} kills ({counts['landed']} landed, {counts['in_tail']} after the write began); "
+          f"{counts['reruns']} reruns of the killed night, {counts['went_on']} times on to the next night "
+          f"({counts['asked_to_rerun_first']} asked to rerun the killed night first); "
+          f"every night's findings and state {'equal' if counts['equal'] else 'DIFFERENT from'} the uninterrupted "
+          f"sequence's{'' if counts['equal'] else ': ' + ', '.join(counts['different_tables'])}; {seconds} s")
+    for failure in counts["failures"]:
+        print(f"  FAILED {failure}")
+    from results import record  # bench/ is this script's folder, first on sys.path
+
+    record("kill_incremental", {"seed": args.seed, "nights": args.nights, "seconds": seconds, "failed": failed,
+                                **{k: v for k, v in counts.items() if k != "failures"},
+                                "failures": counts["failures"][:10]})
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
