@@ -83,8 +83,21 @@ def command(live: Path, output: Path, checkpoint: Path, night: int, config: Path
             "segments", "--output", str(output), "--run-id", f"night-{night}", "--config", str(config)]
 
 
-def run(argv: list[str]) -> tuple[int | str, list[str]]:
+#: A Python worker that did not start in Spark's fixed time (a machine loaded by other work): not an outcome of
+#: the damage, the run is made again.
+NOT_STARTED = "Python worker failed to connect back"
+
+
+def run(argv: list[str], tries: int = 3) -> tuple[int | str, list[str]]:
     """``offsets-audit`` through ``main`` in this process: (exit code, or ``"traceback"``; stderr lines)."""
+    for _ in range(tries - 1):
+        code, lines = _run(argv)
+        if not any(NOT_STARTED in line for line in lines):
+            return code, lines
+    return _run(argv)
+
+
+def _run(argv: list[str]) -> tuple[int | str, list[str]]:
     from offsets_audit.cli import main
 
     err = io.StringIO()
