@@ -175,11 +175,11 @@ def read_stream(spark, source: dict):
         register(spark)
         return as_source_schema(spark.readStream.format("kafka-segments").options(**options).load(path))
     if kind == "parquet":
-        from offsets_audit.sources.parquet import spark_reader_options
+        from offsets_audit.sources.parquet import record_time, spark_reader_options
 
         path = required_path(source, kind)
         schema = spark.read.parquet(path).schema
-        df = spark.readStream.schema(schema).options(**spark_reader_options(options)).parquet(path)
+        df = record_time(spark.readStream.schema(schema).options(**spark_reader_options(options)).parquet(path))
         for field in KAFKA_SCHEMA.fields:
             if field.name not in df.columns:
                 df = df.withColumn(field.name, F.lit(None).cast(field.dataType))

@@ -113,6 +113,7 @@ def check_parquet_files(path: str, *, row_groups: str | bool = "auto") -> int:
                             ) from None
         if row_groups:
             _read_row_groups(file, path, parquet_file, size)
+        check_timestamp_text(file, path, parquet_file, whole=bool(row_groups))
         fingerprint = _fingerprint(file, metadata)
         if fingerprint is not None:
             if fingerprint in seen:
@@ -169,6 +170,58 @@ def _fingerprint(file: str, metadata) -> tuple | None:
     return partition, low, high, metadata.num_rows
 
 
+#: A dump's ``timestamp`` written as text: whole numbers are epoch milliseconds (how Kafka's tools and JSON
+#: exports print a record's time), anything else an ISO-8601 date-time.
+_EPOCH_MS_TEXT = r"^\s*-?[0-9]+\s*$"
+
+
+def record_time(df):
+    """``df`` with its ``timestamp`` column as Spark's timestamp type: a timestamp as it is; whole numbers (or text
+    of them) as epoch milliseconds, as Kafka's record times are (Spark's own cast would read them as seconds);
+    other text as an ISO-8601 date-time."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType, StringType, TimestampType
+
+    if "timestamp" not in df.columns:
+        return df
+    kind = df.schema["timestamp"].dataType
+    column = F.col("timestamp")
+    if isinstance(kind, TimestampType):
+        return df
+    if isinstance(kind, IntegralType):
+        return df.withColumn("timestamp", F.timestamp_millis(column.cast("long")))
+    if isinstance(kind, StringType):
+        return df.withColumn("timestamp", F.when(column.rlike(_EPOCH_MS_TEXT),
+                                                 F.timestamp_millis(F.trim(column).cast("long")))
+                             .otherwise(column.cast("timestamp")))
+    return df
+
+
+def check_timestamp_text(file: str, path: str, parquet_file, whole: bool = True) -> None:
+    """A ``UserError`` naming ``file`` when its ``timestamp`` column is text that is neither epoch milliseconds nor
+    an ISO-8601 date-time (Spark would fail on it half-way through the run); without ``whole`` only its first row
+    group is read (a dump too big to read twice)."""
+    import re
+    from datetime import datetime
+
+    import pyarrow as pa
+
+    schema = parquet_file.schema_arrow
+    if "timestamp" not in schema.names or not pa.types.is_string(schema.field("timestamp").type):
+        return
+    for group in range(parquet_file.metadata.num_row_groups if whole else min(1, parquet_file.metadata.num_row_groups)):
+        for value in parquet_file.read_row_group(group, columns=["timestamp"]).column(0).to_pylist():
+            if value is None or re.match(_EPOCH_MS_TEXT, value):
+                continue
+            try:
+                datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise UserError(f"{file} in the Parquet dump {path}: timestamp {value[:40]!r} is neither epoch "
+                                "milliseconds nor an ISO-8601 date-time",
+                                fix="write timestamp as a Parquet timestamp, epoch milliseconds or ISO-8601 text "
+                                    "(e.g. with `offsets-audit dump`)") from None
+
+
 def read_parquet(spark, path: str, options: dict | None = None):
     """Read a Parquet dump as a DataFrame with SOURCE_SCHEMA's columns first (typed as SOURCE_SCHEMA)."""
     from pyspark.sql import functions as F
@@ -200,7 +253,7 @@ def read_parquet(spark, path: str, options: dict | None = None):
     for field in KAFKA_SCHEMA.fields:
         if field.name not in df.columns:
             df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
-    df = with_batch_columns(df)
+    df = with_batch_columns(record_time(df))
     typed = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in SOURCE_SCHEMA.fields]
     extras = [F.col(f"`{name}`") for name in df.columns if name not in SOURCE_SCHEMA.fieldNames()]
     return df.select(*typed, *extras)
