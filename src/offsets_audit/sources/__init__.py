@@ -228,6 +228,12 @@ def preflight(source_config) -> None:
         from offsets_audit.sources.parquet import check_parquet_files, row_group_check
 
         check_parquet_files(_required_path(source_config, kind), row_groups=row_group_check(options))
+    elif kind == "kafka":
+        from offsets_audit.sources.kafka import parse_options
+
+        # The options' values too (offsets, numbers, JAAS text), not only their names: a read that can only read
+        # nothing (startingOffsets latest) stops here, not after Spark has started. Nothing is asked of the cluster.
+        parse_options({k: v for k, v in options.items() if str(k).lower() not in ("reader", "maxoffsetspertrigger")})
 
 
 def _as_source_schema(df):
