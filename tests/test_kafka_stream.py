@@ -49,7 +49,7 @@ def test_the_stream_reads_every_record_once_and_then_only_new_ones(spark, kafka_
 
 
 def test_the_incremental_read_falls_back_to_it_without_sparks_kafka_source(spark, kafka_bootstrap):
-    from offsets_audit.replay.incremental import read_stream
+    from offsets_audit.replay.streaming import read_stream
     from offsets_audit.sources import spark_kafka_available
 
     if spark_kafka_available(spark):
