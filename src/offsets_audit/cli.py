@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 
-from offsets_audit.errors import UserError
+from offsets_audit.errors import UserError, environment_failure, unreadable_input
 
 #: sub-command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -71,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("offsets-audit: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - only input files Spark could not read become one line
-        message = unreadable_input(exc)
+    except Exception as exc:  # noqa: BLE001 - only input files Spark could not read and a full or read-only
+        # disk become one line
+        message = unreadable_input(exc) or environment_failure(exc)
         if message is None:
             raise
         print(f"offsets-audit: error: {message}", file=sys.stderr)
@@ -86,26 +86,6 @@ def task_main(argv: list[str] | None = None) -> None:
     status = main(argv)
     if status:
         raise SystemExit(status)
-
-
-#: How Spark names a file it failed to read (Spark 4 error class FAILED_READ_FILE, older wordings after it).
-_FAILED_FILE = re.compile(r"(?:Encountered error while reading file|Could not read footer for file|"
-                          r"is not a Parquet file|Error reading file)[:\s]*(?P<path>\S+)")
-
-
-def unreadable_input(exc: BaseException) -> str | None:
-    """One line for a Spark failure caused by a damaged input file (found only when Spark read its pages, after
-    the footer checks passed), naming the file and the fix; None for any other failure."""
-    text = str(exc)
-    if "FAILED_READ_FILE" not in text and "Could not read footer" not in text and "ParquetDecodingException" not in text:
-        return None
-    match = _FAILED_FILE.search(text)
-    where = "an input file"
-    if match:
-        where = match.group("path").rstrip(".,;:)")
-        where = where[len("file://"):] if where.startswith("file://") else where.removeprefix("file:")
-    return (f"Spark could not read {where}: its data is damaged although its footer is intact; move it out of "
-            "the input folder (or write the dump again with `offsets-audit dump`) and run again")
 
 
 if __name__ == "__main__":

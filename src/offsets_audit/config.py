@@ -242,6 +242,10 @@ def load_settings(path: str | Path | None = None, overrides: dict | None = None)
     validate(config, origin)
     if not config.get("run_id"):
         config["run_id"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    else:
+        from offsets_audit.sinks.paths import check_run_id
+
+        check_run_id(config["run_id"])  # it names the run's files: no separators, no leading dot
     return settings_of(config, origin)
 
 

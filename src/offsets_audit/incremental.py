@@ -37,6 +37,7 @@ from offsets_audit.audit.latency import REBALANCE_COLUMNS
 from offsets_audit.audit.model import FINDING_ROW_DDL
 from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
+from offsets_audit import checkpoint as checkpoint_guard
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
 from offsets_audit.replay import streaming
@@ -287,9 +288,14 @@ def _write_offset_state(checkpoint: str, run_id: str, state: dict) -> None:
 # -- which micro-batches a run covers ------------------------------------------------------------------------
 
 def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
-    """The published runs before this one, and where this run starts (first fold / records batch, clock)."""
-    runs = streaming.read_json(streaming.local_folder(checkpoint) / RUNS_FILE, [])
-    if runs and runs[-1]["run_id"] == run_id:
+    """The published runs before this one, and where this run starts (first fold / records batch, clock).
+
+    What this run reads of them is checked first (``checkpoint.verify``): a piece missing or altered since its run
+    was published stops the run with one line."""
+    runs = checkpoint_guard.read_runs(checkpoint)
+    rerun = bool(runs) and runs[-1]["run_id"] == run_id
+    checkpoint_guard.verify(checkpoint, runs, rerun)
+    if rerun:
         runs = runs[:-1]  # a rerun of the last run: it covers that run's batches again and replaces its tables
     elif any(r["run_id"] == run_id for r in runs):
         raise UserError(f"run id {run_id} was published before run {runs[-1]['run_id']} of checkpoint {checkpoint}",
@@ -300,15 +306,74 @@ def _published(checkpoint: str, run_id: str) -> tuple[list[dict], dict]:
     return runs, start
 
 
+def _check_last_run_complete(spark, checkpoint: str, runs: list[dict]) -> None:
+    """A new run covers only what is new since the last published run, so that run's tables must be complete: a
+    run stopped after publishing its checkpoint but before its run manifest is rerun first (its own batches
+    again, its tables replaced), never skipped and never doubled by the next run."""
+    from offsets_audit.sinks import Output
+
+    last = runs[-1] if runs else None
+    if not last or not last.get("output"):
+        return
+    output = Output.of(last["output"])
+    if output.by_name and spark is None:
+        return  # a catalog is asked through Spark: checked again once the session is up
+    if output.run_manifest(spark, last["run_id"]) is None:
+        raise UserError(f"run {last['run_id']} of checkpoint {checkpoint} was stopped before its tables in "
+                        f"{output} were marked complete",
+                        fix=f"run it again first: --run-id {last['run_id']} (it replaces its tables)")
+
+
+def check_checkpoint(settings: Settings, checkpoint: str, spark=None) -> tuple[Settings, list[dict], dict, dict]:
+    """Before any Spark work: the checkpoint can serve this run (local folders; ``runs.json`` readable and its
+    pieces as published; it belongs to this input; the last published run complete). Returns the settings with
+    the input's resolved location (the segments stream keys what it read by file path, so the same folder given
+    relatively or through a link is read as the same input), the published runs before this one, where this run
+    starts, and the input's identity."""
+    from offsets_audit.sources.options import source_config
+
+    streaming.check_locations(settings.output.path, checkpoint)
+    runs, start = _published(checkpoint, settings.run_id)
+    source = checkpoint_guard.resolved_source(source_config(settings))
+    if source.get("path") and source.get("path") != settings.source.path:
+        settings = settings.replace(source={"path": source["path"]})
+    identity = checkpoint_guard.claim(checkpoint, source, runs)
+    _check_last_run_complete(spark, checkpoint, runs)
+    return settings, runs, start, identity
+
+
 # -- the run ---------------------------------------------------------------------------------------------------
 
 @frees_its_plans
 def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool = True) -> RunSummary:
     """Replay and audit what is new since the last run; write this run's tables; return its summary.
 
-    The stages in order, timed by the run's one ``RunStages``; then the run is published (``runs.json``) and
-    what no later run reads is removed."""
-    settings, runs, start = _prepare(spark, settings, checkpoint)
+    The stages in order, timed by the run's one ``RunStages``; then the run is published (``runs.json``), its
+    manifest written last, and what no later run reads is removed. The run holds the leases of its checkpoint and
+    its output folder throughout (``offsets_audit.lease``): a second run of either stops with one line naming this
+    one. A failure Spark reports on a damaged streaming checkpoint becomes one line too
+    (``checkpoint.damaged_checkpoint``)."""
+    from offsets_audit.lease import leased
+    from offsets_audit.sinks import Output, check_run_id, discard_staged
+
+    check_run_id(settings.run_id)
+    output = Output.of(settings.output)
+    output.check()
+    streaming.check_locations(settings.output.path, checkpoint)
+    with leased((checkpoint, "checkpoint"), (output.path, "output"), run_id=settings.run_id):
+        try:
+            return _run_incremental(spark, settings, checkpoint, progress=progress)
+        except BaseException as exc:
+            discard_staged(spark, output.path, settings.run_id, output.format)
+            refusal = None if isinstance(exc, UserError) or not isinstance(exc, Exception) else \
+                checkpoint_guard.damaged_checkpoint(checkpoint, exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+
+
+def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool) -> RunSummary:
+    settings, runs, start, identity = _prepare(spark, settings, checkpoint)
     run_id = settings.run_id
     stages = RunStages(progress=progress)
     try:
@@ -332,7 +397,9 @@ def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: boo
                 audited.rerun_state.write.mode("overwrite").parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
         with stages.stage("compact"):
             compact(spark, checkpoint, run_id, covered, audited, snapshot)
-        publish_run(checkpoint, run_id, covered, audited, snapshot)
+        # Published, then marked complete: a run stopped in between is refused as the next run's base until it is
+        # run again (``_check_last_run_complete``), so a night is never skipped and never reported twice.
+        publish_run(spark, settings, checkpoint, covered, audited, snapshot, identity, paths)
         return summary
     finally:
         stages.release()
@@ -388,18 +455,16 @@ class Snapshot:
     next_chain: list[str]
 
 
-def _prepare(spark, settings: Settings, checkpoint: str) -> tuple[Settings, list[dict], dict]:
-    """Checks before any Spark work, the group configs loaded, and the published runs before this one."""
+def _prepare(spark, settings: Settings, checkpoint: str) -> tuple[Settings, list[dict], dict, dict]:
+    """Checks before any Spark work (``check_checkpoint``), the group configs loaded, the published runs before
+    this one, where it starts, and the input's identity."""
     from offsets_audit.group_configs import with_group_configs
-    from offsets_audit.sinks import Output
 
-    settings = with_group_configs(settings)
-    Output.of(settings.output).check()
-    streaming.check_locations(settings.output.path, checkpoint)
     streaming.local_folder(checkpoint).mkdir(parents=True, exist_ok=True)
-    runs, start = _published(checkpoint, settings.run_id)
+    settings, runs, start, identity = check_checkpoint(settings, checkpoint, spark)
+    settings = with_group_configs(settings)
     spark.streams  # noqa: B018 - creates the state store coordinator transformWithStateInPandas needs
-    return settings, runs, start
+    return settings, runs, start, identity
 
 
 def _new_records(spark, settings: Settings):
@@ -428,6 +493,8 @@ def coverage(spark, settings: Settings, checkpoint: str, runs: list[dict], start
     """Which micro-batches the run covers: every one since the last published run."""
     all_fold = streaming.fold_batches(checkpoint)
     all_records = streaming.counted_batches(checkpoint)
+    # a batch Spark committed without its outputs is damage, never a batch with nothing in it
+    checkpoint_guard.check_batches(checkpoint, start["fold"], start["records"], all_fold, all_records)
     fold_range = [b for b in all_fold if b >= start["fold"]]
     record_range = [b for b in all_records if b >= start["records"]]
     counts = streaming.record_counts(checkpoint, record_range)
@@ -554,10 +621,12 @@ def next_snapshot(run_id: str, covered: Coverage, audited: AuditedRun) -> Snapsh
 
 
 def write_tables(spark, settings: Settings, frames: dict, stages: RunStages) -> dict:
-    """Every table of the run under its run id, under a path or by name (``sinks.Output.write_run``)."""
+    """Every table of the run under its run id, under a path or by name (``sinks.Output.write_run``); the run
+    manifest is written last, by ``publish_run``."""
     from offsets_audit.sinks import Output
 
-    return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings)
+    return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings,
+                                                manifest=False)
 
 
 def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,
@@ -605,16 +674,26 @@ def compact(spark, checkpoint: str, run_id: str, covered: Coverage, audited: Aud
     streaming.write_rebalances(checkpoint, run_id, covered.history)
 
 
-def publish_run(checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
-    """Publish the run in ``runs.json`` (the next run starts after the batches it covered), then remove what no
-    later run reads."""
-    start = covered.start
-    runs = [*covered.runs, {
+def publish_run(spark, settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun,
+                snapshot: Snapshot, identity: dict, paths: dict) -> None:
+    """Publish the run in ``runs.json`` (the next run starts after the batches it covered; its entry lists the
+    pieces a later run reads, with their checksums, and the input), mark its tables complete (the run manifest,
+    the last thing a run writes), then remove what no later run reads."""
+    from offsets_audit.sinks import Output
+
+    start, run_id = covered.start, settings.run_id
+    output = Output.of(settings.output)
+    entry = {
         "run_id": run_id, "fold": [start["fold"], max(covered.all_fold, default=start["fold"] - 1)],
         "records": [start["records"], max(covered.all_records, default=start["records"] - 1)], "clock": covered.clock,
         "offset_rules": audited.offset_state is not None, "assignor_state": audited.rerun_state is not None,
-        "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings}]
+        "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings, "source": identity,
+        "output": {"path": output.path, "format": output.format, "catalog": output.catalog}}
+    entry["pieces"] = checkpoint_guard.pieces(checkpoint, entry)
+    runs = checkpoint_guard.published_entry(covered.runs, entry)
     streaming.write_json(streaming.local_folder(checkpoint) / RUNS_FILE, runs)
+    checkpoint_guard.published(checkpoint, len(runs))
+    output.complete_run(spark, run_id, paths)
     _drop_unneeded(checkpoint, runs, start["records"], start["fold"])
 
 

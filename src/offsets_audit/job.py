@@ -77,12 +77,28 @@ def run_job(spark, settings: Settings, *, progress: bool = True) -> RunSummary:
 
     The stages in order, each timed by the run's one ``RunStages`` and ending at a boundary (what it produced
     persisted and counted), so that its time is the work it did and the next stage plans over its cache."""
+    from offsets_audit import sinks
     from offsets_audit.group_configs import with_group_configs
+    from offsets_audit.lease import leased
 
-    # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
-    # before any Spark work, so a wrong path fails at once and the rules get plain data (offsets_audit.group_configs).
-    settings = with_group_configs(settings)
-    sinks_output(settings).check()
+    sinks.check_run_id(settings.run_id)
+    output = sinks_output(settings)
+    output.check()
+    # The run holds its output folder's lease throughout (``offsets_audit.lease``): a second run writing the same
+    # output stops with one line naming this one, and never removes this run's staging folders as leftovers.
+    with leased((output.path, "output"), run_id=settings.run_id):
+        try:
+            # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
+            # before any Spark work, so a wrong path fails at once and the rules get plain data.
+            return _run_job(spark, with_group_configs(settings), progress=progress)
+        except BaseException:
+            # What the run staged and never swapped in goes (a full disk gets its room back); its manifest is
+            # not written, so the run reads as incomplete until a rerun completes it.
+            sinks.discard_staged(spark, output.path, settings.run_id, output.format)
+            raise
+
+
+def _run_job(spark, settings: Settings, *, progress: bool) -> RunSummary:
     stages = RunStages(progress=progress)
     try:
         with stages.stage("read+decode"):
@@ -96,7 +112,11 @@ def run_job(spark, settings: Settings, *, progress: bool = True) -> RunSummary:
         with stages.stage("write"):
             figures, paths = write(spark, settings, output_tables(settings, log, replayed, assignor_audit, audited),
                                    stages)
-        return publish(spark, settings, log, figures, paths, stages)
+        summary = publish(spark, settings, log, figures, paths, stages)
+        # The run manifest last, after every table, the summary and the report: a run stopped before it is
+        # incomplete, never complete with an older summary or a cut report.
+        sinks_output(settings).complete_run(spark, settings.run_id, paths)
+        return summary
     finally:
         stages.release()
 
@@ -194,13 +214,14 @@ def output_tables(settings: Settings, log: DecodedLog, replayed, assignor_audit,
 
 
 def write(spark, settings: Settings, tables: dict, stages: RunStages) -> tuple[dict, dict]:
-    """``(figures, paths)``: every table written, empty or not, then the run manifest (``sinks.Output.write_run``),
+    """``(figures, paths)``: every table written, empty or not (``sinks.Output.write_run``; the manifest comes after
+    the summary and the report, ``run_job``),
     and the summary's figures (``sinks.summary.run_figures``, a few small jobs over the cached tables) computed
     beside the writes, which mostly wait on file commits (their time: ``write:summary_figures``)."""
     from offsets_audit.sinks.summary import run_figures
 
     done = side_by_side({"summary_figures": lambda: run_figures(tables), "tables": lambda: sinks_output(
-        settings).write_run(spark, settings.run_id, tables, timings=stages.timings)}, workers=2)
+        settings).write_run(spark, settings.run_id, tables, timings=stages.timings, manifest=False)}, workers=2)
     (figures, figures_s), (paths, _) = done["summary_figures"], done["tables"]
     stages.record("write:summary_figures", figures_s)
     return figures, paths
@@ -343,20 +364,29 @@ def print_summary(summary: RunSummary, file=None) -> None:
 def run(args) -> int:
     settings = load_settings(args.config, overrides_from_args(args))
     from offsets_audit.group_configs import with_group_configs
+    from offsets_audit.lease import leased
     from offsets_audit.sources import preflight
     from offsets_audit.spark_session import get_spark
 
-    sinks_output(settings).check()
-    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
-    settings = with_group_configs(settings)  # a wrong --group-configs path fails here, before Spark starts
+    output = sinks_output(settings)
+    output.check()
     if args.incremental and not args.checkpoint:
         raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
-    spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings))
-    if args.incremental:
-        from offsets_audit import incremental
-        incremental.print_summary(incremental.run_incremental(spark, settings, args.checkpoint))
-        return 0
-    summary = run_job(spark, settings)
+    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
+    # The leases of what the run writes, before Spark starts: a second run of the same output or checkpoint stops
+    # at once with one line naming the first (the job takes them again, for callers other than this command).
+    folders = [(output.path, "output")] + ([(args.checkpoint, "checkpoint")] if args.incremental else [])
+    with leased(*folders, run_id=settings.run_id):
+        if args.incremental:
+            from offsets_audit import incremental
+
+            incremental.check_checkpoint(settings, args.checkpoint)  # another input, damage: one line, no Spark
+        settings = with_group_configs(settings)  # a wrong --group-configs path fails here, before Spark starts
+        spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings))
+        if args.incremental:
+            incremental.print_summary(incremental.run_incremental(spark, settings, args.checkpoint))
+            return 0
+        summary = run_job(spark, settings)
     print_summary(summary)
     return 0
 

@@ -31,7 +31,7 @@ from typing import Iterator
 
 from offsets_audit.errors import UserError
 
-__all__ = ["LEASE_FILE", "Lease", "acquire", "holder", "leased"]
+__all__ = ["LEASE_FILE", "Lease", "acquire", "check_writable", "holder", "leased", "release"]
 
 LEASE_FILE = "_lease.json"
 
@@ -207,6 +207,35 @@ def _acquire_exclusive(folder: str, path: str, run_id: str, what: str) -> Lease:
     raise _refuse(folder, what, _read_info(path) or {})
 
 
+#: How deep ``check_writable`` looks under a folder, and at most how many folders it looks at.
+WRITABLE_DEPTH = 3
+WRITABLE_FOLDERS = 5000
+
+
+def check_writable(local: str, folder: str, what: str) -> None:
+    """A ``UserError`` before any work when the run could not write where it will: ``local`` (a folder the run
+    writes) or a folder under it (a table, a run partition, a checkpoint's state) is read-only (permissions, or a
+    read-only file system, which binds even root)."""
+    seen = 0
+    for current, dirs, _ in os.walk(local):
+        depth = current[len(local):].count(os.sep)
+        if not os.access(current, os.W_OK | os.X_OK):
+            why = "is on a read-only file system" if _read_only_fs(current) else "is not writable by this user"
+            shown = folder if current == local else f"{folder}: {current}"
+            raise UserError(f"{what} {shown} {why}",
+                            fix=f"pass a {what} folder this run can write, or make it writable")
+        seen += 1
+        if depth >= WRITABLE_DEPTH or seen >= WRITABLE_FOLDERS:
+            dirs[:] = []
+
+
+def _read_only_fs(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def acquire(folder: str, run_id: str, *, what: str = "output") -> Lease | None:
     """Take ``folder``'s lease for run ``run_id`` (creating the folder), or raise a ``UserError`` naming the run
     holding it. None for a folder that is not on a local or mounted file system (no lease is taken there)."""
@@ -224,6 +253,7 @@ def acquire(folder: str, run_id: str, *, what: str = "output") -> Lease | None:
         except OSError as exc:
             raise UserError(f"{what} {folder} cannot be created: {exc.strerror}",
                             fix=f"pass a {what} folder this user can write") from None
+        check_writable(key, folder, what)
         path = os.path.join(key, LEASE_FILE)
         try:
             lease = _acquire_flock(folder, path, run_id, what)

@@ -145,6 +145,8 @@ class CheckSettings:
     json_summary: str | None = None
     trust_after_gap: bool = False
     fail_on_quarantine: bool = False
+    #: an input with no records stops the gate (exit 2): a run that audited nothing has no verdict
+    fail_on_empty: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Mapping
 
-from offsets_audit.errors import UserError
+from offsets_audit.errors import UserError, environment_failure, unreadable_input
 
 from offsets_audit.audit.model import SEVERITY_RANK
 from offsets_audit.audit.rules.registry import RULES
@@ -188,6 +188,50 @@ def _read_findings(spark, settings: Settings, table: str = "findings") -> list[d
     return [] if df is None else [r.asDict(recursive=True) for r in df.collect()]
 
 
+EMPTY_FIX = ("point --input at the dump or log dir that holds the records (set check.fail_on_empty: false to let "
+             "an empty input pass)")
+
+
+def refuse_empty_input(source: dict) -> None:
+    """A ``UserError`` when a local input holds no record to audit (no segment file with bytes; Parquet files with
+    no rows): a gate that audited nothing has no verdict, and must not say PASS. Live and remote sources are judged
+    after the run (``_refuse_empty_run``)."""
+    import os
+
+    kind = str(source.get("kind") or "").lower()
+    path = str(source.get("path") or "")
+    if not path or ("://" in path and not path.startswith("file://")):
+        return
+    local = path.removeprefix("file://")
+    if kind == "segments":
+        from offsets_audit.sources.segments import scan_segments
+
+        lowered = {str(k).lower(): v for k, v in source.items()}
+        scan = scan_segments(local, str(lowered.get("topic") or "__consumer_offsets"),
+                             names=str(lowered.get("segmentnames") or "kafka").lower())
+        if not any(os.path.getsize(f.path) > 0 for f in scan.files):
+            held = f"{len(scan.files)} empty segment file(s)" if scan.files else "no segment file"
+            raise UserError(f"the input {path} holds {held}: there is nothing to audit", fix=EMPTY_FIX)
+    elif kind == "parquet":
+        import pyarrow.parquet as pq
+
+        files = [local] if os.path.isfile(local) else [
+            os.path.join(folder, name) for folder, dirs, names in os.walk(local, followlinks=True)
+            for name in names if not name.startswith(("_", "."))
+            if not any(part.startswith(("_", ".")) for part in os.path.relpath(folder, local).split(os.sep)
+                       if part != ".")]
+        if sum(pq.ParquetFile(f).metadata.num_rows for f in files) == 0:
+            raise UserError(f"the Parquet dump {path} holds no rows ({len(files)} file(s)): there is nothing to audit",
+                            fix=EMPTY_FIX)
+
+
+def _refuse_empty_run(settings: Settings, records: dict) -> None:
+    if settings.check.fail_on_empty and not records.get("read") and not records.get("unreadable"):
+        where = settings.source.path or ", ".join(
+            str(v) for k, v in settings.source.options.items() if k == "kafka.bootstrap.servers")
+        raise UserError(f"the run read no records from {where}: there is nothing to audit", fix=EMPTY_FIX)
+
+
 def _write(path: str | None, text: str) -> None:
     if not path:
         return
@@ -218,11 +262,16 @@ def run(args) -> int:
     from offsets_audit.sources import preflight
 
     preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
+    if settings.check.fail_on_empty:
+        refuse_empty_input(source_config(settings))
     try:
         return _check(settings, args.checkpoint if args.incremental else None)
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a crash must never read as the gate's FAIL (exit 1)
+        message = unreadable_input(exc) or environment_failure(exc)
+        if message is not None:  # the input or the machine, not a bug: one line, exit 2
+            raise UserError(message) from None
         traceback.print_exc(file=sys.stderr)
         print(f"offsets-audit check: ERROR run {settings.run_id}: {type(exc).__name__}: "
               f"{str(exc).splitlines()[0] if str(exc) else ''} (a bug, not a verdict: please report it with the "
@@ -253,6 +302,7 @@ def _check(settings: Settings, checkpoint: str | None = None) -> int:
                    for rule in (summary.incremental.skipped_rules if summary.incremental else ())}
     else:
         summary = run_job(spark, settings, progress=False)
+        _refuse_empty_run(settings, summary.records.as_dict())
         findings = _read_findings(spark, settings)
     fail_on = settings.check.fail_on
     fail_on_quarantine = settings.check.fail_on_quarantine

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
 from offsets_audit.sinks.files import FileSystem, is_local, local_path
-from offsets_audit.sinks.paths import escape_partition_value, partition_path, table_path
+from offsets_audit.sinks.paths import check_run_id, escape_partition_value, partition_path, table_path
 
-__all__ = ["Output", "check_output_path", "partition_path", "read_table", "remove_run", "table_path", "write_run",
+__all__ = ["Output", "check_output_path", "check_run_id", "complete_run", "discard_staged", "partition_path",
+           "read_table", "remove_run", "table_path", "write_run",
            "write_table", "write_text_file"]
 
 FORMATS = ("parquet", "delta")
@@ -54,8 +55,9 @@ def check_output_path(output_path: str) -> None:
         raise UserError(f"output path {output_path} lies under the file {probe}",
                         fix="pass --output a folder that is not inside a file")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"output path {output_path}: {probe} is not writable by this user",
-                        fix="pass --output a folder you can write, or fix its permissions")
+        from offsets_audit.lease import check_writable
+
+        check_writable(probe, output_path, "output")  # says why: permissions or a read-only file system
 
 
 def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parquet") -> str:
@@ -84,6 +86,29 @@ def remove_run(spark, output_path: str, table: str, run_id: str, fmt: str) -> No
     else:
         from offsets_audit.sinks.delta import remove_delta_run
         remove_delta_run(spark, output_path, table, run_id)
+
+
+def discard_staged(spark, output_path: str, run_id: str, fmt: str) -> None:
+    """After a failed run: remove what it staged and never swapped in (Parquet staging folders, half-written
+    summary or report files), so a full disk gets its room back. Called with the run's lease held, so nothing of
+    another run's is touched."""
+    import contextlib
+
+    from offsets_audit import tables
+
+    if fmt == "parquet":
+        from offsets_audit.sinks.parquet import discard_staged as discard_parquet
+
+        for name in tables.TABLES:
+            with contextlib.suppress(Exception):
+                discard_parquet(spark, output_path, name, run_id)
+    if is_local(output_path):
+        root = local_path(output_path)
+        for folder in ("summary", "report", RUNS_FOLDER):
+            with contextlib.suppress(OSError):
+                for name in os.listdir(os.path.join(root, folder)):
+                    if name.startswith(".") and name.endswith(".tmp"):
+                        os.remove(os.path.join(root, folder, name))
 
 
 def read_table(spark, output_path: str, table: str, run_id: str, fmt: str):
@@ -145,8 +170,10 @@ def complete_runs(spark, output_path: str) -> list[dict]:
     return sorted(manifests, key=lambda m: (m.get("completed_at") or "", m.get("run_id") or ""))
 
 
-def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, timings: dict | None = None) -> dict:
-    """Write every table of a run and its manifest; returns {table: path}.
+def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, timings: dict | None = None,
+              manifest: bool = True) -> dict:
+    """Write every table of a run and (unless ``manifest`` is false: the caller writes it with ``complete_run``
+    once everything else of the run is written) its manifest; returns {table: path}.
 
     ``frames`` maps a table name to its DataFrame, or to None for a table the run has no rows for (written
     empty with its schema). Tables of ``offsets_audit.tables`` missing from ``frames`` (``decoded`` when
@@ -168,7 +195,8 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
     paths = {name: path for name, (path, _) in written.items()}
     if timings is not None:  # each table's wall time, written beside the others
         timings.update({f"write:{name}": round(seconds, 3) for name, (_, seconds) in written.items()})
-    complete_run(spark, output_path, run_id, fmt, paths)
+    if manifest:
+        complete_run(spark, output_path, run_id, fmt, paths)
     return paths
 
 
@@ -181,9 +209,16 @@ def write_text_file(spark, output_path: str, relative: str, text: str) -> str:
     from pathlib import Path
 
     if is_local(output_path):
+        # Whole or not at all (a temporary file beside it, then a rename): a full disk never leaves a cut report.
         local = Path(local_path(output_path)) / relative
         local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_text(text, encoding="utf-8")
+        temporary = local.with_name(f".{local.name}.tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, local)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
         return str(local)
     target = output_path.rstrip("/") + "/" + relative
     fs = FileSystem(spark, target)
@@ -234,13 +269,25 @@ class Output:
     def __str__(self) -> str:
         return self.catalog if self.by_name else f"{self.path} ({self.format})"
 
-    def write_run(self, spark, run_id: str, frames: dict, *, timings: dict | None = None) -> dict:
-        """Every table of the run, then its manifest (``write_run``); ``{table: path or name}``."""
+    def write_run(self, spark, run_id: str, frames: dict, *, timings: dict | None = None,
+                  manifest: bool = True) -> dict:
+        """Every table of the run, then (unless ``manifest`` is false: ``complete_run`` writes it once everything
+        else of the run is written) its manifest (``write_run``); ``{table: path or name}``."""
         if self.by_name:
             from offsets_audit.sinks.catalog import write_catalog_run
 
-            return write_catalog_run(spark, self.catalog, run_id, frames, timings=timings)
-        return write_run(spark, self.path, run_id, self.format, frames, timings=timings)
+            return write_catalog_run(spark, self.catalog, run_id, frames, timings=timings, manifest=manifest)
+        return write_run(spark, self.path, run_id, self.format, frames, timings=timings, manifest=manifest)
+
+    def complete_run(self, spark, run_id: str, paths: dict) -> None:
+        """Mark the run complete (its manifest) after ``write_run(..., manifest=False)`` and the run's other
+        files: the last thing a run writes."""
+        if self.by_name:
+            from offsets_audit.sinks.catalog import complete_written_run
+
+            complete_written_run(spark, self.catalog, run_id, paths)
+        else:
+            complete_run(spark, self.path, run_id, self.format, paths)
 
     def read_table(self, spark, table: str, run_id: str):
         """Run ``run_id``'s rows of ``table`` with its known schema (``read_table``); None when there is no such

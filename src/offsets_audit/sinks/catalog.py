@@ -295,9 +295,22 @@ def complete_catalog_runs(spark, namespace: Namespace | str) -> list[dict]:
     return sorted(_manifests(spark, ns), key=lambda m: (m["completed_at"] or "", m["run_id"] or ""))
 
 
+#: The table formats a run wrote without its manifest row yet (``write_catalog_run(..., manifest=False)``), by
+#: (namespace, run id), for ``complete_written_run``.
+_WRITTEN_FORMATS: dict[tuple[str, str], str] = {}
+
+
+def complete_written_run(spark, namespace: Namespace | str, run_id: str, names: dict[str, str]) -> None:
+    """The manifest row of a run ``write_catalog_run`` wrote with ``manifest=False``."""
+    ns = _namespace(namespace)
+    fmt = _WRITTEN_FORMATS.pop((str(ns), run_id), "delta")
+    complete_catalog_run(spark, ns, run_id, fmt, names)
+
+
 def write_catalog_run(spark, namespace: Namespace | str, run_id: str, frames: dict, *,
-                      timings: dict | None = None) -> dict[str, str]:
-    """Write every table of a run and its manifest row; returns ``{table: <catalog>.<schema>.<table>}``.
+                      timings: dict | None = None, manifest: bool = True) -> dict[str, str]:
+    """Write every table of a run and (unless ``manifest`` is false: ``complete_written_run`` writes it after the
+    run's other files) its manifest row; returns ``{table: <catalog>.<schema>.<table>}``.
 
     ``frames`` as for ``sinks.write_run``: a table name to its DataFrame, or to None for a table the run has no
     rows for (written empty with its schema); a table of ``offsets_audit.tables`` missing from ``frames`` loses
@@ -318,6 +331,9 @@ def write_catalog_run(spark, namespace: Namespace | str, run_id: str, frames: di
     written_names = {name: full_name for name, ((full_name, _), _) in written.items()}
     if timings is not None:
         timings.update({f"write:{name}": round(seconds, 3) for name, (_, seconds) in written.items()})
-    formats = sorted({fmt for (_, fmt), _ in written.values()})
-    complete_catalog_run(spark, ns, run_id, "+".join(formats), written_names)
+    formats = "+".join(sorted({fmt for (_, fmt), _ in written.values()}))
+    if manifest:
+        complete_catalog_run(spark, ns, run_id, formats, written_names)
+    else:
+        _WRITTEN_FORMATS[(str(ns), run_id)] = formats
     return written_names

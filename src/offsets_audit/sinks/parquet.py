@@ -64,6 +64,19 @@ def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
     return path
 
 
+def discard_staged(spark, output_path: str, table: str, run_id: str) -> None:
+    """Remove what a failed write of ``run_id`` staged in ``table`` (its ``_staging-`` folders; a ``_replaced-``
+    folder still holds the run's previous rows and is left to the next write of the run, which removes it)."""
+    from offsets_audit.sinks.paths import table_path
+
+    fs = FileSystem(spark, output_path)
+    if not fs.usable:
+        return
+    for leftover in _leftovers(fs, table_path(output_path, table), run_id):
+        if leftover.rsplit("/", 1)[-1].startswith(_STAGING):
+            fs.delete(leftover)
+
+
 def remove_parquet_run(spark, output_path: str, table: str, run_id: str) -> None:
     from offsets_audit.sinks.paths import partition_path, table_path
 
