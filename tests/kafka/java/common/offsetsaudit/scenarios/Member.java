@@ -72,22 +72,40 @@ final class Member implements AutoCloseable {
         }
     }
 
-    /** Runs {@code action} on the member's thread and waits for it. */
+    /** Runs {@code action} on the member's thread and waits for it. An error a client is told to retry (a
+     *  broker restarting: disconnects, timeouts, a stale member epoch or a rebalance in progress) is retried,
+     *  as an application's loop does. */
     <T> T call(java.util.function.Function<KafkaConsumer<byte[], byte[]>, T> action) {
-        check();
-        CompletableFuture<T> result = new CompletableFuture<>();
-        calls.add(() -> {
+        for (int attempt = 1; ; attempt++) {
+            check();
+            CompletableFuture<T> result = new CompletableFuture<>();
+            calls.add(() -> {
+                try {
+                    result.complete(action.apply(consumer));
+                } catch (Throwable error) {
+                    result.completeExceptionally(error);
+                }
+            });
             try {
-                result.complete(action.apply(consumer));
-            } catch (Throwable error) {
-                result.completeExceptionally(error);
+                return result.get(90, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException error) {
+                if (attempt >= 20 || !retriable(error.getCause())) {
+                    throw new IllegalStateException(name + ": call failed", error);
+                }
+                Scenarios.sleep(250L * Math.min(attempt, 8));
+            } catch (Exception error) {
+                throw new IllegalStateException(name + ": call failed", error);
             }
-        });
-        try {
-            return result.get(60, TimeUnit.SECONDS);
-        } catch (Exception error) {
-            throw new IllegalStateException(name + ": call failed", error);
         }
+    }
+
+    static boolean retriable(Throwable error) {
+        return error instanceof org.apache.kafka.common.errors.RetriableException
+            || error instanceof org.apache.kafka.common.errors.DisconnectException
+            || error instanceof org.apache.kafka.common.errors.TimeoutException
+            || error instanceof org.apache.kafka.common.errors.RebalanceInProgressException
+            || error instanceof org.apache.kafka.clients.consumer.CommitFailedException
+            || error instanceof org.apache.kafka.common.errors.StaleMemberEpochException;
     }
 
     /** Commits the positions of the member's assigned partitions (what it has consumed). */

@@ -44,20 +44,33 @@ final class OtherScenarios {
             Member member = context.hold(Member.subscribed("app", props, List.of(input)));
             member.awaitAssignment(owned -> owned.size() == partitions, WAIT);
             member.awaitCaughtUp(WAIT);
-            ConsumerGroupMetadata metadata = member.call(KafkaConsumer::groupMetadata);
             for (int round = 0; round < 2; round++) {
                 boolean commit = round == 0;
                 Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                 for (int p = 0; p < partitions; p++) {
                     offsets.put(new TopicPartition(input, p), new OffsetAndMetadata(commit ? 6 : 10, "round-" + round));
                 }
-                producer.beginTransaction();
-                producer.send(new ProducerRecord<>(output, 0, null, ("round-" + round).getBytes(StandardCharsets.UTF_8)));
-                producer.sendOffsetsToTransaction(offsets, metadata);
-                if (commit) {
-                    producer.commitTransaction();
-                } else {
-                    producer.abortTransaction();
+                // A commit refused for a stale member epoch (the group moved on, e.g. over a broker restart) is
+                // what an application answers by aborting and retrying with the consumer's current metadata.
+                for (int attempt = 1; ; attempt++) {
+                    ConsumerGroupMetadata metadata = member.call(KafkaConsumer::groupMetadata);
+                    producer.beginTransaction();
+                    try {
+                        producer.send(new ProducerRecord<>(output, 0, null, ("round-" + round).getBytes(StandardCharsets.UTF_8)));
+                        producer.sendOffsetsToTransaction(offsets, metadata);
+                        if (commit) {
+                            producer.commitTransaction();
+                        } else {
+                            producer.abortTransaction();
+                        }
+                        break;
+                    } catch (org.apache.kafka.common.KafkaException refused) {
+                        if (attempt >= 10 || !(Member.retriable(refused) || Member.retriable(refused.getCause()))) {
+                            throw refused;
+                        }
+                        producer.abortTransaction();
+                        Scenarios.sleep(500);
+                    }
                 }
             }
             // a group no consumer is in: the producer commits for it by id (a simple group)
