@@ -121,7 +121,8 @@ def stale_side_files(output: Path, started_at: float) -> list[str]:
 
 
 def fingerprint(spark, output: Path, fmt: str) -> dict:
-    """{table: (rows, content hash)} of the run's rows in every table."""
+    """{table: (rows, content hash)} of the run's rows in every table, without the columns a run measures of
+    itself (``tables.without_measured``)."""
     from pyspark.sql import functions as F
 
     from offsets_audit import sinks, tables
@@ -135,6 +136,7 @@ def fingerprint(spark, output: Path, fmt: str) -> dict:
         if df is None:
             out[name] = None
             continue
+        df = tables.without_measured(df, name)
         one = df.agg(F.lit(name).alias("table"), F.count(F.lit(1)).alias("n"),
                      F.sum(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).cast("decimal(38,0)")).alias("h"))
         sums = one if sums is None else sums.unionByName(one)

@@ -11,17 +11,19 @@ NOT_TABLES = ("summary", "report")
 def fingerprints(spark, output: Path, run_id: str | None, fmt: str = "parquet") -> dict[str, tuple[int, str]]:
     """{table: (rows, content hash)} of every table under ``output``: a run's rows (``sinks.read_table``, with the
     table's schema) when ``run_id`` is given, else each folder read as Parquet. The hash is the sum of Spark's
-    ``xxhash64`` over every column of every row, so row order does not matter. One Spark job for all tables."""
+    ``xxhash64`` over every column of every row, so row order does not matter; the columns a run measures of
+    itself are left out (``tables.without_measured``). One Spark job for all tables."""
     from pyspark.sql import functions as F
 
-    from offsets_audit import sinks
+    from offsets_audit import sinks, tables
 
     frames = {}
     for folder in sorted(p for p in Path(output).iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
         if folder.name in NOT_TABLES:
             continue
-        frames[folder.name] = (sinks.read_table(spark, str(output), folder.name, run_id, fmt) if run_id
-                               else spark.read.parquet(str(folder)))
+        frames[folder.name] = tables.without_measured(
+            sinks.read_table(spark, str(output), folder.name, run_id, fmt) if run_id
+            else spark.read.parquet(str(folder)), folder.name)
     figures = None
     for name, df in frames.items():
         one = df.agg(F.lit(name).alias("table"), F.count(F.lit(1)).alias("n"),

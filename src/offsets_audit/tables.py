@@ -66,6 +66,17 @@ TABLES: dict[str, str] = {
 #: Tables whose rows are the input's rows: a Parquet dump's extra columns are kept after the known ones.
 OPEN_TABLES = frozenset({"quarantine", "decoded"})
 
+#: Columns that hold what this run measured of its own assignor re-runs (their time, and what follows from it:
+#: shares of a minute, budgets met, the recommended interval, the order of the busiest groups). Two runs of one
+#: input agree on every other column; these differ by the machine's speed at the time, so a comparison of two
+#: runs' tables (a rerun after a kill, a run on another session) leaves them out (``without_measured``).
+MEASURED_COLUMNS: dict[str, frozenset[str]] = {
+    "coordinator_load": frozenset({"estimated_ms", "estimated_ms_low", "estimated_ms_high", "share_of_minute",
+                                   "max_run_ms", "top_groups"}),
+    "assignment_interval_whatif": frozenset({"estimated_ms_per_run", "coordinator_ms", "peak_minute_share",
+                                             "meets_budget", "recommended"}),
+}
+
 
 def ddl(name: str) -> str:
     """The DDL of table ``name``'s rows; a name that is not a table is a programming error."""
@@ -138,6 +149,12 @@ def conform(df, name: str):
     known = schema(name)
     extra = [c for c in df.columns if c not in set(known.fieldNames()) | {RUN_ID_COLUMN}] if name in OPEN_TABLES else []
     return cast_to(df, known, extra)
+
+
+def without_measured(df, name: str):
+    """``df`` (rows of table ``name``) without its ``MEASURED_COLUMNS``: what two runs of one input must agree on."""
+    measured = [c for c in df.columns if c in MEASURED_COLUMNS.get(name, ())]
+    return df.drop(*measured) if measured else df
 
 
 @cache
