@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser kafka demo check test test-kafka-versions bench dist clean
+.PHONY: install browser kafka demo check test test-full test-kafka-versions bench dist clean
 
 # setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
@@ -39,6 +39,10 @@ check: $(STAMP)
 
 test: $(STAMP) check browser kafka
 	$(BIN)/python -m pytest
+
+# The default suite plus its long runs (tests marked full, and every parity cut): several times longer.
+test-full: $(STAMP) check browser kafka
+	OFFSETS_AUDIT_FULL=1 OFFSETS_AUDIT_FULL_PARITY=1 $(BIN)/python -m pytest
 
 # The real-Kafka tests (a KRaft broker, Kafka's clients and tools) on every Kafka version of the matrix
 # (tests/kafka_jars.py KAFKA_VERSIONS); `make test` runs them on the newest only.
