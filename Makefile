@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser kafka demo check test test-full test-kafka-versions bench dist clean
+.PHONY: install browser kafka demo check test test-full test-kafka-versions schema-drift bench dist clean
 
 # setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
@@ -49,6 +49,12 @@ test-full: $(STAMP) check browser kafka
 test-kafka-versions: $(STAMP)
 	$(BIN)/python tests/kafka_jars.py kafka 3.9.1 4.0.2 4.2.1 4.4.0
 	$(BIN)/python -m pytest tests/test_real_kafka.py --kafka-versions all
+
+# schemas/ against the record schemas each Kafka release's jar defines (through the oracle): a record type, version,
+# field or tag Kafka has and schemas/ lacks or dates wrongly is one line naming it.
+schema-drift: $(STAMP)
+	$(BIN)/python tests/kafka_jars.py kafka 4.0.2 4.2.1 4.4.0
+	$(BIN)/python tests/schema_drift.py 4.0.2 4.2.1 4.4.0
 
 bench: $(STAMP)
 	$(BIN)/python bench/decode.py
