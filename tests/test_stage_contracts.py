@@ -19,7 +19,8 @@ def test_the_tables_registry_is_the_contracts_written_fields():
     assert "offset_commits" in ReplayTables.ddls(outputs_only=False)  # read by the audit, never written
     # plans handed on as they are: the job materialises the digest, never the whole log or the decoded commits
     assert ReplayTables.lazy() == {"offset_commits", "commit_records", "commit_runs"} and not AuditTables.lazy()
-    assert list(AuditTables.ddls()) == ["findings", "rebalances", "latency_summary", "rebalance_causes"]
+    assert list(AuditTables.ddls()) == ["findings", "rebalances", "latency_summary", "rebalance_causes",
+                                        "coordinator_load", "assignment_interval_whatif"]
     for name, ddl in {**replay_outputs, **AuditTables.ddls()}.items():
         assert tables.ddl(name) == ddl
 
