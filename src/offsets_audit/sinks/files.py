@@ -246,9 +246,12 @@ class PythonStore:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         if self.kind == "pyarrow":
+            parent = self._p(path).rsplit("/", 1)[0]
+            self._fs.create_dir(parent, recursive=True)  # a file system with folders needs them; a store ignores it
             with self._fs.open_output_stream(self._p(path)) as stream:
                 stream.write(data)
             return
+        self._fs.makedirs(self._p(path).rsplit("/", 1)[0], exist_ok=True)
         with self._fs.open(self._p(path), "wb") as handle:
             handle.write(data)
 
