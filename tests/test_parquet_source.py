@@ -115,6 +115,14 @@ class FakeSpark:
 
     def __init__(self, spark, has_kafka: bool):
         self.spark, self.has_kafka, self.seen = spark, has_kafka, {}
+        self.settings: dict = {}
+
+    @property
+    def conf(self):
+        return self
+
+    def set(self, key, value):
+        self.settings[key] = value
 
     @property
     def _jvm(self):
@@ -144,14 +152,30 @@ class FakeSpark:
                                                  "offset long, timestamp timestamp, timestampType int")
 
 
-def test_spark_kafka_source_gets_the_audit_defaults_and_spark_option_names(spark):
+def test_spark_kafka_source_gets_the_audit_defaults_and_spark_option_names(spark, monkeypatch):
+    """Spark's reader is handed the partitions and offsets the kafka-python reader's own parser resolves on the
+    driver (one snapshot, an internal topic assigned rather than subscribed), the isolation level as a consumer
+    setting, and the session is set to the consumer-based offset reader, the one that reads internal topics."""
+    import offsets_audit.sources.kafka as kafka
+
+    seen_options = {}
+
+    def resolve(config):
+        seen_options.update(starting=config.starting_offsets, isolation=config.isolation_level)
+        return {("__consumer_offsets", 0): (5, 9), ("__consumer_offsets", 1): (0, 3)}
+
+    monkeypatch.setattr(kafka, "resolve_offsets", resolve)
     fake = FakeSpark(spark, has_kafka=True)
     df = read(fake, {"kind": "kafka", "kafka.bootstrap.servers": "b:1", "fetchRetries": 5, "rowsPerBatch": 10,
-                     "startingOffsets": {"__consumer_offsets": {"0": 5}}})
+                     "startingOffsets": {"__consumer_offsets": {"0": 5}}, "maxRecordsPerPartition": 40})
     assert fake.seen["format"] == "kafka"
     assert fake.seen["options"] == {
-        "kafka.bootstrap.servers": "b:1", "subscribe": "__consumer_offsets", "kafka.isolation.level": "read_committed",
-        "fetchOffset.numRetries": "5", "startingOffsets": '{"__consumer_offsets": {"0": 5}}'}
+        "kafka.bootstrap.servers": "b:1", "kafka.isolation.level": "read_committed", "fetchOffset.numRetries": "5",
+        "maxRecordsPerPartition": "40", "assign": '{"__consumer_offsets": [0, 1]}',
+        "startingOffsets": '{"__consumer_offsets": {"0": 5, "1": 0}}',
+        "endingOffsets": '{"__consumer_offsets": {"0": 9, "1": 3}}'}
+    assert seen_options["isolation"] == "read_committed"
+    assert fake.settings == {"spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "true"}
     assert df.schema == SOURCE_SCHEMA
     assert df.first()["offset"] == 7
 

@@ -185,19 +185,27 @@ def read_stream(spark, source: dict):
                 df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
         return as_source_schema(df)
     if kind == "kafka":
-        from offsets_audit.sources import spark_kafka_available
+        from offsets_audit.sources import spark_kafka_available, spark_kafka_options
         from offsets_audit.sources.kafka import DEFAULT_TOPIC
 
+        reader = str(source.get("reader") or "auto").lower()
+        # As the batch read does: Spark's own kafka stream where its jar is on the classpath (or asked for), the
+        # partitions and where a first run starts resolved on the driver; else the package's kafka-python stream
+        # with the same options and offsets.
+        if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
+            stream_options = spark_kafka_options(spark, options, stream=True)
+            if stream_options is not None:
+                return as_source_schema(spark.readStream.format("kafka").options(**stream_options).load()
+                                        .select(*KAFKA_COLUMNS))
+            if reader == "spark":
+                raise UserError("Spark's kafka source cannot read an internal topic on this session",
+                                fix="let the session set spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true, "
+                                    "or set source.reader: kafka-python")
         lowered = {k.lower() for k in options}
         if not {"subscribe", "assign", "subscribepattern"} & lowered:
             options["subscribe"] = DEFAULT_TOPIC
         if "kafka.isolation.level" not in lowered:
             options["kafka.isolation.level"] = "read_committed"
-        reader = str(source.get("reader") or "auto").lower()
-        # As the batch read does: Spark's own kafka stream where its jar is on the classpath (or asked for), else
-        # the package's kafka-python stream with the same options and offsets.
-        if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
-            return as_source_schema(spark.readStream.format("kafka").options(**options).load().select(*KAFKA_COLUMNS))
         register(spark)
         return as_source_schema(spark.readStream.format("kafka-python").options(**options).load())
     raise UserError(f"source kind {source.get('kind')!r} is unknown", fix="set source kind to kafka, parquet or segments")

@@ -7,7 +7,7 @@ from offsets_audit.sources.options import option_text
 from offsets_audit.sources.options import required_path as _required_path
 from offsets_audit.sources.options import text_options as _text_options
 
-__all__ = ["option_text", "read", "register", "spark_kafka_available"]
+__all__ = ["option_text", "read", "register", "spark_kafka_available", "spark_kafka_options"]
 
 _REGISTERED: set[int] = set()
 
@@ -256,12 +256,20 @@ def _read_kafka(spark, options: dict, reader: str, report: dict | None = None):
 
     if reader not in ("auto", "spark", "kafka-python"):
         raise UserError(f"kafka reader {reader!r} is unknown", fix="set reader to auto, spark or kafka-python")
+    df, why = None, ""
     if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
-        note, df = "read with Spark's kafka source", _read_spark_kafka(spark, options)
+        df = _read_spark_kafka(spark, options)
+        if df is None and reader == "spark":
+            raise UserError("Spark's kafka source cannot read an internal topic on this session",
+                            fix=f"let the session set {CONSUMER_OFFSET_READER}=true, or set source.reader: kafka-python")
+        why = " (Spark's kafka source cannot read an internal topic on this session)"
+    elif reader == "auto":
+        why = (" (Spark's kafka source is not on the session's classpath: hand Spark "
+               f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} to use it)")
+    if df is not None:
+        note = "read with Spark's kafka source"
     else:
-        note = ("read with the kafka-python source" + (
-            " (Spark's kafka source is not on the session's classpath: hand Spark "
-            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} to use it)" if reader == "auto" else ""))
+        note = "read with the kafka-python source" + why
         df = _read_kafka_python(spark, options)
     print(f"offsets-audit: note: {note}", file=sys.stderr)
     if report is not None:
@@ -270,18 +278,60 @@ def _read_kafka(spark, options: dict, reader: str, report: dict | None = None):
     return df
 
 
-def _read_spark_kafka(spark, options: dict):
-    """Spark's built-in Kafka source with the audit's defaults (``__consumer_offsets``, read_committed)."""
-    from offsets_audit.sources.kafka import DEFAULT_TOPIC
+#: Spark's Admin-based offset reader (its default since 3.4) leaves internal topics out of every subscription and
+#: assignment (``ConsumerStrategy.retrieveAllPartitions`` keeps only topics whose ``TopicDescription.isInternal`` is
+#: false), so it finds no partition of ``__consumer_offsets``; its consumer-based reader, given the partitions, reads
+#: them. A runtime SQL setting, read when a Kafka relation or stream is planned.
+CONSUMER_OFFSET_READER = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+#: Options that choose the topics or the offsets: replaced by the assignment and offsets resolved on the driver.
+_WHERE_OPTIONS = ("subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
+                  "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingtimestamp", "endingtimestamp",
+                  "startingoffsetsbytimestampstrategy")
 
-    lowered = {k.lower(): k for k in options}
-    spark_options = {k: v for k, v in _text_options(options).items() if k.lower() not in _PYTHON_ONLY_OPTIONS}
-    if not {"subscribe", "assign", "subscribepattern"} & set(lowered):
-        spark_options["subscribe"] = DEFAULT_TOPIC
+
+def spark_kafka_options(spark, options: dict, *, stream: bool = False) -> dict | None:
+    """Options for Spark's ``kafka`` source that read what ``options`` ask, as the ``kafka-python`` reader reads it.
+
+    The topics and offsets are resolved once on the driver with the same parser and consumer settings as the
+    ``kafka-python`` reader (``sources.kafka.resolve_offsets``: ``startingOffsets``/``endingOffsets`` in every form,
+    ``isolation.level``, the ``kafka.*`` security settings) and handed to Spark as an ``assign`` of the partitions
+    with their offsets (no ``endingOffsets`` for a ``stream``): both readers read one snapshot, and no consumer
+    group is created on the cluster being audited. Spark's reader gets ``isolation.level`` as
+    ``kafka.isolation.level``, every other ``kafka.*`` setting and ``maxRecordsPerPartition``/``minPartitions`` as
+    they are. An internal topic needs Spark's consumer-based offset reader (``CONSUMER_OFFSET_READER``), set on the
+    session; None when the session refuses that setting (a restricted Spark Connect server)."""
+    import sys
+
+    from offsets_audit.sources.kafka import parse_options, pinned_options, resolve_offsets
+
+    text = _text_options(options)
+    lowered = {k.lower(): k for k in text}
+    spark_options = {k: v for k, v in text.items()
+                     if k.lower() not in _PYTHON_ONLY_OPTIONS and k.lower() not in _WHERE_OPTIONS}
     if "kafka.isolation.level" not in lowered:
-        spark_options["kafka.isolation.level"] = str(options.get(lowered.get("isolation.level", ""), "read_committed"))
+        spark_options["kafka.isolation.level"] = str(text.get(lowered.get("isolation.level", ""), "read_committed"))
     if "fetchretries" in lowered and "fetchoffset.numretries" not in lowered:
-        spark_options["fetchOffset.numRetries"] = str(options[lowered["fetchretries"]])
+        spark_options["fetchOffset.numRetries"] = str(text[lowered["fetchretries"]])
+    bounds = resolve_offsets(parse_options(text))
+    spark_options = pinned_options(spark_options, bounds)
+    if stream:  # a stream reads on from where it is, batch after batch
+        del spark_options["endingOffsets"]
+    if any(topic.startswith("__") for topic, _ in bounds):
+        try:
+            spark.conf.set(CONSUMER_OFFSET_READER, "true")
+        except Exception as error:  # noqa: BLE001 - a server that does not let a client set it
+            print(f"offsets-audit: note: this session refuses {CONSUMER_OFFSET_READER}, without which Spark's kafka "
+                  f"source reads no internal topic ({str(error).splitlines()[0][:200]})", file=sys.stderr)
+            return None
+    return spark_options
+
+
+def _read_spark_kafka(spark, options: dict):
+    """Spark's built-in Kafka source with the audit's defaults (``__consumer_offsets``, read_committed); None when
+    the session cannot read the topic with it (``spark_kafka_options``)."""
+    spark_options = spark_kafka_options(spark, options)
+    if spark_options is None:
+        return None
     df = spark.read.format("kafka").options(**spark_options).load()
     from offsets_audit.sources.schema import KAFKA_COLUMNS
 
