@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import offsets_audit.simulate.records as R
-from offsets_audit.assignors.inputs import timeline_grow, timeline_order
+from offsets_audit.assignors.inputs import subscription_iteration_order, timeline_grow, timeline_order
 from offsets_audit.assignors.java_order import hashmap_order
 from offsets_audit.assignors.metadata_hash import compute_metadata_hash
 from offsets_audit.codec.record_types import RecordType
@@ -152,6 +152,11 @@ class SimulatedModernGroup:
 
     kind = "consumer"
     assignor = "uniform"
+    # Whether a joining member is in the group's member table when its own heartbeat computes the target: a share
+    # group's heartbeat puts the new member into the table, then puts it again updated (the second put checks the
+    # load at the new size); a consumer or streams group's heartbeat adds it on top of the table, its records
+    # replayed after the assignor ran.
+    joiner_in_table = False
 
     def __init__(self, group_id: str, topics: dict, interval_ms: int):
         self.group_id = group_id
@@ -219,13 +224,15 @@ class SimulatedModernGroup:
             members.append({
                 "member_id": member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "subscribed_topic_names": list(subscribed),
-                "subscribed_topic_ids": [by_name[n].topic_id for n in subscribed if n in by_name],
+                # the ids as the coordinator's TopicIds view iterates them: over the member's names set
+                "subscribed_topic_ids": [by_name[n].topic_id for n in subscription_iteration_order(
+                    {"subscribed_topic_names": subscribed}, None) if n in by_name],
                 "current_assignment": in_record_order(self.target.get(member_id, {})),
             })
         topics = [{"id": by_name[n].topic_id, "name": n, "partitions": by_name[n].partitions, "partition_racks": None}
                   for n in sorted(names) if n in by_name]
         return {"subscription_type": "HOMOGENEOUS" if homogeneous else "HETEROGENEOUS", "topics": topics,
-                "members": members, "assignable_partitions": assignable}
+                "members": members, "assignable_partitions": assignable, "subscribed_topic_order": "topic_ids"}
 
     # -- helpers ----------------------------------------------------------------------------------------------
     def subscribed_names(self) -> set:
@@ -321,6 +328,9 @@ class SimulatedModernGroup:
         if bump:
             self.group_epoch += 1
             out.append(self.metadata_record())
+        if join is not None and self.joiner_in_table:
+            self.table_add(join.member_id)
+            self.table_capacity = timeline_grow(self.table_capacity, len(self.table))
         out.extend(self.maybe_assign(now))
         member = self.members[member_id]
         before = member.snapshot()

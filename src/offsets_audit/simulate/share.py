@@ -13,6 +13,7 @@ class SimulatedShareGroup(SimulatedModernGroup):
 
     kind = "share"
     assignor = "simple"
+    joiner_in_table = True
     # The record types this kind's tombstones cover.
     member_record_types = (RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                            RecordType.SHARE_GROUP_MEMBER_METADATA)
