@@ -29,7 +29,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from kafka_broker import OFFSETS_TOPIC, KafkaBroker, version_key
+import pytest
+
+from kafka_broker import (
+    DEFAULT_KAFKA_VERSION, OFFSETS_TOPIC, KafkaBroker, dump_log_invocation, require_jars, run_tools, version_key,
+)
 
 #: Every scenario of the driver, and the Kafka versions whose clients and broker can run it.
 SCENARIOS = ("classic_eager", "classic_cooperative", "classic_static", "consumer_uniform", "consumer_range",
@@ -126,6 +130,124 @@ def admin_commands(broker: KafkaBroker, prefix: str) -> list[list[str]]:
         broker.groups_invocation("consumer", "--reset-offsets", "--group", f"{base}-reset", "--topic",
                                  f"{base}-second", "--to-earliest", "--execute"),
     ]
+
+
+# -- one run of the scenarios, and what it leaves for the judges ----------------------------------------------
+
+
+@dataclass
+class RealRun:
+    """What one run of the scenarios on a broker left for the judges: the scenarios' report, the admin tools'
+    outcomes, Kafka's description of the groups, the live topic's records, and a copy of ``__consumer_offsets``
+    taken right after the description (``log_dir``) with what ``kafka-dump-log`` printed for it."""
+
+    broker: KafkaBroker
+    folder: Path
+    log_dir: Path
+    scenarios: dict
+    expected: list[str]
+    admin: list
+    capture: Capture
+    live: list[dict]
+    dump_log: str
+    names: dict[str, str] = field(default_factory=dict)
+    #: The broker's kill -9 and restart in the middle of the scenarios, when the run had one: the broker's
+    #: starts before and after, and the records of ``__consumer_offsets`` before the run and at the kill.
+    restart: dict | None = None
+
+
+#: Records the scenarios append to ``__consumer_offsets`` before a run with a fault kills the broker: a few
+#: rebalances and commits into the run, with most of the scenarios still under way.
+KILL_AFTER_RECORDS = 40
+
+
+def _offsets_records(broker: KafkaBroker) -> int:
+    try:
+        return sum(broker.end_offsets().values())
+    except Exception:  # noqa: BLE001 - the topic is created by the first group's coordinator lookup
+        return 0
+
+
+def kill_when_busy(broker: KafkaBroker, records: int, timeout_s: float = 120.0) -> int:
+    """kill -9 the broker once ``__consumer_offsets`` holds ``records`` records in all (the scenarios are
+    mid-way); returns how many it held."""
+    deadline = time.monotonic() + timeout_s
+    held = 0
+    while time.monotonic() < deadline:
+        held = _offsets_records(broker)
+        if held >= records:
+            break
+        time.sleep(0.2)
+    broker.kill()
+    return held
+
+
+def copy_segments(log_dir: Path, dest: Path) -> Path:
+    """The ``.log`` segments of every ``__consumer_offsets-N`` folder under ``log_dir`` copied to ``dest`` (what
+    the readers and ``kafka-dump-log`` read; the indexes are the broker's own business)."""
+    for segment in log_dir.glob(f"{OFFSETS_TOPIC}-*/*.log"):
+        target = dest / segment.parent.name / segment.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(segment, target)
+    return dest
+
+
+def run_scenarios(broker: KafkaBroker, folder: Path, prefix: str, *, kill_after: int | None = None,
+                  parquet_dump: Path | None = None) -> RealRun:
+    """Every scenario ``broker``'s version supports, at once, on ``broker``; with ``kill_after``, the broker is
+    killed (-9) once the scenarios have appended that many records and started again while they carry on.
+    Once they hold their groups: ``kafka-consumer-groups`` deletes and resets the admin scenario's groups, the
+    tools describe every group, ``__consumer_offsets`` is copied, read live (and, given ``parquet_dump``,
+    dumped there with ``offsets-audit dump``), and ``kafka-dump-log`` prints the copy. The scenarios' clients
+    are killed at the end (the broker keeps running: a shared broker serves other tests)."""
+    expected = supported_scenarios(broker)
+    restart = None
+    driver = ScenarioRun(broker, folder / "scenarios", prefix, expected)
+    try:
+        if kill_after is not None:
+            before, starts = _offsets_records(broker), broker.starts
+            at_kill = kill_when_busy(broker, before + kill_after)
+            time.sleep(1.0)
+            broker.start()
+            restart = {"records_before": before, "records_at_kill": at_kill, "starts_before": starts,
+                       "starts_after": broker.starts}
+        scenarios = driver.wait_ready()
+        admin = broker.run_tools(admin_commands(broker, prefix))
+        described = capture(broker, driver.groups("share"), driver.groups("streams"))
+        log_dir = copy_segments(broker.log_dir, folder / "log")
+        described.save(folder / "capture")
+        live = live_records(broker.bootstrap, described.end_offsets)
+        if parquet_dump is not None:
+            from offsets_audit.cli import main
+
+            ending = json.dumps({OFFSETS_TOPIC: {str(p): o for p, o in described.end_offsets.items()}})
+            assert main(["dump", "--bootstrap-server", broker.bootstrap, "--ending-offsets", ending,
+                         "--output", str(parquet_dump), "--progress-interval", "600"]) == 0
+    finally:
+        driver.kill()
+    segments = sorted(log_dir.glob(f"{OFFSETS_TOPIC}-*/*.log"))
+    dump_log = run_tools([dump_log_invocation(broker.version, segments)], broker.version, folder)[0].check().stdout
+    (folder / "capture" / "dump-log.txt").write_text(dump_log)
+    return RealRun(broker, folder, log_dir, scenarios, expected, admin, described, live, dump_log,
+                   topic_names(described.outputs["topics"]), restart)
+
+
+@pytest.fixture(scope="session")
+def real_kafka_run(kafka_broker, tmp_path_factory) -> RealRun:
+    """The default suite's one run of every scenario, on the session's broker, with the broker killed (-9)
+    and restarted in the middle of it: the runs that judge decode, replay and audit against Kafka's tools
+    (``test_real_kafka``) and the faults' (``test_real_kafka_faults``) share it."""
+    require_jars(DEFAULT_KAFKA_VERSION)
+    return run_scenarios(kafka_broker, tmp_path_factory.mktemp("real-kafka-run"), "rk",
+                         kill_after=KILL_AFTER_RECORDS)
+
+
+def audit_config(folder: Path, version: str) -> Path:
+    """A job config for a broker of ``version`` (what a user states of their cluster), no HTML report."""
+    major, minor = version_key(version)[:2]
+    path = folder / f"audit-{version}.yaml"
+    path.write_text(f"broker:\n  kafka_version: \"{major}.{minor}\"\noutput:\n  html_report: false\n")
+    return path
 
 
 # -- capture ---------------------------------------------------------------------------------------------------
@@ -589,7 +711,6 @@ def compare_log_dir(log_dir: Path, version: str, describe: Path | None, work: Pa
     tools' description. Returns the exit code."""
     import sys
 
-    from kafka_broker import dump_log_invocation, run_tools
     from offsets_audit.audit import audit_events
     from offsets_audit.config import load_settings
     from offsets_audit.replay import replay_records
@@ -646,12 +767,13 @@ VENDORED = Path(__file__).resolve().parent / "real_kafka_logs"
 
 
 def vendor_run(run: Path, dest: Path) -> None:
-    """Keep a ``test_real_kafka`` run (its ``broker/kafka-logs`` and ``capture/``) under ``dest``: the
+    """Keep a ``test_real_kafka`` run (its ``log/`` copy and ``capture/``) under ``dest``: the
     ``__consumer_offsets`` segments as they are, the tools' outputs xz-compressed, the scenarios' report."""
     import lzma
 
     shutil.rmtree(dest, ignore_errors=True)
-    for segment in sorted((run / "broker" / "kafka-logs").glob(f"{OFFSETS_TOPIC}-*/*.log")):
+    log_dir = run / "log"
+    for segment in sorted(log_dir.glob(f"{OFFSETS_TOPIC}-*/*.log")):
         target = dest / segment.parent.name / segment.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(segment, target)
@@ -659,7 +781,7 @@ def vendor_run(run: Path, dest: Path) -> None:
     tools.mkdir(parents=True)
     for output in sorted((run / "capture").glob("*.txt")):
         with lzma.open(tools / (output.name + ".xz"), "wt", encoding="utf-8", preset=9) as handle:
-            handle.write(output.read_text().replace(str(run / "broker" / "kafka-logs") + "/", ""))
+            handle.write(output.read_text().replace(str(log_dir) + "/", ""))
     shutil.copyfile(run / "capture" / "end_offsets.json", dest / "end_offsets.json")
     shutil.copyfile(run / "scenarios" / "scenarios.json", dest / "scenarios.json")
 
@@ -678,8 +800,6 @@ def vendored_capture(folder: Path) -> Capture:
 
 def main(argv: Sequence[str]) -> int:
     import argparse
-
-    from kafka_broker import DEFAULT_KAFKA_VERSION
 
     parser = argparse.ArgumentParser(prog="real_kafka.py", description=USAGE,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

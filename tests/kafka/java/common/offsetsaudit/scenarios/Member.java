@@ -62,7 +62,17 @@ final class Member implements AutoCloseable {
                 while ((call = calls.poll()) != null) {
                     call.run();
                 }
-                consumed += consumer.poll(Duration.ofMillis(50)).count();
+                try {
+                    consumed += consumer.poll(Duration.ofMillis(50)).count();
+                } catch (org.apache.kafka.common.errors.WakeupException stopped) {
+                    throw stopped;
+                } catch (RuntimeException error) {
+                    // a broker restart surfaces in poll as errors the client recovers from by itself (a member
+                    // the reloaded coordinator fenced rejoins); an application's poll loop carries on
+                    if (!retriable(error)) {
+                        throw error;
+                    }
+                }
                 assignment = Set.copyOf(consumer.assignment());
             }
         } catch (org.apache.kafka.common.errors.WakeupException stopped) {
@@ -105,7 +115,9 @@ final class Member implements AutoCloseable {
             || error instanceof org.apache.kafka.common.errors.TimeoutException
             || error instanceof org.apache.kafka.common.errors.RebalanceInProgressException
             || error instanceof org.apache.kafka.clients.consumer.CommitFailedException
-            || error instanceof org.apache.kafka.common.errors.StaleMemberEpochException;
+            || error instanceof org.apache.kafka.common.errors.StaleMemberEpochException
+            || error instanceof org.apache.kafka.common.errors.UnknownMemberIdException
+            || error instanceof org.apache.kafka.common.errors.FencedMemberEpochException;
     }
 
     /** Commits the positions of the member's assigned partitions (what it has consumed). */
