@@ -47,6 +47,22 @@ def test_conform_gives_every_table_exactly_its_registry_schema(spark):
         assert [f.dataType for f in got.schema.fields[:len(known.fields)]] == [f.dataType for f in known.fields], name
 
 
+def test_without_measured_leaves_out_the_columns_and_rows_that_follow_from_the_runs_own_timings(spark):
+    """Two runs of one input agree on a table once ``without_measured`` has dropped what each measured of itself."""
+    whatif = tables.empty(spark, "assignment_interval_whatif").unionByName(spark.createDataFrame(
+        [("group", "g", 1000, "candidate", 2.5, True), ("cluster", None, None, "recommended", 9.0, None),
+         ("cluster", None, 1000, "candidate", 2.5, None)],
+        "level string, group_id string, interval_ms long, candidate string, coordinator_ms double, "
+        "recommended boolean"), allowMissingColumns=True)
+    kept = tables.without_measured(whatif, "assignment_interval_whatif")
+    assert not set(kept.columns) & tables.MEASURED_COLUMNS["assignment_interval_whatif"]
+    assert sorted((r.level, r.candidate) for r in kept.collect()) == [("cluster", "candidate"), ("group", "candidate")]
+    findings = spark.createDataFrame([("a", "coordinator_partition_hogged"), ("b", "offset_regression"),
+                                      ("c", None)], "id string, rule string")
+    assert sorted(r.id for r in tables.without_measured(findings, "findings").collect()) == ["b", "c"]
+    assert tables.without_measured(findings, "group_state") is findings
+
+
 def test_sql_type_parses_back_to_the_same_type_with_awkward_nested_names(spark):
     from pyspark.sql import types as T
 

@@ -77,6 +77,15 @@ MEASURED_COLUMNS: dict[str, frozenset[str]] = {
                                              "meets_budget", "recommended"}),
 }
 
+#: Rows that exist or hold what they hold because of those measurements: the what-if's cluster row of every
+#: group at its recommended interval (which interval each group is at follows from measured times), and the
+#: findings of ``coordinator_partition_hogged`` (judged on measured shares). ``without_measured`` leaves them out:
+#: table name -> (column, values that mark such a row).
+MEASURED_ROWS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "assignment_interval_whatif": ("candidate", ("recommended",)),
+    "findings": ("rule", ("coordinator_partition_hogged",)),
+}
+
 
 def ddl(name: str) -> str:
     """The DDL of table ``name``'s rows; a name that is not a table is a programming error."""
@@ -152,7 +161,13 @@ def conform(df, name: str):
 
 
 def without_measured(df, name: str):
-    """``df`` (rows of table ``name``) without its ``MEASURED_COLUMNS``: what two runs of one input must agree on."""
+    """``df`` (rows of table ``name``) without its ``MEASURED_COLUMNS`` and ``MEASURED_ROWS``: what two runs of one
+    input must agree on."""
+    from pyspark.sql import functions as F
+
+    if name in MEASURED_ROWS and MEASURED_ROWS[name][0] in df.columns:
+        column, values = MEASURED_ROWS[name]
+        df = df.filter(F.col(column).isNull() | ~F.col(column).isin(*values))
     measured = [c for c in df.columns if c in MEASURED_COLUMNS.get(name, ())]
     return df.drop(*measured) if measured else df
 
