@@ -404,6 +404,49 @@ else:
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## Coordinator load and assignment intervals
+# MAGIC
+# MAGIC The group's `__consumer_offsets` partition is one coordinator thread: while a server-side assignor runs
+# MAGIC there, every other group of the partition waits. `coordinator_load` estimates that time per minute (the
+# MAGIC job's re-run of each assignment converted to Kafka's time), `assignment_interval_whatif` what another
+# MAGIC `assignment.interval.ms` would change for this group (KIP-1263's rule replayed over its bumps), with the
+# MAGIC recommended interval marked. `docs/assignment-intervals.md` says how to read them.
+
+# COMMAND ----------
+
+partition = groups.loc[groups["group_id"] == GROUP_ID, "partition"].iloc[0]
+minutes = load("coordinator_load")
+minutes = minutes[minutes["partition"] == partition].sort_values("estimated_ms", ascending=False)
+if len(minutes):
+    minutes = minutes.assign(top_groups=minutes["top_groups"].map(
+        lambda top: ", ".join(f"{g['group_id']} {g['share'] or 0:.0%}" for g in top) if top is not None else ""))
+    show_table(minutes.head(10)[["minute_start_time", "assignor_runs", "estimated_ms", "estimated_ms_low",
+                                 "estimated_ms_high", "share_of_minute", "max_run_ms", "top_groups"]],
+               f"busiest minutes of __consumer_offsets-{partition} (assignor time, ms)")
+else:
+    print(f"no assignor ran on __consumer_offsets-{partition} in this run")
+whatif = load("assignment_interval_whatif", GROUP_ID).sort_values("interval_ms")
+if len(whatif):
+    show_table(whatif[["interval_ms", "candidate", "runs", "recorded_runs", "peak_minute_share",
+                       "time_to_assignment_p50_ms", "time_to_assignment_p95_ms", "time_to_assignment_max_ms",
+                       "replay_matches_log", "meets_budget", "within_latency", "recommended"]],
+               f"{GROUP_ID}: what each assignment interval would have done")
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    labels = [f"{ms / 1000:g} s" for ms in whatif["interval_ms"]]
+    ax.bar(labels, whatif["runs"], color=["tab:red" if r else "tab:blue" for r in whatif["recommended"]])
+    ax.set_ylabel("assignor runs")
+    ax2 = ax.twinx()
+    ax2.plot(labels, whatif["time_to_assignment_p95_ms"] / 1000, "k.-", label="p95 time to assignment (s)")
+    ax2.set_ylabel("p95 to assignment (s)")
+    ax.set_title(f"{GROUP_ID}: runs per interval (recommended in red)")
+    ax2.legend(fontsize="small")
+    show_plot(fig, "assignment_interval_whatif")
+else:
+    print(f"no what-if for {GROUP_ID} (a classic or commit-only group, or no group-epoch bump in this run)")
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## Next
 # MAGIC
 # MAGIC The run's summary is `<output>/summary/<run_id>.json` and its self-contained HTML report

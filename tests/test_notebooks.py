@@ -110,6 +110,7 @@ def test_databricks_source_runs_as_a_plain_script(audited, tmp_path):
     assert f"exploring group {group}" in done.stdout
     assert f"findings of {group}" in done.stdout
     assert "per-member counts, recorded vs re-run" in done.stdout or "no assignor re-runs" in done.stdout
+    assert f"{group}: what each assignment interval would have done" in done.stdout or "no what-if for" in done.stdout
     saved = sorted(p.name for p in plots.glob("*.png"))
     assert {"epoch_timeline.png", "rebalance_latency.png"} <= set(saved), saved
     assert all((plots / name).stat().st_size > 5000 for name in saved)
