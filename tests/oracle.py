@@ -18,7 +18,7 @@ Command line (one JVM per call; ``--version`` picks the Kafka version, default t
     python tests/oracle.py write SCENARIOS.jsonl OUT [--version V]
     python tests/oracle.py generate SEED COUNT [--version V] [--first N] > SCENARIOS.jsonl
     python tests/oracle.py replay DIR [TOPICS.json] [--epochs] [--broker-configs CONFIGS.json] [--version V]
-    python tests/oracle.py assign INPUTS.jsonl [--version V]
+    python tests/oracle.py assign INPUTS.jsonl [--chain] [--version V]
     python tests/oracle.py schemas [--version V]
 """
 from __future__ import annotations
@@ -94,14 +94,17 @@ def replay_folder(folder: str | Path, topics: str | Path | None = None, *, epoch
 
 
 def run_assignors(inputs: Iterable[dict[str, Any]], *, version: str = kafka_jars.DEFAULT_KAFKA_VERSION,
-                  repeat: int = 1) -> list[dict[str, Any]]:
-    """Kafka's assignors on each input (``{"assignor", "input"}``); ``repeat`` > 1 times each call again (JIT warm)."""
+                  repeat: int = 1, chain: bool = False) -> list[dict[str, Any]]:
+    """Kafka's assignors on each input (``{"assignor", "input"}``); ``repeat`` > 1 times each call again (JIT warm).
+
+    ``chain``: consecutive steps of one scenario (``case_id`` ``NAME-stepN``) meet the assignment objects the
+    previous step's call returned wherever a member's current assignment is that output, as on a broker."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as handle:
         for case in inputs:
             handle.write(json.dumps(case, separators=(",", ":")) + "\n")
         path = handle.name
     try:
-        return _lines(_run(["assign", path, "--repeat", str(repeat)], version))
+        return _lines(_run(["assign", path, "--repeat", str(repeat)] + (["--chain"] if chain else []), version))
     finally:
         Path(path).unlink()
 

@@ -44,12 +44,42 @@ final class Assignors {
     static void main(String[] args, PrintStream out) throws Exception {
         if (args.length < 2) throw new IllegalArgumentException("assign INPUTS.jsonl [--repeat N]");
         int repeat = 1;
-        for (int i = 2; i < args.length - 1; i++) if (args[i].equals("--repeat")) repeat = Integer.parseInt(args[i + 1]);
+        boolean chain = false;
+        for (int i = 2; i < args.length; i++) {
+            if (args[i].equals("--repeat") && i + 1 < args.length) repeat = Integer.parseInt(args[i + 1]);
+            if (args[i].equals("--chain")) chain = true;
+        }
+        String previousCase = null;
         for (JsonNode line : Main.readLines(args[1])) {
+            String caseId = line.path("case_id").asText("");
+            String scenario = caseId.contains("-step") ? caseId.substring(0, caseId.lastIndexOf("-step")) : null;
+            // a scenario's next step meets the assignment objects the previous step's assign() returned, as a
+            // group's next target assignment does on a broker (their iteration order is part of the history)
+            if (!chain || scenario == null || !scenario.equals(previousCase)) carried = null;
             ObjectNode result = run(line, Math.max(1, repeat));
-            if (line.has("case_id")) result.put("case_id", line.get("case_id").asText());
+            previousCase = scenario;
+            if (line.has("case_id")) result.put("case_id", caseId);
             out.println(Main.MAPPER.writeValueAsString(result));
         }
+    }
+
+    /** The previous step's assignment per member, as Kafka's assignor returned it (for {@code --chain}). */
+    private static Map<String, Map<Uuid, Set<Integer>>> carried;
+
+    /**
+     * A member's current assignment: when it is what the previous step gave the member (topics gone since left
+     * out), a default {@code HashMap} filled in the order that output iterates, each topic's partitions a new
+     * {@code HashSet} of them, as the coordinator's records rebuild a member's assignment; else the input's.
+     */
+    private static Map<Uuid, Set<Integer>> current(String memberId, JsonNode node) {
+        Map<Uuid, Set<Integer>> given = partitions(node);
+        Map<Uuid, Set<Integer>> before = carried == null ? null : carried.get(memberId);
+        if (before == null) return given;
+        Map<Uuid, Set<Integer>> rebuilt = new HashMap<>();
+        before.forEach((topic, ps) -> {
+            if (!ps.isEmpty() && given.containsKey(topic)) rebuilt.put(topic, new HashSet<>(ps));
+        });
+        return rebuilt.equals(given) ? rebuilt : given;
     }
 
     static ObjectNode run(JsonNode line, int repeat) {
@@ -119,7 +149,7 @@ final class Assignors {
             String memberId = m.get("member_id").asText();
             Set<Uuid> subscribed = asListed ? new java.util.LinkedHashSet<>() : new HashSet<>();
             for (JsonNode t : m.path("subscribed_topic_ids")) subscribed.add(Uuid.fromString(t.asText()));
-            Map<Uuid, Set<Integer>> current = partitions(m.get("current_assignment"));
+            Map<Uuid, Set<Integer>> current = current(memberId, m.get("current_assignment"));
             current.forEach((topic, ps) -> ps.forEach(p -> inverted.computeIfAbsent(topic, k -> new HashMap<>()).put(p, memberId)));
             members.put(memberId, new MemberSubscriptionAndAssignmentImpl(
                 Optional.ofNullable(Clients.textOrNull(m, "rack_id")), Optional.ofNullable(Clients.textOrNull(m, "instance_id")),
@@ -146,11 +176,16 @@ final class Assignors {
                 bestCpu = Math.min(bestCpu, threads.getCurrentThreadCpuTime() - startedCpu);
             }
         } catch (RuntimeException e) {
+            carried = null;
             out.put("error", e.getClass().getSimpleName());
             out.put("message", e.getMessage());
             return out;
         }
         out.putNull("error");
+        carried = new HashMap<>();
+        for (Map.Entry<String, MemberAssignment> e : assignment.members().entrySet()) {
+            carried.put(e.getKey(), e.getValue().partitions());
+        }
         ObjectNode byMember = out.putObject("members");
         for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(assignment.members()).entrySet()) {
             ObjectNode m = byMember.putObject(e.getKey());
