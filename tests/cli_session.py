@@ -48,7 +48,9 @@ def _captured(fn) -> dict:
             code = "crash"
     if not isinstance(code, (int, str, type(None))):  # runpy's globals: the script ran to its end
         code = None
-    return {"exit": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()[-6000:]}
+    text = stderr.getvalue()
+    return {"exit": code, "stdout": stdout.getvalue(),
+            "stderr": text if len(text) <= 12000 else f"{text[:6000]}\n[...]\n{text[-6000:]}"}
 
 
 def _notebook(env: dict) -> dict:
@@ -88,7 +90,11 @@ def main(plan_path: str, result_path: str) -> int:
             from table_fingerprints import fingerprints
 
             key, output, run_id, fmt = argv[1:]
-            result["fingerprints"][key] = fingerprints(SparkSession.getActiveSession(), Path(output), run_id, fmt)
+            try:
+                result["fingerprints"][key] = fingerprints(SparkSession.getActiveSession(), Path(output), run_id,
+                                                           fmt)
+            except Exception as error:  # noqa: BLE001 - reported to the test, beside the commands' outputs
+                result["fingerprints"][key] = {"error": f"{type(error).__name__}: {error}"}
             continue
         # the first as typed, `offsets-audit <command> --remote <address> ...`, starts the session; the others find
         # it active, as in a notebook or a nightly driver

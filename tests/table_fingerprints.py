@@ -33,6 +33,11 @@ def fingerprints(spark, output: Path, run_id: str | None, fmt: str = "parquet") 
 
 
 def different(left: dict, right: dict) -> dict:
-    """The tables whose fingerprints differ (or that one side lacks): {table: (left's, right's)}."""
-    return {name: (left.get(name), right.get(name)) for name in sorted(set(left) | set(right))
-            if left.get(name) != right.get(name)}
+    """The tables whose fingerprints differ (or that one side lacks): {table: (left's, right's)}. Fingerprints that
+    came through JSON (lists) compare equal to those taken here (tuples)."""
+    def value(side: dict, name: str):
+        found = side.get(name)
+        return tuple(found) if isinstance(found, (list, tuple)) else found
+
+    return {name: (value(left, name), value(right, name)) for name in sorted(set(left) | set(right))
+            if value(left, name) != value(right, name)}
