@@ -45,3 +45,24 @@ def test_every_job_runs_and_the_first_failure_in_order_is_raised():
     with pytest.raises(ValueError, match="first"):
         side_by_side({"x": fail("first"), "y": fail("second"), "z": lambda: ran.append("ok")})
     assert sorted(ran) == ["first", "ok", "second"]
+
+
+
+@pytest.mark.spark
+def test_materialize_builds_every_cache_in_one_action_and_takes_the_greatest_value(spark):
+    """``plans.materialize``: one Spark query builds the caches of all the frames (each persisted by the caller), and
+    the greatest value of ``latest`` comes back from that same query."""
+    from offsets_audit.plans import materialize
+
+    def cached_rdds() -> int:  # RDDs with cached blocks, as the storage tab counts them
+        return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+
+    frames = [spark.range(5).persist(), spark.range(3).selectExpr("id * 2 AS x").persist()]
+    try:
+        before = cached_rdds()
+        assert materialize(frames, latest=spark.range(7).selectExpr("id * 10 AS t")) == 60
+        assert cached_rdds() == before + 2
+        assert materialize(frames) is None and materialize([]) is None
+    finally:
+        for df in frames:
+            df.unpersist()

@@ -19,6 +19,16 @@ def master_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if found.group(1) == "*" else int(found.group(1))
 
 
+def session_cores(spark) -> int | None:
+    """``master_cores`` of ``spark``'s master: the cores of a local session, None for any other (a cluster's, or a
+    session that does not show its master, as a restricted Spark Connect one)."""
+    try:
+        master = spark.conf.get("spark.master", "") or ""
+    except Exception:  # a session that does not show its master (a restricted Spark Connect one): not a local one
+        master = ""
+    return master_cores(master)
+
+
 def by_group(df, key: str = "group_id"):
     """``df`` hash-partitioned by ``key`` for a stage whose work per group is uneven: those that run Python per
     group (``groupBy(key).applyIn...``: the fold, the walk, the assignor re-runs) and the commit log's windows
@@ -29,11 +39,7 @@ def by_group(df, key: str = "group_id"):
     long as the larger one, the other core idle for the difference. Four tasks per core, taken by whichever core is
     free, even that out. Off a local master the session's own shuffle
     partitions (a cluster's are many) partition ``df`` as before."""
-    try:
-        master = df.sparkSession.conf.get("spark.master", "") or ""
-    except Exception:  # a session that does not show its master (a restricted Spark Connect one): not a local one
-        master = ""
-    cores = master_cores(master)
+    cores = session_cores(df.sparkSession)
     if cores is None:
         return df.repartition(key)
     return df.repartition(GROUP_TASKS_PER_CORE * cores, key)
@@ -90,6 +96,28 @@ def sql_type(data_type) -> str:
     if isinstance(data_type, T.MapType):
         return f"map<{sql_type(data_type.keyType)},{sql_type(data_type.valueType)}>"
     return data_type.simpleString()
+
+
+def materialize(frames, *, latest=None):
+    """Compute every DataFrame of ``frames`` (each persisted by the caller) into its cache, all in one Spark action;
+    with ``latest`` (a DataFrame of one numeric column), return that column's greatest value, taken in the same action
+    (None without rows or without ``latest``).
+
+    One count per DataFrame was one query each: planned, optimised and scheduled on its own, for a stage's five or
+    six tables and intermediates, with the cores idle between them on a small input. An aggregate over their union
+    reads each one's cache once (building it where it is not built yet: a cache is built whole whatever a query reads
+    of it), and Spark runs the union's independent branches side by side within the one job; an intermediate several
+    of them read (persisted too) is computed once, by the first branch to reach it."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    parts = [df.select(F.lit(None).cast("long").alias("_v")) for df in frames if df is not None]
+    if latest is not None:
+        parts.append(latest.select(F.col(latest.columns[0]).cast("long").alias("_v")))
+    if not parts:
+        return None
+    return reduce(lambda a, b: a.union(b), parts).agg(F.count(F.lit(1)), F.max("_v")).first()[1]
 
 
 #: Spark jobs ``side_by_side`` runs at once.
