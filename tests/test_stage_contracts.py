@@ -17,10 +17,12 @@ def test_the_tables_registry_is_the_contracts_written_fields():
     replay_outputs = ReplayTables.ddls()
     assert list(replay_outputs) == ["group_state", "members", "group_events", "target_assignments", "offsets"]
     assert "offset_commits" in ReplayTables.ddls(outputs_only=False)  # read by the audit, never written
-    # plans handed on as they are: the job materialises the digest, never the whole log or the decoded commits
-    assert ReplayTables.lazy() == {"offset_commits", "commit_records", "commit_runs"} and not AuditTables.lazy()
+    # plans handed on as they are: the job materialises the fold's rows and the digest (the replay's ``cached``), of
+    # which the tables are views, never the whole log or the decoded commits
+    assert ReplayTables.lazy() == {"group_state", "members", "group_events", "target_assignments", "offsets",
+                                   "offset_commits", "commit_records", "commit_runs"} and not AuditTables.lazy()
     assert list(AuditTables.ddls()) == ["findings", "rebalances", "latency_summary", "rebalance_causes",
-                                        "coordinator_load", "assignment_interval_whatif"]
+                                       "coordinator_load", "assignment_interval_whatif"]
     for name, ddl in {**replay_outputs, **AuditTables.ddls()}.items():
         assert tables.ddl(name) == ddl
 

@@ -39,7 +39,7 @@ from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit import checkpoint as checkpoint_guard
 from offsets_audit.errors import UserError
-from offsets_audit.plans import side_by_side
+from offsets_audit.plans import materialize
 from offsets_audit.replay import streaming
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import (
@@ -512,8 +512,7 @@ def coverage(spark, settings: Settings, checkpoint: str, runs: list[dict], start
 
 def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, stages: RunStages) -> AuditedRun:
     """The audit stage: this run's tables planned (``audit:plan``, with the provisional pass timed on its own)
-    and materialised side by side (``audit:<table>``: its count's wall time beside the others'; the first to read
-    a shared intermediate pays for it), and the state the next run resumes from."""
+    and materialised in one Spark action (``audit:tables``), and the state the next run resumes from."""
     planning = time.perf_counter()
     replayed, quarantine = streaming.replay_tables(spark, checkpoint, covered.fold_range, covered.history,
                                                             covered.record_range)
@@ -546,12 +545,12 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     frames = {name: (None if df is None else stages.kept(df)) for name, df in frames.items()}
     # Building the plans (and the few small jobs that read the checkpoint's state while doing so).
     stages.record("audit:plan", time.perf_counter() - planning - stages.timings["audit:provisional_pass"])
-    counted = side_by_side({name: df.count for name, df in frames.items() if df is not None})
-    for name, (_, seconds) in counted.items():
-        stages.record(f"audit:{name}", seconds)
+    # A stage boundary: every table and the re-runs' next state computed in one Spark action (``plans.materialize``).
     if rerun_state is not None:
         rerun_state = stages.kept(rerun_state)
-        rerun_state.count()
+    with stages.part("audit:tables"):
+        materialize([*frames.values(), rerun_state])
+    if rerun_state is not None:
         assert resumed is not None  # the re-runs' state is read from their rows
         resumed.unpersist()
     return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],

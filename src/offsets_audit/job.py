@@ -16,7 +16,7 @@ from typing import Any
 
 from offsets_audit.config import load_settings, redacted, source_config
 from offsets_audit.errors import UserError
-from offsets_audit.plans import cached_leaf, side_by_side
+from offsets_audit.plans import cached_leaf, materialize, side_by_side
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import RecordCounts, RunSummary, write_summary
 from offsets_audit.spark_session import frees_its_plans
@@ -104,11 +104,11 @@ def _run_job(spark, settings: Settings, *, progress: bool) -> RunSummary:
         with stages.stage("read+decode"):
             log = read_and_decode(spark, settings, stages)
         with stages.stage("replay"):
-            replayed = replay(log, stages)
+            replayed, end_time_ms = replay(log, stages)
         with stages.stage("assignor-audit"):
             assignor_audit = rerun_assignors(spark, settings, replayed, stages)
         with stages.stage("audit"):
-            audited = audit(settings, log, replayed, assignor_audit, stages)
+            audited = audit(settings, log, replayed, assignor_audit, end_time_ms, stages)
         with stages.stage("write"):
             figures, paths = write(spark, settings, output_tables(settings, log, replayed, assignor_audit, audited),
                                    stages)
@@ -162,19 +162,18 @@ def read_and_decode(spark, settings: Settings, stages: RunStages) -> DecodedLog:
 
 
 def replay(log: DecodedLog, stages: RunStages):
-    """The replay's tables (``replay.spark.ReplayTables``), materialised; the audit reads the commit digest."""
+    """``(tables, end_time_ms)``: the replay's tables (``replay.spark.ReplayTables``), materialised, and the log's
+    end as the audit measures it (``audit.spark.log_times``), taken in the same Spark action.
+
+    What the replay computes is the fold's rows and the commit log's digest (the offsets table and the audit's offset
+    rules read it; the whole log is never kept: ``ReplayTables``); its tables are views of them."""
+    from offsets_audit.audit import spark as audit_spark
     from offsets_audit.replay import spark as replay_spark
 
     replayed = replay_spark.replay(log.decoded, whole_log=False)
-    # The commit log's digest feeds the offsets table and the audit's offset rules: resolved once, before the
-    # offsets table (whose plan holds it) is computed, so that table reads it from the cache. The whole log is
-    # never kept (``ReplayTables``: the decoded commit records stand in for the rest of it).
-    if replayed.commit_digest is not None:
-        with stages.part("replay:commit_digest"):
-            replayed = dataclasses.replace(replayed, commit_digest=_materialized(replayed.commit_digest))
-    replayed = _materialized_tables(replayed, "replay", stages)
-    stages.on_release(replayed.release)
-    return replayed.map(cached_leaf)
+    stages.on_release(replayed.release)  # before materialising: a failure half-way still frees its caches
+    replayed, end_time_ms = _materialized_tables(replayed, "replay", stages, latest=audit_spark.log_times(replayed))
+    return replayed.map(cached_leaf), end_time_ms
 
 
 def rerun_assignors(spark, settings: Settings, replayed, stages: RunStages):
@@ -188,15 +187,18 @@ def rerun_assignors(spark, settings: Settings, replayed, stages: RunStages):
     return cached_leaf(assignor_audit)
 
 
-def audit(settings: Settings, log: DecodedLog, replayed, assignor_audit, stages: RunStages):
-    """The audit's tables (``audit.spark.AuditTables``), materialised."""
+def audit(settings: Settings, log: DecodedLog, replayed, assignor_audit, end_time_ms: int | None, stages: RunStages):
+    """The audit's tables (``audit.spark.AuditTables``), materialised; ``end_time_ms``: the log's end (``replay``)."""
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import clock_blocks
 
+    counts = log.counts
     audited = audit_spark.audit(replayed, assignor_audit, settings, quarantined=log.quarantined,
-                                records=log.counts["decoded"], clock_blocks=clock_blocks(log.tallies))
+                                records=counts["decoded"], clock_blocks=clock_blocks(log.tallies),
+                                end_time_ms=end_time_ms,
+                                nothing_quarantined=not (counts["quarantined"] or counts["unreadable"]))
     stages.on_release(audited.release)  # before materialising: a failure half-way still frees its caches
-    return _materialized_tables(audited, "audit", stages).map(cached_leaf)
+    return _materialized_tables(audited, "audit", stages)[0].map(cached_leaf)
 
 
 def output_tables(settings: Settings, log: DecodedLog, replayed, assignor_audit, audited) -> dict:
@@ -246,17 +248,17 @@ def _materialized(df):
     return df
 
 
-def _materialized_tables(tables, stage: str, stages: RunStages):
-    """``tables`` (a ``StageTables``) with each table but the lazy ones materialised, a few side by side
-    (``plans.side_by_side``), its time as ``"<stage>:<table>"``: its count's wall time beside the others'
-    (the first table to read a shared intermediate pays for it; a table materialised before keeps its time)."""
+def _materialized_tables(tables, stage: str, stages: RunStages, latest=None):
+    """``(tables, greatest)``: ``tables`` (a ``StageTables``) with each table but the lazy ones persisted, and they and
+    the stage's cached intermediates computed in one Spark action (``plans.materialize``, which also takes the
+    greatest value of ``latest``), its time as ``"<stage>:tables"``."""
     fresh = {name: df.persist() for name, df in tables.as_dict().items()
              if df is not None and not df.is_cached and name not in tables.lazy()}
-    counted = side_by_side({name: df.count for name, df in fresh.items()})
-    for name, (_, seconds) in counted.items():
-        if f"{stage}:{name}" not in stages.timings:
-            stages.record(f"{stage}:{name}", seconds)
-    return dataclasses.replace(tables, **fresh)
+    tables = dataclasses.replace(tables, **fresh)
+    stages.on_release(tables.release)  # the tables persisted here too, freed when the run ends
+    with stages.part(f"{stage}:tables"):
+        greatest = materialize([*fresh.values(), *getattr(tables, "cached", ())], latest=latest)
+    return tables, greatest
 
 
 def _assignor_audit(spark, settings: Settings, replayed):

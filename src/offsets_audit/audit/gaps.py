@@ -54,3 +54,10 @@ def mark_data_gaps(findings, quarantined, *, trust_after_gap: bool):
         "coalesce(data_gap_quarantined, CAST(0 AS BIGINT)) AS data_gap_quarantined")
     marked = joined.selectExpr("*", "data_gap_quarantined > 0 AS data_gap")
     return marked.selectExpr(*[changed.get(c, quoted(c)) for c in findings.columns], "data_gap", "data_gap_quarantined")
+
+
+def without_gaps(findings):
+    """``mark_data_gaps`` of ``findings`` when the quarantine holds no row (the caller's counts say so): no finding
+    has a gap before it, so every one keeps its message and severity, ``data_gap`` false and
+    ``data_gap_quarantined`` 0, with no plan over the empty quarantine."""
+    return findings.selectExpr("*", "false AS data_gap", "CAST(0 AS BIGINT) AS data_gap_quarantined")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from offsets_audit.replay.spark import ReplayTables, StageTables, cached_intermediates, table
-from offsets_audit.plans import by_group
+from offsets_audit.plans import by_group, cached_leaf
 from offsets_audit.settings import Settings
 from offsets_audit.workers import fewer_collections
 
@@ -215,8 +215,33 @@ def _plain(v):
     return v
 
 
+#: ``audit``'s ``end_time_ms`` when the caller has not computed it (None is a value: a log without any time).
+_UNKNOWN = object()
+
+
+def _tables_of(replay_tables: ReplayTables | dict) -> ReplayTables:
+    return replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
+        **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
+
+
+def log_times(replay_tables: ReplayTables | dict, decoded=None):
+    """One column, ``timestamp``, whose greatest value is the log's end as the audit measures it (``end_time_ms``):
+    the latest time of any group event or offset event (the digest's few rows stand for the commit records:
+    ``ResolvedCommits.times``). A caller that computes the replay's tables anyway can take its maximum in the same
+    Spark action (``plans.materialize``) and hand it to ``audit``."""
+    from pyspark.sql import functions as F
+
+    tables = _tables_of(replay_tables)
+    times = tables.group_events.filter(F.col("group_id").isNotNull()).select("timestamp")
+    commit_log = _resolved_commits(tables, decoded)
+    if commit_log is not None:
+        times = times.unionByName(commit_log.times())
+    return times
+
+
 def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Settings | None = None, *,
-          quarantined=None, decoded=None, records: int | None = None, clock_blocks=None) -> AuditTables:
+          quarantined=None, decoded=None, records: int | None = None, clock_blocks=None,
+          end_time_ms=_UNKNOWN, nothing_quarantined: bool = False) -> AuditTables:
     """Findings, rebalances, latency summary and rebalance causes from the replay's tables and the assignor
     audit's rows (``None`` when the assignor audit is off).
 
@@ -227,32 +252,32 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
     many records the log held, when the caller knows (the job's counts): below ``HOT_BLOCKS_MIN_RECORDS`` the pending
     rule tracks every transaction, as it would judge them anyway, without the stages that leave most of them out.
     ``clock_blocks``: the pending rule's clock bound per block, from the caller's tally of the decoded log
-    (``offsets_spark.clock_blocks``); without it the rule aggregates the events."""
+    (``offsets_spark.clock_blocks``); without it the rule aggregates the events. ``end_time_ms``: the log's end, the
+    greatest ``log_times`` of the same tables, when the caller has it; without it one Spark query computes it.
+    ``nothing_quarantined``: the caller's counts show ``quarantined`` empty (no finding has a data gap then)."""
     from pyspark.sql import functions as F
 
     settings = settings or Settings()
     rules = settings.rules or default_rule_settings()
-    tables = replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
-        **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
+    tables = _tables_of(replay_tables)
     events = tables.group_events.select(*EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
     commit_log = _resolved_commits(tables, decoded)
     group_times = events.select("group_id", "partition", "offset", "timestamp")
-    # The log's end: the latest time of any group event or offset event, one query over both (the digest's few rows
-    # stand for the commit records: ``ResolvedCommits.times``).
-    times = group_times.select("timestamp")
-    if commit_log is not None:
-        times = times.unionByName(commit_log.times())
-    end_time_ms = times.agg(F.max("timestamp")).first()[0]
+    if end_time_ms is _UNKNOWN:  # the log's end: one query over the group and offset events' times
+        end_time_ms = log_times(tables, decoded).agg(F.max("timestamp")).first()[0]
     # The walk's context rows leave the members out (``GroupTimeline``): only the non-owner rule reports them, and
     # only the groups it reports are walked again with them (``with_members``), on a healthy cluster none.
     # The coordinator load: one pass per __consumer_offsets partition over the recorded assignments and their timed
     # re-runs; each group's estimated time per run joins its events for the what-if in the walk.
     options = coordinator_options(settings)
-    per_partition = partition_rows(tables.target_assignments, assignor_audit, tables.group_state, options).persist()
+    per_partition_rows = partition_rows(tables.target_assignments, assignor_audit, tables.group_state,
+                                        options).persist()
+    per_partition = cached_leaf(per_partition_rows)
     walked = events
     if options.what_if:
         walked = events.unionByName(cost_events(per_partition.filter(F.col("kind") == "cost")))
-    out = walk_groups(walked, settings, end_time_ms, members=False, what_if=options).persist()
+    walk = walk_groups(walked, settings, end_time_ms, members=False, what_if=options).persist()
+    out = cached_leaf(walk)  # every table below reads the walk's rows: planned over its cache, not its lineage
     timeline_columns = ["group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]]
 
     def with_members(group_ids):
@@ -260,7 +285,7 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
                              context_only=True)
         return walked.select(*timeline_columns)
 
-    cached = [out, per_partition]
+    cached = [walk, per_partition_rows]
     findings = (out.filter(F.col("kind") == "finding").select(F.from_json("payload", FINDING_ROW_DDL).alias("f"))
                 .select("f.*"))
     findings = findings.unionByName(per_partition.filter(F.col("kind") == "finding")
@@ -279,9 +304,10 @@ def audit(replay_tables: ReplayTables | dict, assignor_audit=None, settings: Set
         findings = findings.unionByName(mismatches)
     findings = findings.withColumn("time", F.timestamp_millis(F.col("time")))
     if quarantined is not None:
-        from .gaps import mark_data_gaps
+        from .gaps import mark_data_gaps, without_gaps
 
-        findings = mark_data_gaps(findings, quarantined, trust_after_gap=settings.check.trust_after_gap)
+        findings = (without_gaps(findings) if nothing_quarantined else
+                    mark_data_gaps(findings, quarantined, trust_after_gap=settings.check.trust_after_gap))
     rebalances = (out.filter(F.col("kind") == "rebalance").select(F.from_json("payload", REBALANCES_DDL).alias("r"))
                   .select("r.*"))
     rebalances = rebalances.select(*[c for c in REBALANCE_COLUMNS])

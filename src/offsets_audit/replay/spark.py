@@ -378,11 +378,11 @@ class ReplayTables(StageTables):
     does not resolve the whole log leaves them ``None`` (the audit then resolves one from the decoded records, or
     skips the offset rules)."""
 
-    group_state: DataFrame = table(GROUP_STATE_DDL)
-    members: DataFrame = table(MEMBERS_DDL)
-    group_events: DataFrame = table(EVENTS_DDL)
-    target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL)
-    offsets: DataFrame = table(OFFSETS_DDL)
+    group_state: DataFrame = table(GROUP_STATE_DDL, lazy=True)
+    members: DataFrame = table(MEMBERS_DDL, lazy=True)
+    group_events: DataFrame = table(EVENTS_DDL, lazy=True)
+    target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL, lazy=True)
+    offsets: DataFrame = table(OFFSETS_DDL, lazy=True)
     offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True, lazy=True)
     commit_digest: DataFrame | None = table(COMMIT_DIGEST_DDL, output=False, optional=True)
     commit_records: DataFrame | None = table(COMMIT_RECORDS_DDL, output=False, optional=True, lazy=True)
@@ -410,13 +410,18 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
     never computes it and leaves it out: planning its windows costs the driver time every run, with cores idle."""
     from pyspark.sql import functions as F
 
+    from offsets_audit.plans import cached_leaf
+
     from .commit_log import commit_records, commit_runs, digest_snapshot, resolve_commits
 
-    digest = resolve_commits(decoded_df, digest=True)
-    folded = fold_groups(decoded_df).cache()
+    # The fold's rows and the commit log's digest are what the replay computes; its tables are views of them, planned
+    # over their caches (``plans.cached_leaf``): a stage boundary computes the two (``cached``), not each table.
+    digest = resolve_commits(decoded_df, digest=True).persist()
+    folded = fold_groups(decoded_df).persist()
+    folded_leaf, digest_leaf = cached_leaf(folded), cached_leaf(digest)
 
     def part(kind: str):
-        return folded.filter(F.col("kind") == kind).select(f"{kind}.*")
+        return folded_leaf.filter(F.col("kind") == kind).select(f"{kind}.*")
 
     undecodable = decoded_df.filter(F.col("error_code").isNotNull()).select(
         F.col("partition").cast("int"), F.col("offset").cast("long"),
@@ -431,10 +436,10 @@ def replay(decoded_df, *, whole_log: bool = True) -> ReplayTables:
         members=part("member"),
         group_events=part("event").unionByName(undecodable),
         target_assignments=part("target"),
-        offsets=offsets_table(digest_snapshot(digest)),
+        offsets=offsets_table(digest_snapshot(digest_leaf)),
         offset_commits=resolve_commits(decoded_df) if whole_log else None,
-        commit_digest=digest,
+        commit_digest=digest_leaf,
         commit_records=commit_records(decoded_df, runs_apart=True),
         commit_runs=commit_runs(decoded_df),
-        cached=(folded,),
+        cached=(folded, digest),
     )
