@@ -86,12 +86,13 @@ def _group_rows(pdf: pd.DataFrame) -> list[dict]:
 
 
 def topic_metadata(spark, settings: Settings):
-    """The topic-metadata snapshot the re-runs read (``topic_metadata.source: file``), else None."""
+    """The topic-metadata snapshot the re-runs read (``topic_metadata.source: file``) as its rows, read on the driver
+    (one row per topic: no Spark job), else None."""
     if settings.topic_metadata.source != "file" or not settings.topic_metadata.path:
         return None
-    from offsets_audit.assignors.topic_metadata import read_topic_metadata
+    from offsets_audit.assignors.topic_metadata import load_topics
 
-    return read_topic_metadata(spark, settings.topic_metadata.path)
+    return load_topics(settings.topic_metadata.path)
 
 
 def what_if_assignors(settings: Settings) -> list[str]:
@@ -111,8 +112,9 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
           streams_assignors: Mapping[str, str] | None = None):
     """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``) with the re-runs' timing beside it
     (``rerun.ASSIGNOR_AUDIT_TIMED_DDL``: the written table leaves that column out); the assignor choice as
-    ``rerun.audit_group``."""
-    topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
+    ``rerun.audit_group``. ``topic_metadata_df``: the topic-metadata snapshot, a DataFrame or its rows
+    (``topic_metadata.load_topics``: a snapshot read on the driver needs no Spark job to reach the re-runs)."""
+    topics = _topics(topic_metadata_df)
     what_if = tuple(what_if or ())
     options: dict = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
                      "default_consumer_assignor": default_consumer_assignor,
@@ -148,7 +150,7 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
     ``new_targets``: ``group_id`` and ``payload`` (a ``target_assignments`` row as JSON, the fold's output)."""
     from pyspark.sql import functions as F
 
-    topics = topics_from_rows(r.asDict() for r in topic_metadata_df.collect()) if topic_metadata_df is not None else []
+    topics = _topics(topic_metadata_df)
     what_if = tuple(what_if or ())
     streams_choice = dict(streams_assignors or {})
     targets = new_targets.select("group_id", F.lit("target").alias("kind"), "payload",
@@ -182,6 +184,15 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         return frame
 
     return _per_group(work, one_group, offsets, RESUMED_DDL)
+
+
+def _topics(topic_metadata) -> list[dict]:
+    """The snapshot's topics from a topic-metadata DataFrame (collected) or its rows as they are; none without it."""
+    if topic_metadata is None:
+        return []
+    if isinstance(topic_metadata, (list, tuple)):
+        return topics_from_rows(topic_metadata)
+    return topics_from_rows(r.asDict() for r in topic_metadata.collect())
 
 
 def _per_group(frame, one_group, offsets, ddl: str):
