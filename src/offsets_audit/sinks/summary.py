@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -13,28 +13,47 @@ from offsets_audit.settings import Settings
 
 def run_figures(tables: dict) -> dict:
     """The summary's figures of a run's tables (``None`` or absent ones skipped): ``groups`` per type,
-    ``findings`` and ``provisional_findings`` per ``rule (severity)``, ``latency`` rows of the group-type level;
-    each a small Spark job over a cached table, run side by side."""
+    ``findings`` and ``provisional_findings`` per ``rule (severity)``, ``latency`` rows of the group-type level.
+
+    One Spark query: the small aggregates of the cached tables as rows of one union (``figure``, ``key``, ``n``, and
+    the latency row as a struct), not a query per figure."""
     from pyspark.sql import functions as F
 
-    from offsets_audit.plans import side_by_side
+    latency = tables.get("latency_summary")
+    if latency is not None and "level" not in latency.columns:
+        latency = None
+    row_type = (latency.schema.simpleString() if latency is not None else "struct<level:string>")
+    no_row = F.lit(None).cast(row_type).alias("row")
 
-    def rule_counts(df):
-        return lambda: {f"{r['rule']} ({r['severity']})": r["n"] for r in
-                        df.groupBy("rule", "severity").agg(F.count("*").alias("n")).orderBy("rule").collect()}
+    def counted(figure: str, df, key):
+        return df.groupBy(key.alias("key")).agg(F.count("*").alias("n")).select(
+            F.lit(figure).alias("figure"), "key", "n", no_row)
 
-    work: dict[str, Callable[[], object]] = {}
+    parts = []
     if tables.get("group_state") is not None:
-        work["groups"] = lambda: {r["group_type"] or "?": r["n"] for r in
-                                  tables["group_state"].groupBy("group_type").agg(F.count("*").alias("n")).collect()}
+        parts.append(counted("groups", tables["group_state"], F.coalesce(F.col("group_type"), F.lit("?"))))
     for name in ("findings", "provisional_findings"):
         if tables.get(name) is not None:
-            work[name] = rule_counts(tables[name])
-    latency = tables.get("latency_summary")
-    if latency is not None and "level" in latency.columns:
-        work["latency"] = lambda: [r.asDict() for r in
-                                   latency.filter("level = 'group_type'").orderBy("group_type").collect()]
-    return {name: figures for name, (figures, _) in side_by_side(work).items()}
+            parts.append(counted(name, tables[name], F.concat(F.col("rule"), F.lit(" ("), F.col("severity"),
+                                                             F.lit(")"))))
+    if latency is not None:
+        parts.append(latency.filter("level = 'group_type'").select(
+            F.lit("latency").alias("figure"), F.col("group_type").alias("key"), F.lit(0).cast("long").alias("n"),
+            F.struct(*[F.col(c) for c in latency.columns]).alias("row")))
+    if not parts:
+        return {}
+    rows = functools.reduce(lambda a, b: a.unionByName(b), parts).collect()
+    figures: dict = {}
+    if tables.get("group_state") is not None:
+        figures["groups"] = {r["key"]: r["n"] for r in rows if r["figure"] == "groups"}
+    for name in ("findings", "provisional_findings"):
+        if tables.get(name) is not None:
+            figures[name] = {r["key"]: r["n"] for r in sorted((r for r in rows if r["figure"] == name),
+                                                              key=lambda r: r["key"])}
+    if latency is not None:
+        figures["latency"] = [r["row"].asDict() for r in sorted(
+            (r for r in rows if r["figure"] == "latency"), key=lambda r: (r["key"] is not None, r["key"] or ""))]
+    return figures
 
 
 def write_summary(spark, settings: Settings, summary: RunSummary) -> None:
