@@ -17,6 +17,7 @@ import datetime as _dt
 import functools
 import json
 import os
+import time
 from dataclasses import dataclass
 
 from offsets_audit.errors import UserError
@@ -70,11 +71,23 @@ def write_table(df, output_path: str, table: str, run_id: str, fmt: str = "parqu
     _check_format(fmt)
     if table in tables.TABLES:
         df = tables.conform(df, table)
+    df = _as_few_tasks(df)
     if fmt == "parquet":
         from offsets_audit.sinks.parquet import write_parquet_table
         return write_parquet_table(df, output_path, table, run_id)
     from offsets_audit.sinks.delta import write_delta_table
     return write_delta_table(df, output_path, table, run_id)
+
+
+def _as_few_tasks(df):
+    """``df`` in one partition per core on a local session, which writes with that many tasks at once anyway: the
+    run's tables are views of cached stage outputs partitioned for the stage that made them (four partitions a core
+    for the per-group stages, most of them a handful of rows on a small input), and each partition was a task and a
+    file of its own. Off a local master ``df`` is written as it is."""
+    from offsets_audit.plans import session_cores
+
+    cores = session_cores(df.sparkSession)
+    return df if cores is None else df.coalesce(cores)
 
 
 def remove_run(spark, output_path: str, table: str, run_id: str, fmt: str) -> None:
@@ -188,6 +201,19 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
         if name not in frames:
             remove_run(spark, output_path, name, run_id, fmt)
 
+    if fmt == "parquet":  # every table in one Spark action where the session's tasks share this file system
+        from offsets_audit.sinks.parquet import write_parquet_run
+
+        began = time.perf_counter()
+        paths = write_parquet_run(spark, output_path, run_id, {
+            name: _as_few_tasks(tables.conform(tables.empty(spark, name) if frames[name] is None else frames[name],
+                                               name) if name in tables.TABLES else frames[name])
+            for name in names if name in frames})
+        if paths is not None:
+            if timings is not None:
+                timings["write:tables"] = round(time.perf_counter() - began, 3)
+            complete_run(spark, output_path, run_id, fmt, paths)
+            return paths
     # Side by side: every table is written (or has failed) before the manifest.
     written = side_by_side({name: functools.partial(write_table, tables.empty(spark, name) if frames[name] is None
                                                     else frames[name], output_path, name, run_id, fmt)

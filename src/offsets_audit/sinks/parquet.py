@@ -104,3 +104,95 @@ def read_parquet_run(spark, output_path: str, table: str, run_id: str):
         return reader.parquet(partition)
     reader = spark.read.schema(tables.schema(table, with_run_id=True)) if known else spark.read
     return reader.parquet(table_path(output_path, table)).filter(F.col("run_id") == run_id).drop("run_id")
+
+
+#: What the one-action writer's tasks report: a file they wrote and its rows.
+_WRITTEN_DDL = "table string, file string, rows long"
+
+
+def _file_writer(table: str, folder: str):
+    """The ``mapInArrow`` body writing one task's rows of ``table`` as one Parquet file in ``folder`` (none for a
+    task without rows), streamed batch by batch; yields the file's ``_WRITTEN_DDL`` row."""
+
+    def write(batches):
+        import uuid as _uuid
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        writer, path, rows = None, None, 0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if writer is None:
+                    path = f"{folder}/part-{_uuid.uuid4().hex}.snappy.parquet"
+                    writer = pq.ParquetWriter(path, batch.schema, compression="snappy")
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        if path is not None:
+            yield pa.RecordBatch.from_pydict({"table": [table], "file": [path], "rows": [rows]},
+                                             schema=pa.schema([("table", pa.string()), ("file", pa.string()),
+                                                               ("rows", pa.int64())]))
+
+    return write
+
+
+def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dict | None:
+    """Run ``run_id``'s rows of every table in ``frames`` (``{table: DataFrame}``, each as ``write_parquet_table``
+    takes it) in one Spark action, each table aside and swapped in as ``write_parquet_table`` does; ``{table:
+    path}``, or None (nothing done) where the executors may not share the driver's file system: off a local session,
+    or for an output path that is not local.
+
+    One write per table was one query each, with a commit protocol of its own, for tables of a few rows on most runs.
+    Here each table's partitions are written by its own tasks as Parquet files (pyarrow, snappy, one file a task),
+    all the tables' tasks in one job; a table no task wrote a row of gets one empty file with its schema, as Spark
+    writes one. Spark reads the files with the table's schema (``read_parquet_run``)."""
+    import os
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from offsets_audit.plans import session_cores
+    from offsets_audit.sinks.files import is_local, local_path
+    from offsets_audit.sinks.paths import partition_path, table_path
+
+    if not frames or session_cores(spark) is None or not is_local(output_path):
+        return None
+    fs = FileSystem(spark, output_path)
+    staged: dict[str, str] = {}
+    for table in frames:
+        path = table_path(output_path, table)
+        for leftover in _leftovers(fs, path, run_id):
+            fs.delete(leftover)
+        staging = os.path.abspath(local_path(f"{path}/{_aside(_STAGING, run_id)}"))
+        os.makedirs(staging)
+        staged[table] = staging
+    parts = [df.drop("run_id").mapInArrow(_file_writer(table, staged[table]), _WRITTEN_DDL)
+             for table, df in frames.items()]
+    written = parts[0]
+    for part in parts[1:]:
+        written = written.unionByName(part)
+    with_files = {row["table"] for row in written.collect()}
+    for table, df in frames.items():
+        if table not in with_files:  # no rows: one empty file carries the schema
+            import pyarrow.parquet as pq
+
+            schema = to_arrow_schema(df.drop("run_id").schema, timezone="UTC")
+            pq.write_table(schema.empty_table(), f"{staged[table]}/part-00000-empty.snappy.parquet",
+                           compression="snappy")
+        open(f"{staged[table]}/_SUCCESS", "wb").close()
+    paths = {}
+    for table, staging in staged.items():
+        partition = partition_path(output_path, table, run_id)
+        replaced = None
+        if fs.exists(partition):
+            replaced = f"{table_path(output_path, table)}/{_aside(_REPLACED, run_id)}"
+            fs.rename(partition, replaced)
+        fs.rename(staging, partition)
+        if replaced:
+            fs.delete(replaced)
+        paths[table] = table_path(output_path, table)
+    return paths
