@@ -280,12 +280,19 @@ def _timed(argv: list[str], src: Path) -> tuple[float, int, str, float]:
     process = subprocess.Popen(argv, env=_environment(src), cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     seen: dict[int, float] = {}
+    kinds: dict[int, str] = {}
+    threads: dict[int, tuple[str, float]] = {}
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(CPU_SAMPLE_S):
             for pid in _tree(process.pid):
                 seen[pid] = max(seen.get(pid, 0.0), _process_cpu(pid))
+                if pid not in kinds:
+                    kinds[pid] = _kind(pid, process.pid)
+                if kinds[pid] == "jvm":
+                    for tid, (group, cpu) in _jvm_threads(pid).items():
+                        threads[tid] = (group, max(threads.get(tid, (group, 0.0))[1], cpu))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -293,7 +300,49 @@ def _timed(argv: list[str], src: Path) -> tuple[float, int, str, float]:
     wall = time.perf_counter() - began
     done.set()
     sampler.join()
+    split: dict[str, float] = {}
+    for pid, cpu in seen.items():
+        split[kinds.get(pid, "other")] = round(split.get(kinds.get(pid, "other"), 0.0) + cpu, 2)
+    for group, cpu in threads.values():  # the JVM's share spent compiling and collecting
+        split[f"jvm {group}"] = round(split.get(f"jvm {group}", 0.0) + cpu, 2)
+    LAST_SPLIT.clear()
+    LAST_SPLIT.update(split)
     return wall, process.returncode, (output or "")[-2000:], round(sum(seen.values()), 2)
+
+
+#: The CPU seconds of the last ``_timed`` command per kind of process (``_kind``).
+LAST_SPLIT: dict[str, float] = {}
+
+
+def _jvm_threads(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds of JVM ``pid``'s HotSpot compiler threads (``jit``) and collector threads (``gc``), by thread id."""
+    out = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text()
+            group = ("jit" if "CompilerThre" in name else
+                     "gc" if name.startswith(("GC Thread", "ParGC", "VM Thread")) else None)
+            if group:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                out[int(task.name)] = (group, sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK"))
+        except OSError:
+            continue
+    return out
+
+
+def _kind(pid: int, root: int) -> str:
+    """``driver`` (the command's own Python process), ``jvm``, ``python workers`` (the JVM's daemon and workers)."""
+    if pid == root:
+        return "driver"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return "other"
+    return "jvm" if command.endswith("java") else "python workers"
 
 
 def _command(src: Path, argv: list[str]) -> list[str]:
@@ -429,8 +478,8 @@ def main() -> None:
                 floor_s, floor_cpu = floor(src)
                 figures["floor_s"][label].append(round(floor_s, 2))
                 figures["floor_cpu_s"][label].append(floor_cpu)
-                print(f"round {round_ + 1} [{label}]: floor {floor_s:.1f} s, {floor_cpu:.1f} CPU s (load average "
-                      f"{os.getloadavg()[0]:.1f})", flush=True)
+                print(f"round {round_ + 1} [{label}]: floor {floor_s:.1f} s, {floor_cpu:.1f} CPU s {LAST_SPLIT} "
+                      f"(load average {os.getloadavg()[0]:.1f})", flush=True)
                 for case in cases:
                     reset_incremental(root, case)
                     config = _config(root, case, confs[label], None, label)
@@ -442,9 +491,10 @@ def main() -> None:
                     entry["cpu_s"][label].append(cpu)
                     entry["ratio_to_floor"][label].append(round(seconds / floor_s, 2))
                     entry["cpu_ratio_to_floor"][label].append(round(cpu / floor_cpu, 2))
+                    entry.setdefault("cpu_split_s", {}).setdefault(label, []).append(dict(LAST_SPLIT))
                     print(f"  {case} [{label}]: {seconds:.1f} s = {seconds / floor_s:.2f}x the floor "
                           f"({entry['records'] / seconds:,.0f} records/s); {cpu:.1f} CPU s = "
-                          f"{cpu / floor_cpu:.2f}x the floor's", flush=True)
+                          f"{cpu / floor_cpu:.2f}x the floor's {LAST_SPLIT}", flush=True)
         if not args.no_count:
             for case in cases:
                 for label, src in sources.items():
