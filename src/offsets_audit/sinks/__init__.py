@@ -212,7 +212,8 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
         if paths is not None:
             if timings is not None:
                 timings["write:tables"] = round(time.perf_counter() - began, 3)
-            complete_run(spark, output_path, run_id, fmt, paths)
+            if manifest:
+                complete_run(spark, output_path, run_id, fmt, paths)
             return paths
     # Side by side: every table is written (or has failed) before the manifest.
     written = side_by_side({name: functools.partial(write_table, tables.empty(spark, name) if frames[name] is None
