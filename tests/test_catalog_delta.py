@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.full]  # three whole runs on Delta; tables by name: test_catalog_sink
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_ID = "catalog-e2e"

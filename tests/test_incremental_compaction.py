@@ -42,6 +42,7 @@ def sliced(tmp_path_factory):
 
 
 @pytest.mark.spark
+@pytest.mark.full  # several incremental runs in a row; the snapshot chain is in the default suite by test_incremental_parity
 def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_the_same_tables(spark, sliced):
     from offsets_audit.incremental import run_incremental
 

@@ -498,6 +498,7 @@ def _write_segments(root, records) -> None:
                                                 producer_epoch=0 if txn else -1, transactional=txn)])
 
 
+@pytest.mark.full  # many cases, each a Spark read; the marks themselves: test_segments_spark
 def test_the_digest_is_the_same_without_the_commits_the_reader_marks_mid_run(spark, tmp_path):
     """The segments reader marks plain commits in the middle of a run of their key (``commit_mid_run``) and the
     digest leaves them out: its rows equal the digest of the same records without the mark, on the golden
