@@ -391,6 +391,12 @@ def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -
             f'{_e(", ".join(parts))}.</p>')
 
 
+#: An incremental run leaves coordinator load and the what-if out (they replay each group's whole history and
+#: whole minutes): its report says so instead of showing an empty section as if no assignor had run.
+_NOT_INCREMENTAL = ("<p>Not estimated by an incremental run: a batch <code>offsets-audit run</code> over the period "
+                    "writes these tables (docs/assignment-intervals.md).</p>")
+
+
 def render_report(data: dict) -> str:
     """HTML of the report from ``run_id``, ``summary``, ``findings``, ``rebalances``, ``latency_summary``,
     ``timelines`` ({group_id: events in log order, details as dicts}), the ``coordinator_load`` rows (with
@@ -399,6 +405,7 @@ def render_report(data: dict) -> str:
     rebalances = data.get("rebalances") or []
     summary = data.get("summary") or {}
     records = summary.get("records") or {}
+    incremental = summary.get("mode") == "incremental"
     severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
     kpis = [("records read", records.get("read")), ("quarantined", records.get("quarantined")),
             ("groups", sum((summary.get("groups") or {}).values()) if summary.get("groups") else None),
@@ -425,9 +432,10 @@ def render_report(data: dict) -> str:
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
         timelines or "<p>No group has findings or rebalances to show.</p>",
         "<h2 id=\"coordinator-load\">Coordinator load</h2>",
+        _NOT_INCREMENTAL if incremental else
         coordinator_load_section(data.get("coordinator_load") or [], data.get("coordinator_load_totals")),
         "<h2 id=\"interval-whatif\">Assignment intervals: what if</h2>",
-        interval_whatif_section(data.get("assignment_interval_whatif") or []),
+        _NOT_INCREMENTAL if incremental else interval_whatif_section(data.get("assignment_interval_whatif") or []),
         "</body></html>",
     ])
 
