@@ -18,6 +18,8 @@ Fixtures (imported by ``tests/conftest.py``, so any test module can ask for them
 * ``kafka_broker``: one broker of the default version for the whole session, started on first use;
 * ``kafka_broker_factory``: ``factory(version=..., **server_properties)`` starts a broker of a module's own
   (stopped when the test that asked for it ends; use it from a module-scoped fixture for a module's broker).
+* ``real_kafka_run`` (in ``real_kafka.py``): the session's one run of every scenario on ``kafka_broker``, which
+  kills that broker (-9) once and starts it again on the same port and log dir.
 
 Both are skipped, with the reason, when Maven or a JDK is missing or the jars cannot be resolved.
 """
