@@ -420,8 +420,9 @@ class MemberOrder:
 
     A member with member epoch 0 that was not present at the previous assignment is taken as the one the
     heartbeat adds (its records are replayed only after the assignor ran). A share group's joining member is in
-    the group's table already when its heartbeat computes the assignment (``overlay`` false): it takes its place in
-    the ``TimelineHashMap`` like the others (checked against Kafka's coordinator by the oracle's recorded
+    the group's table already when its heartbeat computes the assignment (``overlay`` false;
+    ``ShareGroup.getOrMaybeCreateMember`` puts it, once, before the assignor runs, its records put it again after):
+    it takes its place in the ``TimelineHashMap`` like the others (checked against Kafka's coordinator by the oracle's recorded
     assignor inputs, tests/test_assignor_choice.py). Members that joined and left
     between two assignments are invisible here; they can only have grown the table, so the capacity is a
     lower bound and, in rare collisions, the order may differ from Kafka's.
@@ -438,12 +439,15 @@ class MemberOrder:
         # joined earlier (the assignment waited for KIP-1263's interval) is in the table already. Without the
         # append boundaries (a live source), a member at epoch 0 new since the last target is taken as joining.
         known = any(m.get("joined_in_batch") is not None for m in members)
-        additions = [m["member_id"] for m in members
-                     if overlay and m["member_id"] not in present
-                     and (m.get("joined_in_batch") if known else not m.get("member_epoch"))]
+        joining = [m["member_id"] for m in members if m["member_id"] not in present
+                   and (m.get("joined_in_batch") if known else not m.get("member_epoch"))]
+        additions = joining if overlay else []
         added = set(additions)
-        base = [i for i in ids if i not in added]
-        base_set = set(base)
+        # a share group's joiner is put into the table once before the assignor runs; its records, replayed after
+        # it, put it again
+        put_once = set(joining) - added
+        base = [i for i in ids if i not in added and i not in put_once]
+        base_set = set(base) | put_once
         # ``BaseHashTable.baseAddOrReplace`` checks the load factor before it looks the key up, so a replaced
         # member (each of its records is a put) grows the table like an insertion would: the members' records
         # since the last target were such puts, at the table's size then.
@@ -458,11 +462,16 @@ class MemberOrder:
                 inserted = True
         if inserted:  # their own records after the insertion (a current assignment) were puts too
             self.capacity = timeline_grow(self.capacity, len(self.present))
+        for member_id in (i for i in ids if i in put_once):
+            self.capacity = timeline_grow(self.capacity, len(self.present))
+            self.present.append(member_id)
         by_id = {m["member_id"]: m for m in members}
         listing = timeline_order(self.present, self.capacity) + hashmap_order(additions)
         for member_id in additions:
             self.capacity = timeline_grow(self.capacity, len(self.present))
             self.present.append(member_id)
+        if put_once:  # the joiner's records after the assignor ran
+            self.capacity = timeline_grow(self.capacity, len(self.present))
         return [by_id[i] for i in listing]
 
 
@@ -530,8 +539,10 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
     else:
         # A member joining with a regular expression not resolved yet does not bump the epoch, so its heartbeat
         # keeps the group's stored subscription type, computed before its member record (GroupMetadataManager
-        # reads group.subscriptionType() and recomputes it only on a bump).
-        counted = [m for m in members if not (m.get("joined_in_batch") and m.get("subscribed_topic_regex")
+        # reads group.subscriptionType() and recomputes it only on a bump); when the heartbeat bumps the epoch
+        # for another reason (the metadata hash moved), the type is recomputed with the member.
+        counted = [m for m in members if not (m.get("joined_in_batch") and not m.get("bumped_after_joining")
+                                              and m.get("subscribed_topic_regex")
                                               and not m.get("subscribed_topic_names")
                                               and (resolved or {}).get(m["subscribed_topic_regex"]) is None)]
         subscription_type = consumer_subscription_type(counted, resolved)

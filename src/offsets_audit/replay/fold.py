@@ -160,10 +160,14 @@ class GroupFold:
             self.last_timestamp = record.get("timestamp", self.last_timestamp)
         key = decoded.key or {}
         value = decoded.value
+        epoch_before = getattr(self.group, "group_epoch", None)
         try:
             raw = self._replay(record_type, key, value, record)
         except Anomaly as anomaly:
             raw = [(EventKind.REPLAY_ANOMALY, None, {"reason": anomaly.reason, "record_type": record_type, **anomaly.details})]
+        if self.group is not None and getattr(self.group, "group_epoch", None) != epoch_before:
+            # where the group epoch last moved: a heartbeat that bumps it recomputes the group's subscription type
+            self._epoch_moved = (record.get("batch_base_offset"), record.get("offset"))
         for kind, member_id, _ in raw:
             if kind == EventKind.MEMBER_JOINED and member_id is not None:
                 joined: dict[str, int | None] | None = getattr(self, "_joined_batch", None)  # (older folds lack it)
@@ -171,6 +175,11 @@ class GroupFold:
                     joined = {}
                     self._joined_batch = joined
                 joined[member_id] = record.get("batch_base_offset")
+                joined_at = getattr(self, "_joined_offset", None)
+                if joined_at is None:
+                    joined_at = {}
+                    self._joined_offset = joined_at
+                joined_at[member_id] = record.get("offset")
         return [self._event(record, kind, member_id, details) for kind, member_id, details in raw]
 
     def _replay(self, record_type: int, key: dict, value: dict | None, record: dict | None = None) -> list[tuple]:
@@ -277,6 +286,8 @@ class GroupFold:
         group = self.group
         members = []
         joined = getattr(self, "_joined_batch", None) or {}
+        joined_at = getattr(self, "_joined_offset", None) or {}
+        moved_batch, moved_at = getattr(self, "_epoch_moved", None) or (None, None)
         batch = record.get("batch_base_offset")
         for m in group.members.values():
             # A field the member's kind does not have is None (a share member has no regex, no process).
@@ -295,6 +306,11 @@ class GroupFold:
                 # joined in the append that wrote this target (its heartbeat computed it; None: not known)
                 "joined_in_batch": None if batch is None else joined.get(m.member_id) == batch,
             })
+            if members[-1]["joined_in_batch"]:
+                # the group epoch moved after the member joined, in the same append: its heartbeat bumped it
+                # (the member's records come before the group's epoch record)
+                members[-1]["bumped_after_joining"] = (moved_batch == batch and moved_at is not None
+                                                       and (joined_at.get(m.member_id) or 0) < moved_at)
         # The row as ``jsonable`` makes it, column by column; the targets (most of a row, and all of it again in
         # the next row's previous_target) are shared between rows rather than copied.
         return {

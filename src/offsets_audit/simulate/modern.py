@@ -153,9 +153,9 @@ class SimulatedModernGroup:
     kind = "consumer"
     assignor = "uniform"
     # Whether a joining member is in the group's member table when its own heartbeat computes the target: a share
-    # group's heartbeat puts the new member into the table, then puts it again updated (the second put checks the
-    # load at the new size); a consumer or streams group's heartbeat adds it on top of the table, its records
-    # replayed after the assignor ran.
+    # group's heartbeat puts the new member into the table before the assignor runs, and its records put it again
+    # after (that put checks the load at the new size); a consumer or streams group's heartbeat adds it on top of
+    # the table, its records replayed after the assignor ran.
     joiner_in_table = False
 
     def __init__(self, group_id: str, topics: dict, interval_ms: int):
@@ -330,8 +330,9 @@ class SimulatedModernGroup:
             out.append(self.metadata_record())
         if join is not None and self.joiner_in_table:
             self.table_add(join.member_id)
-            self.table_capacity = timeline_grow(self.table_capacity, len(self.table))
         out.extend(self.maybe_assign(now))
+        if join is not None and self.joiner_in_table:  # its records, replayed after the assignor, put it again
+            self.table_capacity = timeline_grow(self.table_capacity, len(self.table))
         member = self.members[member_id]
         before = member.snapshot()
         self.reconcile_member(member, acked)
