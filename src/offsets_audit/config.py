@@ -280,9 +280,80 @@ def _source(section: Mapping[str, Any]) -> SourceSettings:
                           options=dict(section.get("options") or {}))
 
 
+#: The master URLs Spark's ``SparkContext`` accepts (``SparkMasterRegex`` and the cluster managers' prefixes).
+_MASTER = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|"
+                     r"(spark|k8s|mesos)://\S+")
+#: Spark keys a config commonly sets, by the kind of value Spark parses for them (``ConfigBuilder``'s intConf,
+#: bytesConf, booleanConf, doubleConf): a value Spark would refuse with a stack trace is one line here instead,
+#: and a key a letter or two away from one of them is named.
+_SPARK_INTS = frozenset({
+    "spark.sql.shuffle.partitions", "spark.default.parallelism", "spark.executor.cores", "spark.executor.instances",
+    "spark.driver.cores", "spark.task.cpus", "spark.task.maxFailures", "spark.dynamicAllocation.minExecutors",
+    "spark.dynamicAllocation.maxExecutors", "spark.dynamicAllocation.initialExecutors",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum", "spark.sql.files.maxRecordsPerFile",
+    "spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.streaming.numRecentProgressUpdates"})
+_SPARK_SIZES = frozenset({
+    "spark.driver.memory", "spark.executor.memory", "spark.driver.memoryOverhead", "spark.executor.memoryOverhead",
+    "spark.driver.maxResultSize", "spark.executor.pyspark.memory", "spark.memory.offHeap.size",
+    "spark.sql.files.maxPartitionBytes", "spark.sql.autoBroadcastJoinThreshold",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes", "spark.kryoserializer.buffer.max"})
+_SPARK_BOOLEANS = frozenset({
+    "spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled", "spark.dynamicAllocation.enabled",
+    "spark.ui.enabled", "spark.eventLog.enabled", "spark.speculation", "spark.memory.offHeap.enabled",
+    "spark.sql.execution.arrow.pyspark.enabled", "spark.python.worker.reuse", "spark.shuffle.service.enabled",
+    "spark.sql.ansi.enabled"})
+_SPARK_FRACTIONS = frozenset({"spark.memory.fraction", "spark.memory.storageFraction"})
+_SPARK_KEYS = _SPARK_INTS | _SPARK_SIZES | _SPARK_BOOLEANS | _SPARK_FRACTIONS | frozenset({
+    "spark.master", "spark.app.name", "spark.jars", "spark.jars.packages", "spark.jars.repositories",
+    "spark.sql.extensions", "spark.sql.session.timeZone", "spark.serializer", "spark.local.dir",
+    "spark.sql.warehouse.dir", "spark.sql.catalogImplementation", "spark.sql.sources.partitionOverwriteMode",
+    "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.driver.extraClassPath",
+    "spark.executor.extraClassPath", "spark.submit.deployMode", "spark.eventLog.dir", "spark.remote"})
+#: JavaUtils.byteStringAs: whole numbers with an optional unit (a leading minus only where -1 turns it off).
+_SPARK_SIZE = re.compile(r"-?\d+\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+
+
 def _spark(section: Mapping[str, Any], origin: str) -> SparkSettings:
-    """``spark:``; ``conf`` holds Spark's own keys, passed to the session as they are."""
-    return SparkSettings(master=section["master"], conf=dict(section.get("conf") or {}))
+    """``spark:``; ``conf`` holds Spark's own keys, passed to the session as they are. The master URL and the
+    values of the keys Spark parses as numbers, sizes or booleans are checked here, before a session starts; a
+    ``spark.*`` key close to a known one (a typo Spark would take silently) is refused naming it."""
+    master = section["master"]
+    if not _MASTER.fullmatch(str(master).strip()):
+        raise UserError(f"{origin}: 'spark.master' is {master!r}, not a master URL Spark knows",
+                        fix="give local[N], local[*], spark://host:port, yarn or k8s://https://host:port "
+                            "(or pass --master)")
+    conf = dict(section.get("conf") or {})
+    for key, value in conf.items():
+        _check_spark_value(str(key), value, origin)
+    return SparkSettings(master=master, conf=conf)
+
+
+def _check_spark_value(key: str, value: Any, origin: str) -> None:
+    where = f"{origin}: 'spark.conf.{key}'"
+    text = str(value).strip()
+    if key in _SPARK_INTS:
+        if isinstance(value, bool) or not re.fullmatch(r"\d+", text) or int(text) <= 0:
+            raise UserError(f"{where} is {value!r}; Spark takes a whole number above 0 here", fix=f"e.g. {key}: 8")
+    elif key in _SPARK_SIZES:
+        if isinstance(value, bool) or not _SPARK_SIZE.fullmatch(text) or (
+                text.startswith("-") and key != "spark.sql.autoBroadcastJoinThreshold"):
+            raise UserError(f"{where} is {value!r}; Spark takes a size here (a whole number and a unit)",
+                            fix=f"e.g. {key}: 2g (units b, k, m, g, t)")
+    elif key in _SPARK_BOOLEANS:
+        if text.lower() not in ("true", "false"):
+            raise UserError(f"{where} is {value!r}; Spark takes true or false here", fix=f"e.g. {key}: true")
+    elif key in _SPARK_FRACTIONS:
+        try:
+            fraction = float(text)
+        except ValueError:
+            fraction = -1.0
+        if isinstance(value, bool) or not 0 <= fraction <= 1:
+            raise UserError(f"{where} is {value!r}; Spark takes a fraction from 0 to 1 here", fix=f"e.g. {key}: 0.6")
+    elif key.startswith("spark.") and key not in _SPARK_KEYS:
+        near = difflib.get_close_matches(key, sorted(_SPARK_KEYS), n=1, cutoff=0.92)
+        if near:
+            raise UserError(f"{where}: Spark has no key {key!r}; did you mean {near[0]!r}?",
+                            fix=f"spell it {near[0]}")
 
 
 def _broker(section: Mapping[str, Any], origin: str) -> BrokerSettings:
