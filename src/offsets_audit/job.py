@@ -383,7 +383,10 @@ def run(args) -> int:
             from offsets_audit import incremental
 
             incremental.check_checkpoint(settings, args.checkpoint)  # another input, damage: one line, no Spark
-        settings = with_group_configs(settings)  # a wrong --group-configs path fails here, before Spark starts
+        if settings.broker.group_configs is not None:
+            # A wrong --group-configs path fails here, before Spark starts. A live cluster's configs are fetched
+            # by the run itself (run_job, run_incremental): once, so a cluster that refuses says so once.
+            settings = with_group_configs(settings)
         spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings))
         if args.incremental:
             incremental.print_summary(incremental.run_incremental(spark, settings, args.checkpoint))
