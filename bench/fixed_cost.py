@@ -288,7 +288,7 @@ def _timed(argv: list[str], src: Path) -> tuple[float, int, str, float]:
         while not done.wait(CPU_SAMPLE_S):
             for pid in _tree(process.pid):
                 seen[pid] = max(seen.get(pid, 0.0), _process_cpu(pid))
-                if pid not in kinds:
+                if kinds.get(pid) != "jvm":  # a launcher script becomes the JVM when it execs java
                     kinds[pid] = _kind(pid, process.pid)
                 if kinds[pid] == "jvm":
                     for tid, (group, cpu) in _jvm_threads(pid).items():
