@@ -16,9 +16,13 @@ With ``--overlaps N`` it also starts N pairs of runs of one output and run id to
 different histories or the same one: exactly one of each pair may run, the other must stop with one line naming
 it (exit 2), and the output's tables must equal an uninterrupted run's of the input that ran.
 
+Formats: ``parquet``, ``delta`` (the ``deltalake`` package writes the tables) and ``delta-spark`` (Delta's own
+Spark writer: the session gets the Delta jars ``tests/kafka_jars.py`` resolves, handed to it as ``spark.jars``;
+its reference run is the ``deltalake`` package's, whose tables it must equal).
+
 Prints one line per kill and the totals; exits 1 on any mismatch.
 
-    .venv/bin/python bench/kill.py [--kills 20] [--formats parquet,delta] [--overlaps 4] [--seed 17] [--keep DIR]
+    .venv/bin/python bench/kill.py [--kills 20] [--formats parquet,delta,delta-spark] [--overlaps 4] [--seed 17] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
@@ -55,9 +60,21 @@ def make_history(root: Path, seed: int, name: str = "history") -> Path:
     return root / name / "segments"
 
 
-def command(source: Path, output: Path, fmt: str) -> list[str]:
+def command(source: Path, output: Path, fmt: str, extra: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-m", "offsets_audit.cli", "run", "--input", str(source), "--input-format", "segments",
-            "--output", str(output), "--output-format", fmt, "--run-id", RUN_ID]
+            "--output", str(output), "--output-format", fmt, "--run-id", RUN_ID, *extra]
+
+
+def spark_delta_args(root: Path) -> list[str]:
+    """``run`` arguments that give the session Delta's jars (``spark.jars``, resolved by ``tests/kafka_jars.py``),
+    so that Delta's own Spark writer writes the tables."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import kafka_jars
+
+    config = root / "delta-spark.yaml"
+    jars = ",".join(str(jar) for jar in kafka_jars.spark_connector_jars())
+    config.write_text(json.dumps({"spark": {"conf": {"spark.jars": jars}}}))
+    return ["--config", str(config)]
 
 
 def environment() -> dict:
@@ -66,7 +83,8 @@ def environment() -> dict:
     return env
 
 
-def run_to_completion(source: Path, output: Path, fmt: str, in_process: bool = False) -> tuple[float, dict]:
+def run_to_completion(source: Path, output: Path, fmt: str, in_process: bool = False,
+                      extra: Sequence[str] = ()) -> tuple[float, dict]:
     """The run, uninterrupted: its own process (a JVM started cold, as a user's), or with ``in_process`` the same
     command line through the CLI's ``main`` here, on this process's Spark session (warm: no JVM start, no
     first-run compiling)."""
@@ -74,22 +92,24 @@ def run_to_completion(source: Path, output: Path, fmt: str, in_process: bool = F
     if in_process:
         from offsets_audit.cli import main as cli_main
 
-        code = cli_main(command(source, output, fmt)[3:])
+        code = cli_main(command(source, output, fmt, extra)[3:])
         if code != 0:
             raise SystemExit(f"run failed with exit {code}")
     else:
-        done = subprocess.run(command(source, output, fmt), capture_output=True, text=True, env=environment())
+        done = subprocess.run(command(source, output, fmt, extra), capture_output=True, text=True,
+                              env=environment())
         if done.returncode != 0:
             raise SystemExit(f"run failed with exit {done.returncode}:\n{done.stderr[-3000:]}")
     summary = json.loads((output / "summary" / f"{RUN_ID}.json").read_text())
     return time.perf_counter() - started, summary
 
 
-def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_stage: bool) -> dict:
+def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_stage: bool,
+                 extra: Sequence[str] = ()) -> dict:
     """Start the run, SIGKILL its process group after ``delay`` seconds (counted from the write stage's
     progress line when ``in_write_stage``); returns what happened."""
     attempt_started = time.time()
-    process = subprocess.Popen(command(source, output, fmt), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    process = subprocess.Popen(command(source, output, fmt, extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, env=environment(), start_new_session=True)
     write_started = threading.Event()
 
@@ -149,23 +169,27 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
              first_in_write: bool = False, in_process: bool = False) -> dict:
     """One format's kills (alternating anywhere / in the write stage); returns the counts. With ``in_process``
     the reference run and the reruns use ``spark`` (``run_to_completion``); the killed runs are always their own
-    process group."""
+    process group. ``delta-spark``: the killed runs and their reruns write through Delta's Spark writer in their
+    own processes (``spark_delta_args``), the reference through the ``deltalake`` package."""
     from offsets_audit import sinks
 
+    label, extra, reruns_in_process = fmt, [], in_process
+    if fmt == "delta-spark":
+        fmt, extra, reruns_in_process = "delta", spark_delta_args(root), False
     source = root / "history" / "segments"
-    reference_out = root / f"reference-{fmt}"
+    reference_out = root / f"reference-{label}"
     total_s, summary = run_to_completion(source, reference_out, fmt, in_process)
     write_s = summary["timings_s"].get("write", total_s / 4)
     reference = fingerprint(spark, reference_out, fmt)
     rows = {name: value[0] for name, value in reference.items() if value}
-    report(f"{fmt}: reference run {total_s:.1f} s (write stage {write_s:.1f} s); rows per table {rows}")
-    output = root / f"killed-{fmt}"
+    report(f"{label}: reference run {total_s:.1f} s (write stage {write_s:.1f} s); rows per table {rows}")
+    output = root / f"killed-{label}"
     counts = {"kills": 0, "landed": 0, "in_write": 0, "complete_after_kill": 0, "complete_but_wrong": 0,
               "complete_but_stale": 0, "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
     for attempt in range(kills):
         in_write = (attempt + first_in_write) % 2 == 1
         delay = rng.uniform(0, write_s * 1.2) if in_write else rng.uniform(0, total_s)
-        outcome = run_and_kill(source, output, fmt, delay, in_write)
+        outcome = run_and_kill(source, output, fmt, delay, in_write, extra)
         counts["kills"] += 1
         counts["landed"] += outcome["killed"]
         counts["in_write"] += outcome["killed"] and in_write
@@ -184,10 +208,10 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
                 verdict = "complete, equal"
         else:
             counts["incomplete_after_kill"] += 1
-        run_to_completion(source, output, fmt, in_process)
+        run_to_completion(source, output, fmt, reruns_in_process, extra)
         equal = fingerprint(spark, output, fmt) == reference
         counts["rerun_equal" if equal else "rerun_different"] += 1
-        report(f"{fmt} kill {attempt + 1:>2}: {'in write stage' if in_write else 'anywhere      '} "
+        report(f"{label} kill {attempt + 1:>2}: {'in write stage' if in_write else 'anywhere      '} "
                f"+{delay:5.1f} s -> {'killed' if outcome['killed'] else 'ended before the kill'}; "
                f"after it: {verdict}; rerun {'equal' if equal else 'DIFFERENT'}")
     return counts
@@ -265,7 +289,7 @@ def main() -> int:
                   f"{counts['complete_after_kill']} complete ({counts['complete_but_wrong']} of them different); "
                   f"reruns equal to the reference {counts['rerun_equal']}/{counts['kills']}")
             failed |= bool(counts["complete_but_wrong"] or counts["complete_but_stale"] or counts["rerun_different"])
-            if args.overlaps:
+            if args.overlaps and fmt != "delta-spark":  # the lease is the same whichever writer writes
                 overlaps = overlap(spark, root, fmt, args.overlaps, rng)
                 figures[f"{fmt}_overlap"] = overlaps
                 print(f"{fmt}: {overlaps['pairs']} overlapping pairs: {overlaps['one_refused']} with one refused in one "
