@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser kafka demo check test test-full test-kafka-versions schema-drift bench dist clean
+.PHONY: install browser kafka demo check test test-full test-kafka-versions schema-drift test-cluster bench dist clean
 
 # setup.py and the C sources too: an existing .venv rebuilds the compiled kernels when they change.
 $(STAMP): pyproject.toml setup.py $(shell find src -name '*.c')
@@ -55,6 +55,11 @@ test-kafka-versions: $(STAMP)
 schema-drift: $(STAMP)
 	$(BIN)/python tests/kafka_jars.py kafka 4.0.2 4.2.1 4.4.0
 	$(BIN)/python tests/schema_drift.py 4.0.2 4.2.1 4.4.0
+
+# The job on a Spark standalone cluster (master + 2 workers) against local[2]: Parquet, Delta through Spark's own
+# writer, and Spark's kafka source on a real broker (six spark-submit runs, so not in `make test`).
+test-cluster: $(STAMP) kafka
+	OFFSETS_AUDIT_CLUSTER=1 $(BIN)/python -m pytest tests/test_cluster.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/decode.py

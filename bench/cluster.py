@@ -3,6 +3,12 @@ gives the same tables as on ``local[2]``.
 
     .venv/bin/python bench/cluster.py                  # a small simulated history, both runs, table comparison
     .venv/bin/python bench/cluster.py --groups 20 --hours 0.5
+    .venv/bin/python bench/cluster.py --variants segments-delta,kafka-parquet --bootstrap-server HOST:PORT --ending-offsets JSON
+
+Variants (input-output): ``segments-parquet`` (the default), ``segments-delta`` (Delta's own Spark writer) and
+``kafka-parquet`` (Spark's ``kafka`` source reading a live broker up to ``--ending-offsets``). The last two hand
+spark-submit the jars ``tests/kafka_jars.py`` resolves with ``--jars`` (the executors get them too) and, for
+Delta, its extension and catalog.
 
 Starts ``org.apache.spark.deploy.master.Master`` and two ``org.apache.spark.deploy.worker.Worker`` s from PySpark's
 own distribution (``spark-class``; one core and 1 GiB each), then runs ``jobs/nightly_audit.py`` twice through
@@ -80,14 +86,23 @@ def wait_for_workers(ui_port: int, count: int, timeout_s: float = 180) -> None:
     raise RuntimeError(f"the standalone master did not see {count} workers within {timeout_s:.0f} s")
 
 
-def submit(master: str, out: Path, history: Path, root: Path, env: dict, py_files: Path) -> float:
-    config = root / "cluster.yaml"
-    config.write_text("run_id: cluster\noutput:\n  format: parquet\n  html_report: true\n")
+def submit(master: str, out: Path, source_args: list[str], root: Path, env: dict, py_files: Path,
+           fmt: str = "parquet", jars: list[Path] | None = None, source_options: dict | None = None) -> float:
+    config = root / f"cluster-{out.name}.yaml"
+    config.write_text(json.dumps({"run_id": "cluster", "output": {"format": fmt, "html_report": True},
+                                  **({"source": {"options": source_options}} if source_options else {})}))
     command = [str(BIN / "spark-submit"), "--master", master,
                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
-               "--conf", "spark.executor.memory=768m", "--conf", "spark.driver.host=127.0.0.1",
-               "--py-files", str(py_files), str(REPO / "jobs" / "nightly_audit.py"),
-               "--config", str(config), "--input", str(history / "segments"), "--output", str(out)]
+               "--conf", "spark.executor.memory=768m", "--conf", "spark.driver.host=127.0.0.1"]
+    if jars:
+        command += ["--jars", ",".join(str(jar) for jar in jars)]
+    if fmt == "delta":
+        from offsets_audit.sinks.delta import DELTA_SESSION_CONF
+
+        for key, value in DELTA_SESSION_CONF.items():
+            command += ["--conf", f"{key}={value}"]
+    command += ["--py-files", str(py_files), str(REPO / "jobs" / "nightly_audit.py"),
+                "--config", str(config), *source_args, "--output", str(out), "--output-format", fmt]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -95,27 +110,54 @@ def submit(master: str, out: Path, history: Path, root: Path, env: dict, py_file
     return time.perf_counter() - started
 
 
-def table_figures(out: Path, name: str):
+def table_figures(out: Path, name: str, fmt: str = "parquet"):
     """``(rows, content hash)`` of a table's rows of this run: every column but run_id, rows sorted."""
     import pandas as pd
 
     path = out / name
     if not path.exists():
         return 0, None
-    frame = pd.read_parquet(path)
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        frame = DeltaTable(str(path)).to_pandas()
+    else:
+        frame = pd.read_parquet(path)
     frame = frame.drop(columns=[c for c in ("run_id",) if c in frame.columns])
     text = sorted(json.dumps(row, sort_keys=True, default=str) for row in frame.to_dict(orient="records"))
     return len(text), hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
 
 
-def main(argv: list[str] | None = None) -> int:
+VARIANTS = ("segments-parquet", "segments-delta", "kafka-parquet")
+
+
+def connector_jars() -> list[Path]:
+    """Spark's kafka source and Delta's Spark jars, resolved by Maven (``tests/kafka_jars.py``)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import kafka_jars
+
+    return kafka_jars.spark_connector_jars()
+
+
+def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
+    """Returns 0 when every variant's tables are equal on the cluster and on local[2] and everything started was
+    stopped; the figures go to ``bench/results/cluster.jsonl`` (or ``results_dir``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=8)
     parser.add_argument("--hours", type=float, default=0.25)
+    parser.add_argument("--variants", default="segments-parquet", help=f"any of {', '.join(VARIANTS)}")
+    parser.add_argument("--bootstrap-server", help="kafka-parquet: the broker to read __consumer_offsets from")
+    parser.add_argument("--ending-offsets", help="kafka-parquet: where the read stops (Spark's endingOffsets JSON)")
     args = parser.parse_args(argv)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or ("kafka-parquet" in variants and not (args.bootstrap_server and args.ending_offsets)):
+        parser.error(f"variants are {', '.join(VARIANTS)}; kafka-parquet needs --bootstrap-server and "
+                     "--ending-offsets")
 
     from offsets_audit.simulate import simulate
 
+    jars = connector_jars() if set(variants) - {"segments-parquet"} else None
     with tempfile.TemporaryDirectory(prefix="cluster-") as tmp:
         root = Path(tmp)
         history = root / "history"
@@ -131,8 +173,21 @@ def main(argv: list[str] | None = None) -> int:
             f"sys.path[:] = [p for p in sys.path if p.rstrip('/') != {str(REPO / 'src')!r}]\n")
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                    PYTHONPATH=str(hide_src), SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(root / "work"))
+
+        def run(master: str, variant: str) -> float:
+            source, fmt = variant.split("-")
+            if source == "kafka":
+                source_args = ["--input-format", "kafka", "--bootstrap-server", args.bootstrap_server]
+                options = {"startingOffsets": "earliest", "endingOffsets": args.ending_offsets}
+            else:
+                source_args, options = ["--input", str(history / "segments"), "--input-format", "segments"], None
+            where = "cluster" if master.startswith("spark://") else "local"
+            return submit(master, root / f"out-{where}-{variant}", source_args, root, env, py_files, fmt,
+                          jars if variant != "segments-parquet" else None, options)
+
         port, ui_port = free_port(), free_port()
         started: list[subprocess.Popen] = []
+        cluster_s: dict[str, float] = {}
         try:
             started.append(start([spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                   "--port", str(port), "--webui-port", str(ui_port)], root / "master.log", env))
@@ -142,30 +197,39 @@ def main(argv: list[str] | None = None) -> int:
                                       "--memory", "1g", "--webui-port", str(free_port()),
                                       "--work-dir", str(root / f"worker-{n}")], root / f"worker-{n}.log", env))
             wait_for_workers(ui_port, 2)
-            cluster_s = submit(f"spark://127.0.0.1:{port}", root / "out-cluster", history, root, env, py_files)
+            for variant in variants:
+                cluster_s[variant] = run(f"spark://127.0.0.1:{port}", variant)
         finally:
             for process in reversed(started):
                 stop(process)
-        local_s = submit("local[2]", root / "out-local", history, root, env, py_files)
-        print(f"{summary['records']:,} records, {args.groups} groups: standalone cluster (master + 2 workers × 1 core) "
-              f"{cluster_s:.1f} s, local[2] {local_s:.1f} s (spark-submit wall time, JVM start included)")
+        local_s = {variant: run("local[2]", variant) for variant in variants}
         different = []
-        for name in TABLES:
-            cluster, local = table_figures(root / "out-cluster", name), table_figures(root / "out-local", name)
-            same = cluster == local
-            print(f"  {name:<20} rows {cluster[0]:>7,} / {local[0]:>7,}  hash {cluster[1]} / {local[1]}  "
-                  f"{'equal' if same else 'DIFFERENT'}")
-            if not same:
-                different.append(name)
+        for variant in variants:
+            fmt = variant.split("-")[1]
+            print(f"{variant}: {summary['records']:,} simulated records, {args.groups} groups: standalone cluster "
+                  f"(master + 2 workers × 1 core) {cluster_s[variant]:.1f} s, local[2] {local_s[variant]:.1f} s "
+                  "(spark-submit wall time, JVM start included)")
+            for name in TABLES:
+                cluster = table_figures(root / f"out-cluster-{variant}", name, fmt)
+                local = table_figures(root / f"out-local-{variant}", name, fmt)
+                same = cluster == local
+                print(f"  {name:<20} rows {cluster[0]:>7,} / {local[0]:>7,}  hash {cluster[1]} / {local[1]}  "
+                      f"{'equal' if same else 'DIFFERENT'}")
+                if not same:
+                    different.append(f"{variant}:{name}")
         alive = [p.pid for p in started if p.poll() is None]
         print("stopped the master and both workers" if not alive else f"still running: {alive}")
         print("OK: every table equal" if not different else f"DIFFERENT: {', '.join(different)}")
         from results import record  # bench/ is this script's folder, first on sys.path
 
+        first = variants[0]
         record("cluster", {"records": summary["records"], "groups": args.groups, "hours": args.hours,
-                           "cluster": "standalone master + 2 workers x 1 core", "cluster_s": round(cluster_s, 1),
-                           "local_s": round(local_s, 1), "tables_equal": not different, "tables_different": different,
-                           "all_stopped": not alive})
+                           "cluster": "standalone master + 2 workers x 1 core", "variant": first,
+                           "cluster_s": round(cluster_s[first], 1), "local_s": round(local_s[first], 1),
+                           "variants_s": {v: {"cluster": round(cluster_s[v], 1), "local": round(local_s[v], 1)}
+                                          for v in variants},
+                           "tables_equal": not different, "tables_different": different, "all_stopped": not alive},
+               results_dir=results_dir)
         return 1 if different or alive else 0
 
 
