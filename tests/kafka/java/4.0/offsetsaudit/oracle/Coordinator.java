@@ -141,7 +141,7 @@ final class Coordinator {
             nextOffset++;
         }
         records += batch.size();
-        batches.add(Compat.dataBatch(base, clock.milliseconds(), producerId, producerEpoch, compression, keyValues));
+        batches.add(SegmentLog.dataBatch(base, clock.milliseconds(), producerId, producerEpoch, compression, keyValues));
         commit();
         if (recordEpochs) epochs.add(epochsLine(base, nextOffset - 1, groups));
     }
@@ -149,7 +149,7 @@ final class Coordinator {
     /** A transaction's end: the marker replayed into the shard, then written as a control batch. */
     void endTransaction(long producerId, short producerEpoch, boolean commit, int coordinatorEpoch) {
         shard.replayEndTransactionMarker(producerId, producerEpoch, commit ? TransactionResult.COMMIT : TransactionResult.ABORT);
-        batches.add(Compat.controlBatch(nextOffset, clock.milliseconds(), producerId, producerEpoch, commit, coordinatorEpoch));
+        batches.add(SegmentLog.controlBatch(nextOffset, clock.milliseconds(), producerId, producerEpoch, commit, coordinatorEpoch));
         nextOffset++;
         commit();
     }

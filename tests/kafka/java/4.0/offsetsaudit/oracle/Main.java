@@ -90,7 +90,7 @@ public final class Main {
             int partition = driver.coordinator.partition;
             File segment = new File(root, "__consumer_offsets-" + partition + "/00000000000000000000.log");
             if (segment.exists()) throw new IllegalStateException(segment + " exists: give each scenario its own partition");
-            Compat.writeSegment(segment, driver.coordinator.batches);
+            SegmentLog.writeSegment(segment, driver.coordinator.batches);
             writeJson(new File(root, "state/" + driver.name + ".state.json"), state);
             File epochs = new File(root, "state/" + driver.name + ".epochs.jsonl");
             try (BufferedWriter w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(epochs.toPath()), StandardCharsets.UTF_8))) {

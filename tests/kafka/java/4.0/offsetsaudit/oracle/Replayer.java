@@ -72,7 +72,7 @@ final class Replayer {
         File[] segments = folder.listFiles((dir, name) -> name.endsWith(".log"));
         java.util.Arrays.sort(segments);
         List<LogBatch> batches = new ArrayList<>();
-        for (File segment : segments) batches.addAll(Compat.readSegment(segment));
+        for (File segment : segments) batches.addAll(SegmentLog.readSegment(segment));
         long lastTime = 0;
         for (LogBatch b : batches) lastTime = Math.max(lastTime, b.maxTimestamp);
         long firstTime = batches.isEmpty() ? 0 : batches.get(0).maxTimestamp;
