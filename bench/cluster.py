@@ -111,8 +111,11 @@ def submit(master: str, out: Path, source_args: list[str], root: Path, env: dict
 
 
 def table_figures(out: Path, name: str, fmt: str = "parquet"):
-    """``(rows, content hash)`` of a table's rows of this run: every column but run_id, rows sorted."""
+    """``(rows, content hash)`` of a table's rows of this run: every column but run_id, rows sorted, without what
+    a run measures of itself (``tables.MEASURED_COLUMNS`` and ``MEASURED_ROWS``, as ``tables.without_measured``)."""
     import pandas as pd
+
+    from offsets_audit import tables
 
     path = out / name
     if not path.exists():
@@ -123,7 +126,11 @@ def table_figures(out: Path, name: str, fmt: str = "parquet"):
         frame = DeltaTable(str(path)).to_pandas()
     else:
         frame = pd.read_parquet(path)
-    frame = frame.drop(columns=[c for c in ("run_id",) if c in frame.columns])
+    if name in tables.MEASURED_ROWS and tables.MEASURED_ROWS[name][0] in frame.columns:
+        column, values = tables.MEASURED_ROWS[name]
+        frame = frame[frame[column].isna() | ~frame[column].isin(values)]
+    dropped = {"run_id", *tables.MEASURED_COLUMNS.get(name, ())}
+    frame = frame.drop(columns=[c for c in frame.columns if c in dropped])
     text = sorted(json.dumps(row, sort_keys=True, default=str) for row in frame.to_dict(orient="records"))
     return len(text), hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
 
