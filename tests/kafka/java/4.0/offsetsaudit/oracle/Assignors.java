@@ -163,18 +163,9 @@ final class Assignors {
         ObjectNode out = Coordinator.JSON.objectNode();
         ArrayNode order = out.putArray("java_member_iteration_order");
         for (String id : spec.memberIds()) order.add(id);
-        long best = Long.MAX_VALUE;
-        long bestCpu = Long.MAX_VALUE;  // the calling thread's CPU time of the same calls (steadier on a busy host)
-        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        GroupAssignment assignment = null;
+        Timed<GroupAssignment> timed;
         try {
-            for (int i = 0; i < repeat; i++) {
-                long started = System.nanoTime();
-                long startedCpu = threads.getCurrentThreadCpuTime();
-                assignment = assignor.assign(spec, topics);
-                best = Math.min(best, System.nanoTime() - started);
-                bestCpu = Math.min(bestCpu, threads.getCurrentThreadCpuTime() - startedCpu);
-            }
+            timed = Timed.best(repeat, () -> assignor.assign(spec, topics));
         } catch (RuntimeException e) {
             carried = null;
             out.put("error", e.getClass().getSimpleName());
@@ -182,6 +173,7 @@ final class Assignors {
             return out;
         }
         out.putNull("error");
+        GroupAssignment assignment = timed.result;
         carried = new HashMap<>();
         for (Map.Entry<String, MemberAssignment> e : assignment.members().entrySet()) {
             carried.put(e.getKey(), e.getValue().partitions());
@@ -198,9 +190,40 @@ final class Assignors {
                 ps.forEach(a::add);
             });
         }
-        out.put("java_nanos", best);
-        out.put("java_thread_cpu_nanos", bestCpu);
+        out.put("java_nanos", timed.nanos);
+        out.put("java_thread_cpu_nanos", timed.cpuNanos);
         return out;
+    }
+
+    /**
+     * An assignor call's result with the best wall time and the best calling-thread CPU time of {@code repeat} calls
+     * (the CPU time is steadier on a busy host). A call's RuntimeException, the assignor's own error, propagates.
+     */
+    static final class Timed<T> {
+        final T result;
+        final long nanos;
+        final long cpuNanos;
+
+        private Timed(T result, long nanos, long cpuNanos) {
+            this.result = result;
+            this.nanos = nanos;
+            this.cpuNanos = cpuNanos;
+        }
+
+        static <T> Timed<T> best(int repeat, java.util.function.Supplier<T> call) {
+            java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+            long best = Long.MAX_VALUE;
+            long bestCpu = Long.MAX_VALUE;
+            T result = null;
+            for (int i = 0; i < repeat; i++) {
+                long started = System.nanoTime();
+                long startedCpu = threads.getCurrentThreadCpuTime();
+                result = call.get();
+                best = Math.min(best, System.nanoTime() - started);
+                bestCpu = Math.min(bestCpu, threads.getCurrentThreadCpuTime() - startedCpu);
+            }
+            return new Timed<>(result, best, bestCpu);
+        }
     }
 
     static Map<String, Set<Integer>> tasks(JsonNode node) {

@@ -95,32 +95,24 @@ final class StreamsAssign {
         ObjectNode out = Coordinator.JSON.objectNode();
         ArrayNode order = out.putArray("java_member_iteration_order");
         for (String id : members.keySet()) order.add(id);
-        long best = Long.MAX_VALUE;
-        long bestCpu = Long.MAX_VALUE;  // the calling thread's CPU time of the same calls (steadier on a busy host)
-        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        GroupAssignment assignment = null;
+        Assignors.Timed<GroupAssignment> timed;
         try {
-            for (int i = 0; i < repeat; i++) {
-                long started = System.nanoTime();
-                long startedCpu = threads.getCurrentThreadCpuTime();
-                assignment = new StickyTaskAssignor().assign(spec, topology);
-                best = Math.min(best, System.nanoTime() - started);
-                bestCpu = Math.min(bestCpu, threads.getCurrentThreadCpuTime() - startedCpu);
-            }
+            timed = Assignors.Timed.best(repeat, () -> new StickyTaskAssignor().assign(spec, topology));
         } catch (RuntimeException e) {
             out.put("error", e.getClass().getSimpleName());
             out.put("message", e.getMessage());
             return out;
         }
         out.putNull("error");
+        GroupAssignment assignment = timed.result;
         ObjectNode byMember = out.putObject("members");
         for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(assignment.members()).entrySet()) {
             ObjectNode m = byMember.putObject(e.getKey());
             m.set("active_tasks", Assignors.tasksJson(e.getValue().activeTasks()));
             m.set("standby_tasks", Assignors.tasksJson(e.getValue().standbyTasks()));
         }
-        out.put("java_nanos", best);
-        out.put("java_thread_cpu_nanos", bestCpu);
+        out.put("java_nanos", timed.nanos);
+        out.put("java_thread_cpu_nanos", timed.cpuNanos);
         return out;
     }
 }
