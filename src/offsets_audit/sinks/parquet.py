@@ -38,8 +38,26 @@ def _leftovers(fs: FileSystem, path: str, run_id: str) -> list[str]:
     return out
 
 
-def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
+def _swap_in(fs: FileSystem, output_path: str, table: str, run_id: str, staging: str) -> None:
+    """Makes a fully written staging folder the run's partition of ``table``.
+
+    A partition the run wrote before is renamed aside first and deleted only once the new one is in place, so a
+    rerun never leaves the run without a partition; a crash in between leaves folders ``_leftovers`` finds.
+    """
     from offsets_audit.sinks.paths import partition_path, table_path
+
+    partition = partition_path(output_path, table, run_id)
+    replaced = None
+    if fs.exists(partition):
+        replaced = f"{table_path(output_path, table)}/{_aside(_REPLACED, run_id)}"
+        fs.rename(partition, replaced)
+    fs.rename(staging, partition)
+    if replaced:
+        fs.delete(replaced)
+
+
+def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
+    from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
     fs = FileSystem(df.sparkSession, path)
@@ -53,14 +71,7 @@ def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
         fs.delete(leftover)
     staging = f"{path}/{_aside(_STAGING, run_id)}"
     df.drop("run_id").write.mode("error").parquet(staging)
-    partition = partition_path(output_path, table, run_id)
-    replaced = None
-    if fs.exists(partition):
-        replaced = f"{path}/{_aside(_REPLACED, run_id)}"
-        fs.rename(partition, replaced)
-    fs.rename(staging, partition)
-    if replaced:
-        fs.delete(replaced)
+    _swap_in(fs, output_path, table, run_id, staging)
     return path
 
 
@@ -157,7 +168,7 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dic
 
     from offsets_audit.plans import session_cores
     from offsets_audit.sinks.files import is_local, local_path
-    from offsets_audit.sinks.paths import partition_path, table_path
+    from offsets_audit.sinks.paths import table_path
 
     if not frames or session_cores(spark) is None or not is_local(output_path):
         return None
@@ -186,13 +197,6 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dic
         open(f"{staged[table]}/_SUCCESS", "wb").close()
     paths = {}
     for table, staging in staged.items():
-        partition = partition_path(output_path, table, run_id)
-        replaced = None
-        if fs.exists(partition):
-            replaced = f"{table_path(output_path, table)}/{_aside(_REPLACED, run_id)}"
-            fs.rename(partition, replaced)
-        fs.rename(staging, partition)
-        if replaced:
-            fs.delete(replaced)
+        _swap_in(fs, output_path, table, run_id, staging)
         paths[table] = table_path(output_path, table)
     return paths
