@@ -32,6 +32,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests"))  # the growing log is shared with the incremental tests
+
+from growing_log import batch_cuts, damaged_history, grow  # noqa: E402
 
 DAMAGES = ("delete", "truncate", "flip")
 NIGHTS = 3
@@ -39,43 +42,6 @@ NIGHTS = 3
 TABLES = ("group_events", "target_assignments", "group_state", "members", "offsets", "quarantine", "findings",
           "rebalances", "provisional_findings", "provisional_rebalances", "latency_summary", "rebalance_causes",
           "latency_daily", "assignor_audit", "provisional_assignor_audit")
-
-
-def make_history(root: Path, seed: int) -> Path:
-    """A small simulated history as segments; one segment gets a zeroed block (quarantine rows)."""
-    from offsets_audit.simulate import simulate
-
-    simulate(str(root / "history"), groups=5, hours=0.1, partitions=2, seed=seed, formats=("segments",),
-             segment_bytes=64 * 1024)
-    segments = sorted((root / "history" / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
-    data = bytearray(segments[-1].read_bytes())
-    middle = len(data) // 2
-    data[middle:middle + 2048] = bytes(min(2048, len(data) - middle))
-    segments[-1].write_bytes(bytes(data))
-    return root / "history" / "segments"
-
-
-def batch_cuts(segments: Path) -> dict:
-    """Per partition folder, every (segment file, end position) of a complete batch, in log order."""
-    from offsets_audit.sources.segments_stream import batch_ends
-
-    return {folder: [(f, end) for f in sorted(folder.glob("*.log")) for end in batch_ends(str(f), 0, f.stat().st_size)]
-            for folder in sorted(p for p in segments.iterdir() if p.is_dir())}
-
-
-def grow(cuts: dict, live: Path, night: int, nights: int = NIGHTS) -> None:
-    """Make ``live`` hold nights 1..``night`` of the log (files only grow or appear, as a broker's do)."""
-    for folder, ends in cuts.items():
-        if not ends:
-            continue
-        last_file, last_end = ends[max(-(-len(ends) * night // nights) - 1, 0)]
-        target = live / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        for f in sorted(folder.glob("*.log")):
-            if f.name > last_file.name:
-                break
-            data = f.read_bytes()
-            (target / f.name).write_bytes(data if f != last_file else data[:last_end])
 
 
 def command(live: Path, output: Path, checkpoint: Path, night: int, config: Path) -> list[str]:
@@ -154,17 +120,17 @@ def checkpoint_files(checkpoint: Path) -> list[str]:
 
 def prepare(spark, root: Path, seed: int) -> dict:
     """Nights 1 and 2 on a fresh checkpoint, then night 3 on a copy (the reference); returns the paths."""
-    segments = make_history(root, seed)
+    segments = damaged_history(root, seed, hours=0.1)
     cuts = batch_cuts(segments)
     config = root / "config.yaml"
     config.write_text("output:\n  html_report: false\n")
     live, output, checkpoint = root / "live", root / "output", root / "checkpoint"
     for night in (1, 2):
-        grow(cuts, live, night)
+        grow(cuts, live, night, NIGHTS)
         code, lines = run(command(live, output, checkpoint, night, config))
         if code != 0:
             raise SystemExit(f"night {night} failed: {code} {lines[:5]}")
-    grow(cuts, live, 3)
+    grow(cuts, live, 3, NIGHTS)
     shutil.copytree(checkpoint, root / "ref-checkpoint")
     shutil.copytree(output, root / "ref-output")
     code, lines = run(command(live, root / "ref-output", root / "ref-checkpoint", 3, config))

@@ -27,7 +27,6 @@ Prints one line per attempt and the verdict; exits 1 on any mismatch.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import re
@@ -42,6 +41,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests"))  # the growing log is shared with the incremental tests
+
+from growing_log import batch_cuts, damaged_history, grow  # noqa: E402
 
 #: Tables of what happened: every night adds its own rows, summed over the complete runs.
 EVENT_TABLES = ("findings", "rebalances", "group_events", "target_assignments", "assignor_audit", "quarantine")
@@ -50,41 +52,6 @@ STATE_TABLES = ("group_state", "members", "offsets", "provisional_findings", "pr
                 "provisional_assignor_audit")
 #: The stage whose start opens the window where a run's pieces are written one after the other.
 TAIL_STAGE = "[offsets-audit] write"
-
-
-def make_history(root: Path, seed: int) -> Path:
-    from offsets_audit.simulate import simulate
-
-    simulate(str(root / "history"), groups=5, hours=0.15, partitions=2, seed=seed, formats=("segments",),
-             segment_bytes=64 * 1024)
-    segments = sorted((root / "history" / "segments").rglob("*.log"), key=lambda p: p.stat().st_size)
-    data = bytearray(segments[-1].read_bytes())
-    middle = len(data) // 2
-    data[middle:middle + 2048] = bytes(min(2048, len(data) - middle))
-    segments[-1].write_bytes(bytes(data))
-    return root / "history" / "segments"
-
-
-def batch_cuts(segments: Path) -> dict:
-    from offsets_audit.sources.segments_stream import batch_ends
-
-    return {folder: [(f, end) for f in sorted(folder.glob("*.log")) for end in batch_ends(str(f), 0, f.stat().st_size)]
-            for folder in sorted(p for p in segments.iterdir() if p.is_dir())}
-
-
-def grow(cuts: dict, live: Path, night: int, nights: int) -> None:
-    """``live`` holds nights 1..``night`` of the log (files only grow or appear)."""
-    for folder, ends in cuts.items():
-        if not ends:
-            continue
-        last_file, last_end = ends[max(math.ceil(len(ends) * night / nights) - 1, 0)]
-        target = live / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        for f in sorted(folder.glob("*.log")):
-            if f.name > last_file.name:
-                break
-            data = f.read_bytes()
-            (target / f.name).write_bytes(data if f != last_file else data[:last_end])
 
 
 def command(live: Path, output: Path, checkpoint: Path, run_id: str, config: Path) -> list[str]:
@@ -238,7 +205,7 @@ def main() -> int:
     root = Path(args.keep or tempfile.mkdtemp(prefix="kill-incremental-"))
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
-    make_history(root, args.seed)
+    damaged_history(root, args.seed, hours=0.15)
     spark = get_spark("offsets-audit-kill-incremental", extra_conf={"spark.sql.shuffle.partitions": "2"})
     started = time.perf_counter()
     try:

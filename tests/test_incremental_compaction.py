@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from test_incremental_parity import _batch_cuts, _config, _grow_to_slice, _rows
+from growing_log import batch_cuts, grow as grow_log
+from test_incremental_parity import _config, _rows
 
 TABLES = ("findings", "provisional_findings", "rebalances", "provisional_rebalances", "group_state", "members",
           "offsets", "latency_daily", "assignor_audit", "provisional_assignor_audit", "quarantine")
@@ -47,11 +48,11 @@ def test_old_micro_batches_are_compacted_away_and_a_rerun_of_the_last_run_gives_
     from offsets_audit.incremental import run_incremental
 
     root, segments, overrides = sliced
-    cuts = _batch_cuts(segments)
+    cuts = batch_cuts(segments)
     live, output, checkpoint = root / "live", root / "out", root / "checkpoint"
     summaries = []
     for i in (1, 2):
-        _grow_to_slice(cuts, live, i, 2)
+        grow_log(cuts, live, i, 2)
         summaries.append(run_incremental(spark, _config(live, output, f"night-{i}", overrides), str(checkpoint),
                                          progress=False))
     assert summaries[0].stages["history"].endswith("(no compact snapshot yet)")

@@ -8,7 +8,6 @@ every run plus the last run's provisional ones equal one batch run (``job.run_jo
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import os
 import pytest
 
 from offsets_audit.incremental import SKIPPED_RULES
+from growing_log import batch_cuts, grow as grow_log
 from replay_support import load_expected
 
 #: k = 1, 3 and 10 and the golden history through Spark take many incremental runs (minutes each on a loaded
@@ -27,32 +27,6 @@ full_parity = pytest.mark.skipif(not os.environ.get("OFFSETS_AUDIT_FULL_PARITY")
 
 #: Rules the incremental audit does not evaluate (none).
 NOT_INCREMENTAL = set(SKIPPED_RULES)
-
-
-def _batch_cuts(segments: Path) -> dict[Path, list[tuple[Path, int]]]:
-    """Per partition folder, every (segment file, end position) of a complete batch, in log order."""
-    from offsets_audit.sources.segments_stream import batch_ends
-
-    cuts = {}
-    for folder in sorted(p for p in segments.iterdir() if p.is_dir()):
-        cuts[folder] = [(f, end) for f in sorted(folder.glob("*.log")) for end in batch_ends(str(f), 0, f.stat().st_size)]
-    return cuts
-
-
-def _grow_to_slice(cuts, live: Path, i: int, k: int, only=None) -> None:
-    """Make ``live`` hold slices 1..i of k of every partition's log (files only ever grow or appear); with
-    ``only``, of those partition folders only (the others are left as they are)."""
-    for folder, ends in cuts.items():
-        if not ends or (only is not None and folder not in only):
-            continue
-        last_file, last_end = ends[max(math.ceil(len(ends) * i / k) - 1, 0)]
-        target = live / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        for f in sorted(folder.glob("*.log")):
-            if f.name > last_file.name:
-                break
-            data = f.read_bytes()
-            (target / f.name).write_bytes(data if f != last_file else data[:last_end])
 
 
 def _config(source: Path, output: Path, run_id: str, overrides: dict):
@@ -102,11 +76,11 @@ def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict, *, 
     from offsets_audit import sinks
     from offsets_audit.incremental import run_incremental
 
-    cuts = _batch_cuts(segments)
+    cuts = batch_cuts(segments)
     live, output, checkpoint = root / f"live-{k}{name}", root / f"out-{k}{name}", root / f"checkpoint-{k}{name}"
     findings, rebalances, reruns = None, None, None
     for i in range(1, k + 1):
-        (grow or (lambda cuts, live, i: _grow_to_slice(cuts, live, i, k)))(cuts, live, i)
+        (grow or (lambda cuts, live, i: grow_log(cuts, live, i, k)))(cuts, live, i)
         run_id = f"slice-{i}"
         summary = run_incremental(spark, _config(live, output, run_id, overrides), str(checkpoint), progress=False)
         if summaries is not None:
@@ -254,9 +228,9 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
 
     def grow(cuts, live, i):
         if i == 2:
-            _grow_to_slice(cuts, live, 2, 2, only={f for f in cuts if f.name == latest})
+            grow_log(cuts, live, 2, 2, only={f for f in cuts if f.name == latest})
         else:
-            _grow_to_slice(cuts, live, 1 if i == 1 else 2, 2)
+            grow_log(cuts, live, 1 if i == 1 else 2, 2)
 
     summaries: list = []
     findings, rebalances, reruns = _incremental(spark, segments, root, 3, overrides, grow=grow, summaries=summaries,
