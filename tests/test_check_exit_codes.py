@@ -41,8 +41,10 @@ def test_a_crash_exits_3_never_1(spark, tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(offsets_audit.job, "run_job", broken)
     (tmp_path / "logs").mkdir()
-    code = main(["check", "--input", str(tmp_path / "logs"), "--input-format", "segments",
-                 "--output", str(tmp_path / "out"), "--run-id", "boom"])
+    # an empty input is refused before the job unless the config lets it through; the crash is what is tested
+    (tmp_path / "let-empty.yaml").write_text("check:\n  fail_on_empty: false\n")
+    code = main(["check", "--config", str(tmp_path / "let-empty.yaml"), "--input", str(tmp_path / "logs"),
+                 "--input-format", "segments", "--output", str(tmp_path / "out"), "--run-id", "boom"])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == EXIT_INTERNAL_ERROR == 3
     assert out[-1].startswith("offsets-audit check: ERROR run boom: RuntimeError: simulated internal failure")
