@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.full]  # a Connect server of its own; test_connect runs the job on Connect
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ def _bench():
     return load_script("bench/kill.py", "kill_bench")
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "delta", pytest.param("delta-spark", marks=pytest.mark.full)])
+@pytest.mark.parametrize("fmt", ["parquet", pytest.param("delta", marks=pytest.mark.full), pytest.param("delta-spark", marks=pytest.mark.full)])
 def test_a_run_killed_in_its_write_stage_reruns_to_a_clean_runs_tables(spark, tmp_path, fmt):
     if fmt == "delta-spark":
         import kafka_jars

@@ -188,7 +188,7 @@ def test_simulated_history_with_every_fault_kind(spark, tmp_path, packed):
     _assert_same(pure, findings, got)
 
 
-@pytest.mark.parametrize("bits, span", [(0, 1), (20, 64)])
+@pytest.mark.parametrize("bits, span", [(0, 1), pytest.param(20, 64, marks=pytest.mark.full)])
 def test_the_pending_rules_coarse_clock_only_decides_what_is_searched(spark, monkeypatch, bits, span):
     """The pending rule bounds each transaction by its blocks' latest times and searches only the suspects:
     with a block per offset and every resolved transaction past the span (all bounded by the range join), or
@@ -231,7 +231,7 @@ def test_another_groups_late_event_makes_a_suspect_that_the_search_clears(spark,
     assert [r["group_id"] for s in searched for r in s.collect()] == ["orders-app"]  # a suspect, cleared
 
 
-@pytest.mark.parametrize("seed, tallied_clock", [(3, False), (17, True)])
+@pytest.mark.parametrize("seed, tallied_clock", [(3, False), pytest.param(17, True, marks=pytest.mark.full)])
 def test_the_pending_rule_judges_the_transactions_of_hot_blocks_only(spark, monkeypatch, seed, tallied_clock):
     """The pending rule tracks only the transactions of "hot" start blocks (``offsets_spark._judged``): those whose
     span holds a time past the block's earliest commit time plus the limit, and the open ones. On histories whose

@@ -245,6 +245,7 @@ def test_parquet_dump_streamed_file_by_file_equals_the_batch_replay(spark, simul
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.full  # a kill and a resume; test_kill kills the batch run in the default suite
 def test_run_killed_after_a_micro_batch_resumes_to_the_uninterrupted_tables(spark, simulated, tmp_path, uninterrupted,
                                                                               batch_tables):
     import yaml
