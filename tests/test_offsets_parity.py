@@ -96,6 +96,9 @@ def _both(spark, records, config, *, tallied_clock: bool = False, record_count: 
     from offsets_audit.job import _tallies
     from offsets_audit.replay import spark as replay_spark
 
+    # the job releases its stage caches when it ends; these calls do not, so each starts from an empty cache
+    # instead of piling every earlier case's persisted tables into the driver's heap
+    spark.catalog.clearCache()
     pure = replay_records(records)
     end = max(e["timestamp"] for e in pure.events if e["timestamp"] is not None)
     findings, _ = audit_events(pure.events, config, end_time_ms=end)
