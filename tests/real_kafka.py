@@ -318,6 +318,22 @@ _RECORD = re.compile(r"^\| offset: (?P<offset>\d+) .*? (?:key: (?P<key>.*) paylo
 _RECORD_START = re.compile(r"^\| offset: (?P<offset>\d+) ")
 
 
+def aborted_offsets(records: list[dict]) -> set[tuple[int, int]]:
+    """(partition, offset) of the transactional records whose transaction was aborted
+    (a control record ABORT of the same producer on the same partition closes it)."""
+    open_: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    aborted = set()
+    for r in records:
+        producer = (r["partition"], r["producer_id"])
+        if r["is_control"]:
+            if r["control_type"] == "ABORT":
+                aborted.update(open_.get(producer, []))
+            open_.pop(producer, None)
+        elif r["is_transactional"]:
+            open_.setdefault(producer, []).append((r["partition"], r["offset"]))
+    return aborted
+
+
 def parse_dump_log(text: str) -> dict[str, dict[int, tuple]]:
     """``kafka-dump-log --offsets-decoder --print-data-log`` text as ``{segment file name: {offset: entry}}``:
     ``("record", key, payload)`` or ``("marker", COMMIT|ABORT, coordinator epoch)``; a record line the

@@ -25,7 +25,7 @@ import pytest
 
 from kafka_broker import KafkaBroker, broker_versions, require_jars
 from real_kafka import (
-    RealRun, audit_config, differences, job_view, kafka_view, our_dump_log, parse_dump_log,
+    RealRun, aborted_offsets, audit_config, differences, job_view, kafka_view, our_dump_log, parse_dump_log,
     records_below, replay_view, run_scenarios, segment_records,
 )
 
@@ -107,27 +107,12 @@ def test_live_topic_replays_like_the_segments(real):
     from offsets_audit.replay import replay_records
 
     segments = records_below(segment_records(real.log_dir), real.capture.end_offsets)
-    aborted = _aborted_offsets(segments)
+    aborted = aborted_offsets(segments)
     visible = [(r["partition"], r["offset"], r["key"], r["value"]) for r in segments
                if not r["is_control"] and (r["partition"], r["offset"]) not in aborted]
     assert [(r["partition"], r["offset"], r["key"], r["value"]) for r in real.live] == visible
     live_view = replay_view(replay_records(real.live), real.names)
     assert differences(live_view, replay_view(replay_records(segments), real.names)) == []
-
-
-def _aborted_offsets(records: list[dict]) -> set[tuple[int, int]]:
-    """(partition, offset) of the transactional records whose transaction was aborted."""
-    open_: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    aborted = set()
-    for r in records:
-        producer = (r["partition"], r["producer_id"])
-        if r["is_control"]:
-            if r["control_type"] == "ABORT":
-                aborted.update(open_.get(producer, []))
-            open_.pop(producer, None)
-        elif r["is_transactional"]:
-            open_.setdefault(producer, []).append((r["partition"], r["offset"]))
-    return aborted
 
 
 def test_the_pure_audit_finds_nothing_on_a_healthy_cluster(real):

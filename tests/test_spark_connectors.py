@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from kafka_broker import OFFSETS_TOPIC
-from real_kafka import ScenarioRun, records_below, segment_records
+from real_kafka import ScenarioRun, aborted_offsets, records_below, segment_records
 from table_fingerprints import different, fingerprints
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.full]
@@ -173,27 +173,12 @@ def test_both_readers_read_the_broker_segments_records(spark, offsets_log, pytho
     """The records below the ending offsets, as the broker's own segments hold them: no transaction marker, and the
     aborted transaction's records only read_uncommitted."""
     records = records_below(segment_records(offsets_log["log"]), offsets_log["end"])
-    aborted = _aborted(records)
+    aborted = aborted_offsets(records)
     assert aborted, "the transactions scenario aborts one transaction"
     expected = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in records
                       if not r["is_control"] and (dump == "dump-uncommitted" or (r["partition"], r["offset"]) not in aborted))
     for side in (spark_side, python_side):
         assert [row[:4] for row in _dump_rows(spark, side["root"] / dump)] == expected
-
-
-def _aborted(records: list[dict]) -> set[tuple[int, int]]:
-    """(partition, offset) of the transactional records whose transaction was aborted."""
-    open_: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    aborted = set()
-    for r in records:
-        producer = (r["partition"], r["producer_id"])
-        if r["is_control"]:
-            if r["control_type"] == "ABORT":
-                aborted.update(open_.get(producer, []))
-            open_.pop(producer, None)
-        elif r["is_transactional"]:
-            open_.setdefault(producer, []).append((r["partition"], r["offset"]))
-    return aborted
 
 
 def test_spark_source_and_delta_writer_give_the_tables_of_kafka_python_and_deltalake(spark, python_side,
