@@ -153,5 +153,5 @@ def collect_jvm_garbage() -> None:
     except ImportError:  # pyspark-client: a Connect client without the JVM side
         return
     context = SparkContext._active_spark_context
-    if context is not None:
+    if context is not None and context._jvm is not None:
         context._jvm.System.gc()

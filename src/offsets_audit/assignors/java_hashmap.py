@@ -95,8 +95,15 @@ class JavaHashMap:
                 new_table[self._index(key, new_capacity)].append(key)
         self._table = new_table
 
+    def _buckets(self) -> list[list]:
+        """The bucket array, allocated on first use as ``HashMap`` allocates its table lazily."""
+        table = self._table
+        if table is None:
+            table = self._table = [[] for _ in range(self._initial)]
+        return table
+
     def _treeify_bin(self) -> None:
-        if len(self._table) < _MIN_TREEIFY_CAPACITY:
+        if len(self._buckets()) < _MIN_TREEIFY_CAPACITY:
             self._resize()
         else:
             self.tree_bins += 1
@@ -119,9 +126,8 @@ class JavaHashMap:
         if key in self._values:
             self._values[key] = value
             return
-        if self._table is None:
-            self._resize()
-        bucket = self._table[self._index(key, len(self._table))]
+        table = self._buckets()
+        bucket = table[self._index(key, len(table))]
         nodes_before = len(bucket)
         bucket.append(key)
         self._values[key] = value
@@ -141,7 +147,8 @@ class JavaHashMap:
         if key in self._values:
             return self._values[key]
         value = factory()
-        bucket = self._table[self._index(key, len(self._table))]
+        table = self._buckets()
+        bucket = table[self._index(key, len(table))]
         nodes_before = len(bucket)
         bucket.insert(0, key)
         self._values[key] = value
@@ -155,7 +162,8 @@ class JavaHashMap:
         if key not in self._values:
             return False
         del self._values[key]
-        self._table[self._index(key, len(self._table))].remove(key)
+        table = self._buckets()
+        table[self._index(key, len(table))].remove(key)
         self._size -= 1
         return True
 

@@ -197,7 +197,7 @@ def run_plugin(assignor: Any, case_input: Mapping[str, Any], name: str | None = 
                allow_sharing: bool = False) -> dict[str, Any]:
     """Run a plug-in (function, class or object, see module docstring) on a golden-layout input and
     return the golden output layout. Pass ``allow_sharing=True`` for share groups."""
-    label = name or getattr(assignor, "__qualname__", repr(assignor))
+    label = name if name else str(getattr(assignor, "__qualname__", repr(assignor)))
     fn = as_assign_function(assignor, label)
     group = group_view(case_input)
     try:

@@ -276,7 +276,7 @@ class RerunChain:
             self.steps[0] = (assignor, case_input, False)
 
 
-def _audit_run(run: AssignorRun, chain: RerunChain | None, *, what_if: Sequence[str],
+def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                offsets: Mapping[str, Mapping] | None, auto_offset_reset: str) -> list[dict]:
     """The ``rerun`` row (continuing ``chain``, which it advances) and the ``what_if`` rows of one recorded
     target assignment."""

@@ -119,8 +119,9 @@ def group_history(events: Iterable[Event], *, end_time_ms: int | None = None) ->
                 previous = history.steps[-1] if history.steps else None
                 by_heartbeat = (previous is not None and previous[0] == t and previous[1] == _BEAT
                                 and previous[2] is not None)
-                joined_now = previous[2] if by_heartbeat and previous[3][0] else None
-                if by_heartbeat:   # that heartbeat computes after its bump, not before
+                joined_now = None
+                if by_heartbeat and previous is not None:   # that heartbeat computes after its bump, not before
+                    joined_now = previous[2] if previous[3][0] else None
                     history.steps[-1] = (t, _BEAT, previous[2], (previous[3][0], True))
                 history.steps.append((t, _BUMP, new, (not (members - {joined_now}), by_heartbeat)))
         elif kind == EventKind.TARGET_ASSIGNMENT_COMPUTED:

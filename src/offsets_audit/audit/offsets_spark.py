@@ -262,6 +262,8 @@ def _commit_rules(commit_log: ResolvedCommits, timeline, rules: Mapping[str, Rul
                                                                                         allowMissingColumns=True)
     had_members = F.coalesce(F.col("has_members"), F.lit(False)) if with_members else F.lit(True)
     modern_member = (F.col("group_type") == "consumer") & F.coalesce(F.col("has_modern_members"), F.lit(False))
+    if stream is None:
+        return None
     found = stream.filter(F.when(F.col("rule") == "offset_committed_backwards", had_members).otherwise(modern_member))
     is_backwards = F.col("rule") == "offset_committed_backwards"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -220,8 +220,10 @@ _UNKNOWN = object()
 
 
 def _tables_of(replay_tables: ReplayTables | dict) -> ReplayTables:
-    return replay_tables if isinstance(replay_tables, ReplayTables) else ReplayTables(
-        **{name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)})
+    if isinstance(replay_tables, ReplayTables):
+        return replay_tables
+    by_name: dict[str, Any] = {name: replay_tables.get(name) for name in ReplayTables.ddls(outputs_only=False)}
+    return ReplayTables(**by_name)
 
 
 def log_times(replay_tables: ReplayTables | dict, decoded=None):

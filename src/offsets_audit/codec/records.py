@@ -91,6 +91,8 @@ class DecodedRecord:
         key_json = codec.key.to_json(self.key)
         if self.value is None:
             return key_json, None
+        if self.value_version is None:
+            raise ValueError(f"{self.record_name} has a value but no value version")
         return key_json, codec.values[self.value_version].to_json(self.value)
 
     def __repr__(self) -> str:
@@ -142,7 +144,7 @@ def _read_message(compiled: CompiledMessage, data: bytes, part: str, record_type
     return message
 
 
-def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
+def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
     """Decode one ``__consumer_offsets`` record (Kafka ``CoordinatorRecordSerde.deserialize``).
 
     Raises ``DecodeError`` where Kafka's ``CoordinatorLoaderImpl`` skips or fails on the record; a record
@@ -211,7 +213,7 @@ def encode_record(record_type: int, key: dict, value: dict | None,
     codec.key.write(key, key_out)
     if value is None:
         return bytes(key_out), None
-    compiled = codec.values.get(value_version)
+    compiled = None if value_version is None else codec.values.get(value_version)
     if compiled is None:
         raise ValueError(f"{codec.spec.name} has no value version {value_version}")
     value_out = bytearray(_INT16.pack(value_version))
@@ -322,7 +324,7 @@ def kafka_dump_log(record: DecodedRecord) -> tuple[str, str]:
     """
     key_json, value_json = record.kafka_json()
     dump_key = jackson_dumps({"type": str(record.record_type), "data": key_json})
-    if record.value is None:
+    if record.value is None or value_json is None:
         return dump_key, "<DELETE>"
     if record.record_type == RecordType.GROUP_METADATA and value_json.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
         for member_json, member in zip(value_json["members"], record.value["members"]):

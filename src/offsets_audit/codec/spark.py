@@ -159,9 +159,16 @@ def _column(batch: pa.RecordBatch, name: str) -> list | None:
     return None if index < 0 else batch.column(index).to_pylist()
 
 
+def _required_column(batch: pa.RecordBatch, name: str) -> list:
+    values = _column(batch, name)
+    if values is None:
+        raise ValueError(f"the records to decode have no {name!r} column")
+    return values
+
+
 def _decode_lists(batch: pa.RecordBatch, with_decoded_record: bool = False, json_text: bool = True) -> dict[str, list]:
     return decode_columns(
-        _column(batch, "key"), _column(batch, "value"),
+        _required_column(batch, "key"), _required_column(batch, "value"),
         is_control=_column(batch, "is_control"),
         read_error_codes=_column(batch, "read_error_code"),
         read_error_messages=_column(batch, "read_error_message"),

@@ -83,6 +83,13 @@ class FlatField:
     element: FlatLayout | None = None
 
     @property
+    def struct_layout(self) -> FlatLayout:
+        """The layout of a struct field, or of a struct array's elements (``_flat_struct`` sets it for both)."""
+        if self.element is None:
+            raise ValueError(f"field {self.name} holds no struct")
+        return self.element
+
+    @property
     def width(self) -> int:
         return _WIDTHS.get(self.type, 0)
 
@@ -367,7 +374,7 @@ class _Reader:
                             item, _, is_null, sub_ok, sub_pos = sub_end.string(pos[active], ok[active],
                                                                                layout.flexible, False)
                         else:
-                            item, _, sub_ok, sub_pos = sub_end.struct(f.element, pos[active], ok[active])
+                            item, _, sub_ok, sub_pos = sub_end.struct(f.struct_layout, pos[active], ok[active])
                         ok[active] = sub_ok
                         pos[active] = sub_pos
                         texts.append(_text(item))
@@ -379,7 +386,7 @@ class _Reader:
                         text = ["[]"]
                 members.append((f, text, None))
             elif f.type == "struct":
-                text, _, ok, pos = self.struct(f.element, pos, ok)
+                text, _, ok, pos = self.struct(f.struct_layout, pos, ok)
                 members.append((f, [_text(text)] if len(text) > 1 else text, None))
             elif f.type == "string":
                 text, strings, is_null, ok, pos = self.string(pos, ok, layout.flexible, f.nullable)

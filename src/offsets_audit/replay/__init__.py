@@ -6,7 +6,7 @@ batch Spark edge (``replay.spark``) and the streaming replay reuse. Output layou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 from .events import Event, EventKind, event_row
 from .fold import GroupFold, decode_of, undecodable_details
@@ -55,7 +55,8 @@ class Replayer:
             result.events.append(event)
             return [event]
         key = decoded.key or {}
-        group_id = group_id_of(decoded.record_type, key)
+        # every record type's key names its group (schemas/*_key.json), so a decoded key always gives one
+        group_id = cast(str, group_id_of(decoded.record_type, key))
         events = self.fold_for(group_id).apply(record, decoded)
         if decoded.record_type in OFFSET_RECORD_TYPES:
             events.extend(

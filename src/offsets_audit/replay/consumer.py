@@ -83,7 +83,7 @@ class ConsumerGroup(ModernGroup):
         return details
 
     def _regular_expression(self, key: dict, value: dict | None) -> list[tuple]:
-        regex = key.get("regularExpression")
+        regex = key["regularExpression"]
         if value is None:
             self.resolved_regular_expressions.pop(regex, None)
         else:

@@ -123,7 +123,7 @@ class Event:
         partition = raw.get("partition")
         offset = raw.get("offset")
         return cls.of(
-            raw.get("event"), raw.get("group_id"),
+            raw["event"], raw.get("group_id"),
             raw.get("group_type") if raw.get("group_type") == raw.get("group_type") else None,
             None if partition is None or partition != partition else int(partition),
             None if offset is None or offset != offset else int(offset),
@@ -133,13 +133,13 @@ class Event:
         )
 
     @classmethod
-    def of(cls, kind: str | None, group_id: str | None, group_type: str | None, partition: int | None,
+    def of(cls, kind: str, group_id: str | None, group_type: str | None, partition: int | None,
            offset: int | None, timestamp: int | None, member_id: str | None, details: dict | str | bytes | None) -> Event:
         """An event from plain values (no NaN, ``timestamp`` in epoch ms): ``details`` a dict, taken as it is, or
         its JSON text; a null ``member_id`` is the details' own. What the audit's Arrow walk builds per row."""
-        parsed: dict = (json.loads(details) if details else None) if isinstance(details, (str, bytes)) else details
-        parsed = parsed or {}
-        return cls(event=KIND_BY_VALUE.get(kind, kind) if kind is not None else kind, group_id=group_id,
+        loaded = (json.loads(details) if details else None) if isinstance(details, (str, bytes)) else details
+        parsed: dict = loaded or {}
+        return cls(event=KIND_BY_VALUE.get(kind, kind), group_id=group_id,
                    group_type=group_type, partition=partition, offset=offset, timestamp=timestamp,
                    member_id=parsed.get("member_id") if member_id is None else member_id, details=parsed)
 

@@ -22,7 +22,7 @@ NO_PRODUCER_ID = -1
 OffsetKey = tuple  # (group_id, topic, partition)
 
 
-def commit_from_record(value: dict, record_offset: int, record_partition: int | None) -> dict:
+def commit_from_record(value: dict, record_offset: int | None, record_partition: int | None) -> dict:
     """``OffsetAndMetadata.fromRecord``: the fields OffsetFetch reports, plus where the record sits."""
     return {
         "committed_offset": value.get("offset"),
@@ -80,6 +80,8 @@ class OffsetStore:
         log_partition = record.get("partition")
         producer_id = record.get("producer_id")
         result = record.get("control_type")
+        if producer_id is None:
+            return []
         pending = self.pending.pop((log_partition, producer_id), None)
         if not pending:
             return []

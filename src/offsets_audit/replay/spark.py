@@ -382,7 +382,7 @@ class ReplayTables(StageTables):
     members: DataFrame = table(MEMBERS_DDL, lazy=True)
     group_events: DataFrame = table(EVENTS_DDL, lazy=True)
     target_assignments: DataFrame = table(TARGET_ASSIGNMENTS_DDL, lazy=True)
-    offsets: DataFrame = table(OFFSETS_DDL, lazy=True)
+    offsets: DataFrame | None = table(OFFSETS_DDL, lazy=True)   # None: an incremental run before any snapshot
     offset_commits: DataFrame | None = table(COMMIT_LOG_DDL, output=False, optional=True, lazy=True)
     commit_digest: DataFrame | None = table(COMMIT_DIGEST_DDL, output=False, optional=True)
     commit_records: DataFrame | None = table(COMMIT_RECORDS_DDL, output=False, optional=True, lazy=True)

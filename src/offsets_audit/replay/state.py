@@ -144,7 +144,7 @@ def partitions_plain(topic_partitions: list[dict] | None) -> dict[str, list[int]
     """
     out: dict[str, dict[int, None]] = {}
     for tp in topic_partitions or ():
-        out.setdefault(tp.get("topicId"), {}).update(dict.fromkeys(tp.get("partitions") or ()))
+        out.setdefault(tp["topicId"], {}).update(dict.fromkeys(tp.get("partitions") or ()))
     return {t: list(p) for t, p in out.items()}
 
 
@@ -152,7 +152,7 @@ def tasks_plain(task_ids: list[dict] | None) -> dict[str, list[int]]:
     """Subtopology id -> sorted partitions of a streams task list."""
     out: dict[str, set[int]] = {}
     for t in task_ids or ():
-        out.setdefault(t.get("subtopologyId"), set()).update(t.get("partitions") or ())
+        out.setdefault(t["subtopologyId"], set()).update(t.get("partitions") or ())
     return {s: sorted(p) for s, p in out.items()}
 
 
@@ -168,7 +168,7 @@ def _partitions_with_epochs(entries: list[dict] | None, id_field: str, default_e
     for entry in entries or ():
         parts = list(entry.get("partitions") or ())
         epochs = entry.get("assignmentEpochs")
-        target = out.setdefault(entry.get(id_field), {})
+        target = out.setdefault(entry[id_field], {})
         if epochs is not None and len(epochs) == len(parts):
             target.update(zip(parts, epochs))
         else:

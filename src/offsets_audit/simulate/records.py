@@ -31,7 +31,7 @@ class LogicalRecord:
     fault: dict | None = None
 
     @property
-    def group_id(self) -> str:
+    def group_id(self) -> str | None:
         return self.key.get("groupId", self.key.get("group"))
 
 

@@ -43,6 +43,13 @@ class FileSystem:
         return self.local or self._store is not None
 
     @property
+    def _remote(self) -> HadoopStore | PythonStore:
+        """The store of a URI; callers check ``usable`` first, so reaching none here is a caller's mistake."""
+        if self._store is None:
+            raise OSError("no file system reaches this path (check FileSystem.usable first)")
+        return self._store
+
+    @property
     def kind(self) -> str:
         """Which way the paths are reached: ``local``, ``hadoop``, ``pyarrow``, ``fsspec`` or ``none``."""
         return "local" if self.local else ("none" if self._store is None else self._store.kind)
@@ -50,7 +57,7 @@ class FileSystem:
     def exists(self, path: str) -> bool:
         if self.local:
             return os.path.exists(local_path(path))
-        return self._store.exists(path)
+        return self._remote.exists(path)
 
     def list_names(self, path: str) -> list[str]:
         if self.local:
@@ -58,13 +65,13 @@ class FileSystem:
                 return sorted(os.listdir(local_path(path)))
             except FileNotFoundError:
                 return []
-        return sorted(self._store.list_names(path))
+        return sorted(self._remote.list_names(path))
 
     def rename(self, source: str, target: str) -> None:
         if self.local:
             os.rename(local_path(source), local_path(target))
             return
-        self._store.rename(source, target)
+        self._remote.rename(source, target)
 
     def delete(self, path: str) -> None:
         if self.local:
@@ -74,7 +81,7 @@ class FileSystem:
             elif os.path.exists(p):
                 os.remove(p)
             return
-        self._store.delete(path)
+        self._remote.delete(path)
 
     def write_text(self, path: str, text: str) -> None:
         """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
@@ -86,7 +93,7 @@ class FileSystem:
                 handle.write(text)
             os.replace(local_path(temporary), local_path(path))
             return
-        self._store.write_bytes(temporary, text.encode("utf-8"))
+        self._remote.write_bytes(temporary, text.encode("utf-8"))
         if self.exists(path):
             self.delete(path)
         self.rename(temporary, path)
@@ -100,7 +107,7 @@ class FileSystem:
                 return None
         if not self.exists(path):
             return None
-        return self._store.read_text(path)
+        return self._remote.read_text(path)
 
 
 class HadoopStore:

@@ -108,28 +108,34 @@ class SparkProgress:
 
     def _on_connect_progress(self, stages, inflight_tasks: int, operation_id, done: bool) -> None:
         """A Connect server's report on one operation: its stages so far (``StageInfo``), kept by stage."""
+        kept = self._connect_stages
+        if kept is None:
+            return
         for stage in stages or ():
-            self._connect_stages[(operation_id, stage.stage_id)] = stage
+            kept[(operation_id, stage.stage_id)] = stage
 
     def _line(self, final: bool) -> str:
         if self._connect_stages is not None:
-            return self._connect_line(final)
-        for job_id in self._tracker.getJobIdsForGroup(self._job_group):
-            job = self._tracker.getJobInfo(job_id)
+            return self._connect_line(self._connect_stages, final)
+        tracker = self._tracker
+        if tracker is None:
+            raise RuntimeError("no status tracker to report from")
+        for job_id in tracker.getJobIdsForGroup(self._job_group):
+            job = tracker.getJobInfo(job_id)
             if job is not None:
                 self._seen_stages.update(job.stageIds)
         active = []
-        for stage_id in sorted(self._tracker.getActiveStageIds()):
+        for stage_id in sorted(tracker.getActiveStageIds()):
             self._seen_stages.add(stage_id)
-            info = self._tracker.getStageInfo(stage_id)
+            info = tracker.getStageInfo(stage_id)
             if info is not None and not final:
                 active.append(StageSnapshot(stage_id, info.numTasks, info.numCompletedTasks,
                                             info.numActiveTasks, None))
         label = f"{self.label} done" if final else self.label
         return format_line(label, time.monotonic() - self._start, self._records(), active)
 
-    def _connect_line(self, final: bool) -> str:
-        stages = list(self._connect_stages.values())
+    def _connect_line(self, kept: dict[tuple, Any], final: bool) -> str:
+        stages = list(kept.values())
         active = [] if final else [StageSnapshot(stage.stage_id, stage.num_tasks, stage.num_completed_tasks,
                                                  0, None) for stage in stages if not stage.done]
         label = f"{self.label} done" if final else self.label

@@ -802,7 +802,7 @@ def _settle(buf, path, partition, stretches: list, expected: int | None, followi
             lost_to = lost_from + count - 1
             note = "nothing follows it, so the damaged header's own claim gives the offsets lost"
     records_lost = 0 if lost_from is None or lost_to is None else max(0, lost_to - lost_from + 1)
-    if records_lost > _MAX_LOST_OFFSETS:
+    if records_lost > _MAX_LOST_OFFSETS and lost_to is not None:
         too_far = (f"the offsets around it ({lost_from} and {where} {lost_to + 1}) are too far apart to believe (a "
                    "damaged base offset, which no CRC covers, or a file named as a segment that holds none)")
         count = _claimed_records(first["claimed"], expected)

@@ -216,7 +216,7 @@ def fast_heterogeneous(group: GroupSpec) -> dict | None:
     ``assign_heterogeneous``. Members with the same subscription share one subscriber computation."""
     member_ids = group.member_ids
     members = [group.members[m] for m in member_ids]
-    classes: dict = {}
+    classes: dict[tuple, tuple[int, list[int]]] = {}
     member_class: list = []
     for index, member in enumerate(members):
         key = tuple(member.subscribed_topic_ids)  # the input's own list (parse_group_spec shares it)

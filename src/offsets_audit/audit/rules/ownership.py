@@ -42,13 +42,14 @@ class OwnershipRules(RuleFamily):
             return
         for (topic, partition), members in view.owners().items():
             if len(members) > 1:
-                key = (topic, partition, tuple(sorted(members)))
+                ids = sorted(str(m) for m in members)
+                key = (topic, partition, tuple(ids))
                 ms = [view.members[m] for m in members]
                 self.ctx.emit("partition_owned_twice", view, last.timestamp,
                               f"partition {topic}-{partition} is held by {len(members)} members at once: "
-                              f"{', '.join(sorted(members))}",
+                              f"{', '.join(ids)}",
                               [m.evidence for m in ms],
-                              {"topic_id": topic, "partition": partition, "members": sorted(members),
+                              {"topic_id": topic, "partition": partition, "members": ids,
                                "member_epochs": {m.member_id: m.member_epoch for m in ms}}, key=key)
 
     def _outside_subscription(self, view: GroupView, last: Event) -> None:
@@ -70,11 +71,13 @@ class OwnershipRules(RuleFamily):
 
     def _streams_tasks(self, view: GroupView, last: Event) -> None:
         holders: dict[tuple, list[tuple[str, str]]] = {}
-        for m in view.members.values():
+        for member_id, m in view.members.items():
+            if member_id is None:   # a member view needs a record of the member, and every such record names it
+                continue
             for source, suffix in ((m.tasks, ""), (m.tasks_pending, " pending revocation")):
                 for role, tasks in source.items():
                     for task in tasks:
-                        holders.setdefault(task, []).append((m.member_id, role + suffix))
+                        holders.setdefault(task, []).append((member_id, role + suffix))
         for task, held in holders.items():
             by_process: dict[str | None, set] = {}
             for member_id, _role in held:
