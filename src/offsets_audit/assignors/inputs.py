@@ -360,7 +360,7 @@ def choose_topics(row: Mapping, snapshot: TopicMetadata | None, names_by_id: Map
         if match:
             first_match = (source, topics, True)
             break
-        if match is False and source == "snapshot":
+        if match is False and source == "snapshot" and recorded_hash is not None:
             repaired = repair_partition_counts(recorded_hash, names, topics, lower_bounds=lower_bounds)
             if repaired is not None:
                 changed = sorted(n for n in set(repaired) | set(topics)
@@ -532,10 +532,10 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
               for name, t in sorted(topics_by_name.items()) if name in names_in_use and t.get("id")]
     if is_share:
         subscription_type = share_subscription_type(list(members))
-        assignable: dict | None = {}
+        initialized: dict = {}
         for entry in row.get("initialized_topics") or ():
-            assignable.setdefault(entry.get("topicId"), []).extend(entry.get("partitions") or ())
-        assignable = {t: sorted(set(p)) for t, p in assignable.items()}
+            initialized.setdefault(entry.get("topicId"), []).extend(entry.get("partitions") or ())
+        assignable: dict | None = {t: sorted(set(p)) for t, p in initialized.items()}
     else:
         # A member joining with a regular expression not resolved yet does not bump the epoch, so its heartbeat
         # keeps the group's stored subscription type, computed before its member record (GroupMetadataManager
@@ -585,7 +585,7 @@ def streams_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current
 def recorded_result(row: Mapping) -> dict:
     """The recorded target in the layout ``assignors.run`` returns (every current member, empty ones too)."""
     target = row.get("target") or {}
-    members = {}
+    members: dict[str, Any] = {}
     for m in row.get("members") or ():
         assignment = target.get(m["member_id"]) or {}
         if row["group_type"] == "streams":

@@ -14,7 +14,10 @@ order is a pure function of its keys' ``hashCode``, the insertion order and the 
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Hashable, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _MASK32 = 0xFFFFFFFF
 
@@ -50,7 +53,7 @@ def _string_hash(s: str) -> int:
     return _to_int32(h)
 
 
-_POWERS_OF_31: dict[int, object] = {}
+_POWERS_OF_31: dict[int, np.ndarray] = {}
 
 
 def java_string_hashes(strings: Sequence[str]) -> list[int]:

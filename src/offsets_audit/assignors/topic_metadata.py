@@ -186,7 +186,7 @@ def topics_from_partition_metadata(topics_value: Iterable[Mapping] | None) -> li
     out = []
     for t in topics_value or ():
         count = int(t.get("numPartitions") or 0)
-        racks = None
+        racks: list | None = None
         per_partition = t.get("partitionMetadata") or ()
         if per_partition:
             racks = [None] * count
@@ -241,7 +241,7 @@ def repair_partition_counts(recorded_hash: int, subscribed_topic_names: Iterable
         t = topics_by_name[name]
         others = {n: h for n, h in hashes.items() if n != name}
         if compute_group_hash(others) == recorded_hash and lower_bounds.get(name, 0) == 0:
-            return {n: v for n, v in topics_by_name.items() if n != name}
+            return {n: dict(v) for n, v in topics_by_name.items() if n != name}
         low = max(1, lower_bounds.get(name, 1))
         for count in range(low, max(t["partitions"], low) + max_extra + 1):
             if count == t["partitions"]:
@@ -251,7 +251,7 @@ def repair_partition_counts(recorded_hash: int, subscribed_topic_names: Iterable
             trial = dict(others)
             trial[name] = compute_topic_hash(t["id"], name, count, racks)
             if compute_group_hash(trial) == recorded_hash:
-                repaired = dict(topics_by_name)
+                repaired = {n: dict(v) for n, v in topics_by_name.items()}
                 repaired[name] = dict(t, partitions=count, partition_racks=racks)
                 return repaired
     return None

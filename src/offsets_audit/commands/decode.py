@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlparse
 
 from offsets_audit.errors import UserError
@@ -46,7 +47,7 @@ def summarize(decoded_df) -> dict:
     groups = (decoded_df.groupBy("record_type", "record_name", "error_code", unreadable_row.alias("unreadable"))
               .agg(F.count(F.lit(1)).alias("n"), F.count("decode_warnings").alias("warned"),
                    F.sum(F.coalesce(F.col("records_lost"), F.lit(0))).alias("lost")).collect())
-    summary = {"rows_read": 0, "decoded": 0, "quarantined": 0, "unreadable": 0, "records_lost": 0,
+    summary: dict[str, Any] = {"rows_read": 0, "decoded": 0, "quarantined": 0, "unreadable": 0, "records_lost": 0,
                "decoded_with_warnings": 0, "per_record_type": {}, "per_error_code": {}, "per_warning_code": {}}
     for row in groups:
         n = row["n"]

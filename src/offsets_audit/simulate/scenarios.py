@@ -231,6 +231,10 @@ class Actor:
             offsets.setdefault(topic, {})[str(p)] = off
         return {"committed_offsets": offsets}
 
+    def start(self) -> None:
+        """Schedule the actor's first steps on its shard (each kind of group starts its own way)."""
+        raise NotImplementedError
+
 
 class ModernActor(Actor):
     """Drives a consumer / share / streams group: members join, heartbeat until settled, commit, churn."""
@@ -376,9 +380,12 @@ class ModernActor(Actor):
                 continue
             member = group.members[live[0]]
             bad = R.consumer_current_assignment(group.group_id, member)
+            value = bad.value
+            if value is None:   # a member's current assignment record always has a value
+                continue
             if kind == "epoch_regression":
-                bad.value["previousMemberEpoch"] = member.member_epoch
-                bad.value["memberEpoch"] = member.member_epoch - 1
+                value["previousMemberEpoch"] = member.member_epoch
+                value["memberEpoch"] = member.member_epoch - 1
                 bad.fault = {"kind": kind, "member_id": member.member_id,
                              "detail": f"member epoch {member.member_epoch} -> {member.member_epoch - 1}"}
             else:
@@ -391,8 +398,8 @@ class ModernActor(Actor):
                 p = min(other.assigned[topic])
                 extra = {t: dict(v) for t, v in member.assigned.items()}
                 extra.setdefault(topic, {})[p] = member.member_epoch
-                bad.value["assignedPartitions"] = R.topic_partitions(extra, True)
-                bad.value["state"] = 0
+                value["assignedPartitions"] = R.topic_partitions(extra, True)
+                value["state"] = 0
                 bad.fault = {"kind": kind, "member_id": member.member_id, "topic": self.topics[topic].name,
                              "topic_partition": p, "detail": f"also owned by {other.member_id}"}
             self.shard.emit([bad])
@@ -484,6 +491,9 @@ class ShareActor(ModernActor):
 
 
 class StreamsActor(ModernActor):
+    #: the Kafka Streams processes (``process_id``s) its members are spread over; ``make_actor`` sets them
+    processes: list[str]
+
     def commit_interval_ms(self) -> int:
         return self.shard.cfg.streams_commit_interval_ms
 
@@ -674,9 +684,10 @@ def make_actor(shard: Shard, plan: GroupPlan, topics: dict) -> Actor:
             if rng.random() < 0.7:
                 changelog = f"{plan.group_id}-store-{i}-changelog"
                 changelogs[str(i)] = Topic(kafka_uuid(rng), changelog, by_name[name].partitions)
-        group = SimulatedStreamsGroup(plan.group_id, topics, interval, {str(i): n for i, n in enumerate(sources)},
-                             changelogs, standby_replicas=shard.cfg.num_standby_replicas)
-        actor = StreamsActor(shard, plan, topics, group)
+        streams_group = SimulatedStreamsGroup(plan.group_id, topics, interval,
+                                              {str(i): n for i, n in enumerate(sources)}, changelogs,
+                                              standby_replicas=shard.cfg.num_standby_replicas)
+        actor = StreamsActor(shard, plan, topics, streams_group)
         actor.processes = [kafka_uuid(rng) for _ in range(rng.choice([1, 2, 3]))]
         return actor
     if plan.kind == "classic":
