@@ -169,6 +169,22 @@ def test_what_if_rows_recommend_the_smallest_interval_within_budget():
     assert recommended[0]["runs_saved"] == 300 - by_interval[3000]["runs"]
 
 
+def test_a_group_within_budget_at_its_own_interval_is_told_to_keep_it():
+    """No false alarm: a healthy group (a few bumps, quick runs) at Kafka's default of 1 s is within the budget at
+    every candidate, 0 included; the recommendation is its own interval, not the smallest one."""
+    events = []
+    for i in range(4):
+        events += _join(i * 20_000, f"m{i}", i + 2)
+        events += _assign(i * 20_000, i + 2)
+    history = W.group_history(events, end_time_ms=T0 + 90_000)
+    rows = W.what_if_rows(history, W.GroupIntervals(1000, 5000, interval_source="broker default"), run_ms=2.0,
+                          candidates=(0, 1000, 3000), budget=W.Budget(max_share=0.05))
+    assert all(r["meets_budget"] for r in rows)
+    assert [(r["interval_ms"], r["candidate"]) for r in rows if r["recommended"]] == [(1000, "recorded")]
+    recommended = [r for r in W.cluster_rows(rows) if r["candidate"] == "recommended"]
+    assert recommended[0]["runs_saved"] == 0 and recommended[0]["added_p95_ms"] == 0
+
+
 def test_a_classic_group_or_a_group_without_bumps_has_no_rows():
     assert W.what_if_rows(W.GroupHistory("g", "classic", steps=[(0, 0, 2, (True, True))]),
                           W.GroupIntervals(0, 5000), run_ms=1.0) == []

@@ -22,8 +22,9 @@ The replay here needs what the log tells of a group (``group_history(events)``):
 returns the computations it would have made, each with the bumps it answered. At the interval the group ran with
 it must give back the recorded computations (``RecordedCheck``); at another it estimates what that interval
 would change: how many assignor runs, how long from a bump to its assignment. ``what_if_rows`` does that for a list
-of candidates and picks the smallest interval that keeps the group's busiest minute of assignor time under a
-budget without adding more than one heartbeat interval to its bumps' time to assignment.
+of candidates and recommends: the interval the group runs with while its busiest minute of assignor time is within
+a budget, else the smallest interval that brings it within the budget without adding more than one heartbeat
+interval to its bumps' time to assignment.
 """
 
 from __future__ import annotations
@@ -509,9 +510,16 @@ def what_if_rows_of_group(events: Sequence[Event], broker: BrokerSettings, *, ru
 
 
 def _recommend(rows: list[dict]) -> None:
-    """Mark the smallest candidate within the latency limit that meets the budget; when none meets it, the one
-    within the limit with the least assignor time (then the smallest interval). A group whose runs were not timed
-    gets no recommendation."""
+    """Mark the interval to run with. A group within the budget at the interval it runs with keeps it: nothing
+    about its coordinator time asks for a change, and a smaller interval would only spend more of the coordinator
+    on it (KIP-1263's default of 1 s is a deliberate batching, not a cost to remove). A group over the budget gets
+    the smallest candidate within the latency limit that meets the budget; when none meets it, the one within the
+    limit with the least assignor time (then the smallest interval). A group whose runs were not timed gets no
+    recommendation."""
+    recorded = [r for r in rows if r["candidate"] == "recorded" and r["meets_budget"]]
+    if recorded:
+        recorded[0]["recommended"] = True
+        return
     allowed = [r for r in rows if r["within_latency"] and r["meets_budget"] is not None]
     meeting = [r for r in allowed if r["meets_budget"]]
     if meeting:

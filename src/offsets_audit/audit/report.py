@@ -665,9 +665,9 @@ def interval_whatif_section(rows: list[dict]) -> str:
     cluster = [r for r in rows if r.get("level") == "cluster"]
     intro = ("<p>Each group's recorded triggers (group-epoch bumps) replayed through KIP-1263's rule "
              "(<code>canComputeNextTargetAssignment</code>: compute on a heartbeat once the interval since the last "
-             "assignment has passed) at other intervals. The recommendation: the smallest interval keeping the group's "
-             "busiest minute of assignor time within the budget, adding at most a heartbeat interval to its p95 time "
-             "to assignment.</p>")
+             "assignment has passed) at other intervals. The recommendation: a group whose busiest minute of assignor "
+             "time is within the budget at its own interval keeps it; a group over the budget gets the smallest "
+             "interval bringing it within, adding at most a heartbeat interval to its p95 time to assignment.</p>")
     per_interval = sorted((r for r in cluster if r.get("candidate") == "candidate"), key=lambda r: r["interval_ms"])
     chart = _bar_chart("All groups at each interval: assignor runs",
                        [_fmt_ms(r["interval_ms"]) for r in per_interval],
@@ -689,7 +689,9 @@ def interval_whatif_section(rows: list[dict]) -> str:
     body = []
     for r in ranked:
         c = chosen.get(r["group_id"])
-        verdict = "-" if c is None else ("within budget" if c.get("meets_budget") else "over budget at every allowed interval")
+        verdict = ("-" if c is None else "keep: within budget at its interval" if c.get("candidate") == "recorded"
+                   else "change: within budget then" if c.get("meets_budget")
+                   else "over budget at every allowed interval")
         check = {True: "yes", False: "no", None: "-"}[r.get("replay_matches_log")]
         body.append(f"<tr><td>{_e(r['group_id'])}</td><td>{_e(r.get('group_type'))}</td>"
                     f"<td title=\"{_e(r.get('interval_source'))}\">{_fmt_ms(r.get('recorded_interval_ms'))}"
