@@ -1,19 +1,24 @@
-"""Decode throughput: pure core, vectorised core (one thread) and Spark path (local[2]) vs Kafka's Java decoder.
+"""Decode throughput: pure core, vectorised core (one thread) and Spark path (local[2]) vs Kafka's own decoder.
 
 Generates N rows (default 1,000,000): ~90% OffsetCommit records (value versions 0-4, mostly 3 and 4 as
 modern brokers write them) and ~10% group records of every family (10% of them tombstones), built with ``encode_record`` from
 schema-driven samples of realistic size (the golden vectors are fuzzing-sized, ~2.5 KB). Prints
-records/s and the ratio to ../shared/bench/java_decode.json:
+records/s and the ratio to the reference:
 
+* the reference, measured in the same run on the same records: Kafka's own decoder, ``kafka-dump-log
+  --offsets-decoder --print-data-log`` (``DumpLogSegments`` of the default Kafka version, jars from ``make kafka``)
+  over the rows written as uncompressed segments with ``SegmentWriter``, output to /dev/null; records per CPU
+  second of its JVM (JIT and GC threads included), its start-up (timed on a one-batch segment) left out and
+  printed apart (``--skip-kafka`` leaves it out and prints no ratios);
 * pure core: ``decode_record`` and ``decode_columns`` over Python lists;
 * Arrow batch, generic and vectorised: ``decode_batch_generic`` / ``decode_batch`` (what each mapInArrow call
   runs) over Arrow batches of ``--batch-rows`` rows, no Spark;
 * Spark: parquet -> ``codec.spark.decode`` -> noop sink, vectorised (and generic with ``--spark-generic``):
   wall time, and records per CPU second of the JVM and the Python workers together (read from /proc for
   this process tree), best of two runs. The machine's load average is printed: other work shares the
-  cores, so the CPU-second figure is the one to compare with Java's one thread.
+  cores, so the CPU-second figures are the ones to compare with Kafka's.
 
-    .venv/bin/python bench/decode.py [--rows 1000000] [--skip-spark] [--spark-generic]
+    .venv/bin/python bench/decode.py [--rows 1000000] [--skip-spark] [--spark-generic] [--skip-kafka]
 
 The figures go to ``bench/results/decode.jsonl`` (``bench/results.py``).
 """
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import os
 import random
 import sys
@@ -38,7 +42,6 @@ from offsets_audit.codec.spark import (  # noqa: E402
     COALESCE_ROWS, decode_batch, decode_batch_generic, decode_columns,
 )
 
-JAVA_REFERENCE = REPO / "bench" / "reference" / "java_decode.json"  # Kafka's own decoder, measured by the oracle
 OFFSET_COMMIT_PREFIX = (1).to_bytes(2, "big")
 
 
@@ -119,6 +122,24 @@ def build_rows(n: int, seed: int = 1) -> list[tuple[bytes, bytes | None]]:
     # distinct encoded records are reused: the decoder does the same work for a repeated row
     return [commits[rng.randrange(len(commits))] if rng.random() < 0.9
             else group_records[rng.randrange(len(group_records))] for _ in range(n)]
+
+
+def write_segments(rows, directory: Path, batch_records: int = 50) -> list[Path]:
+    """``rows`` as uncompressed ``__consumer_offsets`` segments (one partition, batches of ``batch_records``)."""
+    from offsets_audit.sources.segment_writer import SegmentWriter
+
+    with SegmentWriter.create(directory, 0) as writer:
+        for start in range(0, len(rows), batch_records):
+            writer.append_batch(rows[start:start + batch_records], 1_760_000_000_000 + start)
+    return [writer.path]
+
+
+def bench_kafka(rows) -> dict:
+    """Kafka's decoder over ``rows`` written as segments (``bench/read.py``'s ``kafka_decode``)."""
+    from read import kafka_decode  # bench/ is this script's folder, first on sys.path
+
+    with tempfile.TemporaryDirectory(prefix="decode-segments-") as tmp:
+        return kafka_decode(write_segments(rows, Path(tmp)), len(rows))
 
 
 def bench_pure(rows) -> tuple[float, float]:
@@ -242,26 +263,35 @@ def main() -> None:
     parser.add_argument("--batch-rows", type=int, default=10_000, help="Arrow batch size (maxRecordsPerBatch)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--skip-kafka", action="store_true", help="leave out Kafka's decoder (the reference)")
     parser.add_argument("--spark-generic", action="store_true", help="also time Spark with the generic path")
     args = parser.parse_args()
 
-    java = json.loads(JAVA_REFERENCE.read_text())["records_per_second_one_thread"]["to_dev_null"]
-    java_mid = sum(java) / len(java)
-    figures: dict = {"rows": args.rows, "java_one_thread_records_per_s": list(java)}
+    figures: dict = {"rows": args.rows}
+    reference: float | None = None
 
-    def line(label: str, rate: float, what: str = "Java one thread", key: str | None = None) -> None:
-        print(f"{label:<58} {rate:>10,.0f} rec/s  ({rate / java_mid:.2f}x {what})")
+    def line(label: str, rate: float, key: str | None = None) -> None:
+        versus = f"  ({rate / reference:.2f}x Kafka per CPU second)" if reference else ""
+        print(f"{label:<58} {rate:>10,.0f} rec/s{versus}")
         if key:
             figures[key] = round(rate)
-            figures[key.replace("records_per_s", "vs_java")] = round(rate / java_mid, 3)
+            if reference:
+                figures[key.replace("records_per_s", "vs_kafka")] = round(rate / reference, 3)
 
     start = time.perf_counter()
     rows = build_rows(args.rows)
     share = sum(1 for key, _ in rows if key[:2] == OFFSET_COMMIT_PREFIX) / len(rows)
     print(f"generated {len(rows):,} rows in {time.perf_counter() - start:.1f}s ({share:.0%} offset commits); "
           f"{_load()}")
-    print(f"Java reference {java[0]:,}-{java[1]:,} rec/s on one thread; pure figures use process CPU time, "
-          "Spark wall time")
+    if not args.skip_kafka:
+        kafka = bench_kafka(rows)
+        figures.update(kafka)
+        reference = kafka["kafka_dump_log_records_per_cpu_s"]
+        print(f"Kafka's decoder (kafka-dump-log to /dev/null): {reference:,.0f} rec/s per JVM CPU second, "
+              f"{kafka['kafka_dump_log_records_per_s']:,.0f} per wall second; JVM start-up "
+              f"{kafka['kafka_jvm_startup_s']:.1f} s wall, {kafka['kafka_jvm_startup_cpu_s']:.1f} s CPU, left out; "
+              f"{_load()}")
+    print("pure and Arrow figures use process CPU time (one thread), Spark wall time and CPU seconds")
     decode_only, with_json = bench_pure(rows)
     line("pure core, decode_record only", decode_only, key="decode_record_records_per_s")
     line("pure core, decode_columns (decode + JSON text)", with_json, key="decode_columns_records_per_s")

@@ -2,6 +2,13 @@
 
     .venv/bin/python bench/read.py                 # ~200 MB of generated segments, both readers
     .venv/bin/python bench/read.py --mb 400 --skip-spark
+    .venv/bin/python bench/read.py --skip-kafka    # without Kafka's decoder as the reference
+
+The reference, measured in the same run over the same files: Kafka's own decoder, ``kafka-dump-log
+--offsets-decoder --print-data-log`` (``DumpLogSegments`` of the default Kafka version, its jars from ``make kafka``)
+writing to /dev/null. It reads AND decodes every record to JSON text, so it does more per record than
+``read_segment`` (which hands out undecoded keys and values) and about what the read + decode of a job does. Its JVM's
+start-up is timed on a one-batch segment and shown apart; the records/s figures leave it out.
 
 Segments are generated once with ``SegmentWriter`` (cached in ``--dir``): four ``__consumer_offsets-N`` partitions,
 ~90% offset commits (OffsetCommit value v3) in batches of 1-20 records, the rest group-metadata-sized values and
@@ -16,10 +23,16 @@ import argparse
 import json
 import os
 import random
+import resource
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # kafka_jars, kafka_broker: Kafka's tools
 
 CODECS = ["none"] * 8 + ["lz4"] * 4 + ["zstd"] * 3 + ["snappy"] * 3 + ["gzip"] * 2
 PARTITIONS = 4
@@ -99,6 +112,52 @@ def generate(directory: Path, megabytes: int, seed: int = 7) -> dict:
     return manifest
 
 
+def _run_timed(command: Sequence[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child process and all its threads) of one command, output discarded."""
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run(list(command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[-4:])} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def kafka_dump_log_command(segments: Sequence[Path], version: str | None = None) -> list[str]:
+    """The ``java`` command line of ``kafka-dump-log --offsets-decoder --print-data-log`` over ``segments``."""
+    import kafka_jars
+    from kafka_broker import dump_log_invocation
+
+    version = version or kafka_jars.DEFAULT_KAFKA_VERSION
+    return kafka_jars.java_command(*dump_log_invocation(version, segments), version=version)
+
+
+def kafka_decode(segments: Sequence[Path], records: int, version: str | None = None) -> dict:
+    """Kafka's own decoder over ``segments`` (``records`` data and control records in all), timed.
+
+    The JVM's start-up (class loading of the tool and its decoders) is what the same command costs on a segment of
+    one small batch; it is timed first and taken out of the records/s figures, which are per wall second and per
+    CPU second of the JVM (its JIT and GC threads included)."""
+    from offsets_audit.sources.segment_writer import SegmentWriter
+
+    with tempfile.TemporaryDirectory(prefix="kafka-decode-") as tmp:
+        with SegmentWriter.create(tmp, 0) as writer:
+            writer.append_batch([offset_commit("group-0", "topic-0", 0, 1, 1754000000000)], 1754000000000)
+        startup_wall, startup_cpu = _run_timed(kafka_dump_log_command([writer.path], version))
+    wall, cpu = _run_timed(kafka_dump_log_command(segments, version))
+    decode_wall, decode_cpu = max(wall - startup_wall, 1e-9), max(cpu - startup_cpu, 1e-9)
+    return {"kafka_dump_log_records_per_s": round(records / decode_wall),
+            "kafka_dump_log_records_per_cpu_s": round(records / decode_cpu),
+            "kafka_dump_log_s": round(wall, 2), "kafka_dump_log_cpu_s": round(cpu, 2),
+            "kafka_jvm_startup_s": round(startup_wall, 2), "kafka_jvm_startup_cpu_s": round(startup_cpu, 2)}
+
+
+def print_kafka(reference: dict) -> None:
+    print(f"Kafka's decoder (kafka-dump-log): {reference['kafka_dump_log_records_per_s']:>12,.0f} records/s, "
+          f"{reference['kafka_dump_log_records_per_cpu_s']:,.0f} per JVM CPU second "
+          f"({reference['kafka_dump_log_s']:.1f} s, of which JVM start-up {reference['kafka_jvm_startup_s']:.1f} s)")
+
+
 def bench_segments(args, figures: dict | None = None) -> None:
     """The segment part: fills ``figures`` with what it prints."""
     figures = {} if figures is None else figures
@@ -122,6 +181,12 @@ def bench_segments(args, figures: dict | None = None) -> None:
                    read_segment_mb_per_s=round(manifest["bytes"] / 1e6 / seconds, 1))
     print(f"read_segment (1 thread):       {count / seconds:>12,.0f} records/s  "
           f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s)")
+    if not getattr(args, "skip_kafka", False):
+        reference = kafka_decode([path for path, _ in list_segments(directory)], count)
+        figures.update(reference)
+        figures["read_segment_vs_kafka_dump_log"] = round(
+            figures["read_segment_records_per_s"] / reference["kafka_dump_log_records_per_s"], 3)
+        print_kafka(reference)
 
     if args.skip_spark:
         return
@@ -143,6 +208,9 @@ def bench_segments(args, figures: dict | None = None) -> None:
     print(f"kafka-segments (local[{args.cores}]):   {row.n / seconds:>12,.0f} records/s  "
           f"({manifest['bytes'] / 1e6 / seconds:.0f} MB/s, {seconds:.1f} s, "
           f"{df.rdd.getNumPartitions()} input partitions)")
+    if "kafka_dump_log_records_per_s" in figures:
+        figures["kafka_segments_vs_kafka_dump_log"] = round(
+            figures["kafka_segments_records_per_s"] / figures["kafka_dump_log_records_per_s"], 3)
     spark.stop()
 
 
@@ -153,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     parser.add_argument("--split-mb", type=int, default=128, help="kafka-segments maxBytesPerPartition in MB")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--skip-kafka", action="store_true", help="leave out Kafka's decoder (the reference)")
     parser.add_argument("--kafka", action="store_true", help="also benchmark the live Kafka source (if available)")
     args = parser.parse_args(argv)
     figures: dict = {}

@@ -1,0 +1,25 @@
+"""The decode and read benches' reference: Kafka's own decoder (``kafka-dump-log --offsets-decoder``) run over the
+very records the bench times, written as segments."""
+
+from __future__ import annotations
+
+import subprocess
+
+from kafka_broker import require_jars
+from kafka_jars import DEFAULT_KAFKA_VERSION
+from script_modules import load_script
+
+
+def test_kafka_decodes_every_record_the_decode_bench_times(tmp_path):
+    require_jars(DEFAULT_KAFKA_VERSION)
+    read = load_script("bench/read.py", "offsets_audit_bench_read")
+    decode = load_script("bench/decode.py", "offsets_audit_bench_decode")
+    rows = decode.build_rows(500)
+    segments = decode.write_segments(rows, tmp_path, batch_records=40)
+    done = subprocess.run(read.kafka_dump_log_command(segments), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = [line for line in done.stdout.splitlines() if line.startswith("| offset: ")]
+    assert len(printed) == len(rows)
+    # the offset commits, nine rows in ten, are what the ratios are about: Kafka decodes each of them
+    commits = sum(1 for key, _ in rows if key[:2] == b"\x00\x01")
+    assert sum(1 for line in printed if 'key: {"type":"1",' in line) == commits > 400
