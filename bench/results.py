@@ -36,11 +36,15 @@ def _run(command: Sequence[str]) -> str:
 
 
 def git_commit() -> str:
-    """HEAD's commit id, with ``+dirty`` when tracked files differ from it (figures of uncommitted code)."""
+    """HEAD's commit id, with ``+dirty`` when tracked files differ from it (figures of uncommitted code).
+
+    The results and the page :func:`record` itself writes do not count: benches run one after the other would
+    otherwise mark every line but the first as uncommitted code."""
     commit = _run(["git", "rev-parse", "--short=12", "HEAD"])
     if not commit:
         return "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)bench/results/*.jsonl", ":(exclude)bench/README.md"])
     return commit + ("+dirty" if dirty else "")
 
 
