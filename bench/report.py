@@ -130,6 +130,8 @@ def section(bench: str, what: str, commands: list[str], line: dict[str, Any] | N
     out.append(f"Latest ({where}): `{line.get('command', '')}`")
     if line.get("archived_from"):
         out.append(f"(archived: {line['archived_from']})")
+    if line.get("note"):
+        out.append(f"({line['note']})")
     out.append("")
     lines = figure_lines(line.get("figures") or {})
     if len(lines) > MAX_LINES:
