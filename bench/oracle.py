@@ -13,13 +13,16 @@ findings, trusted assignor re-runs, rebalance causes); the first ``--spark-histo
 
 The figures (histories, records, differences by kind, the histories that showed one, seconds per phase) are printed
 and recorded with ``bench/results.py``; each history with a difference is kept in ``--keep`` (its scenario, for
-``tests/oracle_minimise.py``). A non-zero exit means a difference was found.
+``tests/oracle_minimise.py``) together with its log segment and Kafka's answers, since a history Kafka writes again
+from the same scenario need not be the same history (the coordinator's timers and the clients' order are not all
+seeded). A non-zero exit means a difference was found.
 """
 from __future__ import annotations
 
 import argparse
 import io
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -47,6 +50,23 @@ def _batch(seed: int, first: int, count: int, version: str, broker: dict) -> lis
         if oracle_scenarios._version_key(version) >= (4, 4) or "group.consumer.assignors" in broker:
             s["broker"] = dict(broker)
     return scenarios
+
+
+def _keep(keep: Path, version: str, scenario: dict, logs: Path, differences: list[str]) -> None:
+    """The scenario, its ``__consumer_offsets`` partition and Kafka's answers of a history with a difference."""
+    keep.mkdir(parents=True, exist_ok=True)
+    name = f"{version}-{scenario['name']}"
+    (keep / f"{name}.json").write_text(json.dumps({"scenario": scenario, "differences": differences[:50]}, indent=1))
+    folder = keep / name
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(logs / f"__consumer_offsets-{scenario['partition']}", folder / f"__consumer_offsets-{scenario['partition']}")
+    for suffix in (".state.json", ".epochs.jsonl"):
+        if (logs / "state" / f"{scenario['name']}{suffix}").exists():
+            (folder / "state").mkdir(exist_ok=True)
+            shutil.copy(logs / "state" / f"{scenario['name']}{suffix}", folder / "state")
+    state = logs / "state" / f"{scenario['name']}.state.json"
+    topics = json.loads(state.read_text())["topics"] if state.exists() else scenario.get("topics", [])
+    (folder / "topics.json").write_text(json.dumps({"topics": topics}))
 
 
 def _spark_check(spark, out: Path, scenarios: list[dict], version: str) -> list[str]:
@@ -133,9 +153,7 @@ def main(argv: list[str]) -> int:
                 totals["records"] += summary["records"]
                 if lines:
                     failing.append(s["name"])
-                    keep.mkdir(parents=True, exist_ok=True)
-                    (keep / f"{args.version}-{s['name']}.json").write_text(json.dumps(
-                        {"scenario": s, "differences": lines[:50]}, indent=1))
+                    _keep(keep, args.version, s, out / "logs", lines)
                 for kind, n in oracle_diff.summarize(lines).items():
                     by_kind[kind] = by_kind.get(kind, 0) + n
             seconds["pure"] += time.monotonic() - t
@@ -148,6 +166,10 @@ def main(argv: list[str]) -> int:
                     by_kind[kind] = by_kind.get(kind, 0) + n
                 if lines:
                     failing.append(f"batch {number} (Spark): {lines[0]}")
+                    for s in scenarios:
+                        named = [line for line in lines if f" {s['name']}." in line]
+                        if named and s["name"] not in failing:
+                            _keep(keep, args.version, s, out / "logs", named)
         totals["histories"] += count
         totals["batches"] += 1
         print(f"{totals['histories']} histories, {totals['records']} records, differences {by_kind or 0}, "
