@@ -92,3 +92,15 @@ def test_a_classic_leader_rejoining_with_nothing_changed_is_leader_rejoined(play
     _, (_, rebalances, _) = played["classic-leader-rejoin"]
     rows = [r for r in rebalances if r["causes"] == ["leader_rejoined"]]
     assert rows and all(len(r["cause_members"]) == 1 for r in rows)
+
+
+def test_tied_assignors_make_a_real_storm_blamed_on_the_tie(played):
+    _, (findings, rebalances, _) = played["tied-assignors-storm"]
+    storms = [f for f in findings if f.rule == "rebalance_storm"]
+    assert len(storms) == 1 and oracle_diff.storm_is_kafkas(storms[0])
+    assert "group.remote.assignor" in storms[0].message
+    culprits = [c["client"] for c in storms[0].details["top_culprits"][:2]]
+    assert sorted(c.split("@")[0] for c in culprits) == ["h01590.classic-1-u0", "h01590.classic-1-u1"]
+    tie = [r for r in rebalances if r["causes"] == ["assignor_changed"]]
+    assert len(tie) > 50 and all({m["client_id"] for m in r["cause_members"]}
+                                 == {"h01590.classic-1-u0", "h01590.classic-1-u1"} for r in tie)

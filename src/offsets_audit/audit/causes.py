@@ -290,11 +290,16 @@ class CauseTracker:
             causes.append("topology_changed")
         if group_type == "share" and self.share_initialized and not causes:
             causes.append("share_partitions_initialized")
-        if group_type == "consumer" and not causes and _tied_server_assignors(after):
+        tied = _tied_server_assignors(after) if group_type == "consumer" and not causes else set()
+        if tied:
             # Members preferring different server assignors in equal numbers: the coordinator re-evaluates the
             # group's preferred assignor on a heartbeat (hasPreferredServerAssignorChanged) and can find it changed
-            # with no member record written, which bumps the epoch alone.
+            # with no member record written, which bumps the epoch alone, on any member's heartbeat for as long as
+            # the tie lasts. No one heartbeat is to blame: the tie is, so its members are the culprits.
             causes.append("assignor_changed")
+            for mid, m in after.items():
+                if m.get("server_assignor") in tied:
+                    blame(mid, "assignor_changed", m)
         if not causes:
             causes.append("unknown")
         return Attribution(causes, list(culprits.values()))
@@ -401,10 +406,14 @@ class CauseTracker:
         return Attribution(causes, list(culprits.values()))
 
 
-def _tied_server_assignors(members: dict[str | None, dict]) -> bool:
-    """Whether two or more server assignors are each preferred by the most members."""
+def _tied_server_assignors(members: dict[str | None, dict]) -> set[str]:
+    """The server assignors each preferred by the most members, when there are two or more of them (else none)."""
     counts = Counter(m.get("server_assignor") for m in members.values() if m.get("server_assignor"))
-    return len(counts) > 1 and list(counts.values()).count(max(counts.values())) > 1
+    if not counts:
+        return set()
+    best = max(counts.values())
+    tied = {str(name) for name, n in counts.items() if n == best}
+    return tied if len(tied) > 1 else set()
 
 
 _ANY = ("*",)

@@ -51,6 +51,13 @@ class ChurnRules(CauseTrackingFamily):
         if len(self.window) > limit and not self.storm_open:
             self.storm_open = True
             why, details = explain([a for a in self.window_causes if a is not None])
+            causes = details.get("dominant_causes") or [{}]
+            if causes[0].get("cause") == "assignor_changed":
+                # Kafka re-evaluates the group's preferred server assignor on every heartbeat; members preferring
+                # different ones in equal numbers make it find a change each time, so the storm lasts as long
+                # as the members disagree and the fix is theirs to make.
+                why += ("; the members prefer different server assignors, so their heartbeats keep finding the "
+                        "group's assignor changed: give them all one group.remote.assignor")
             self.ctx.emit("rebalance_storm", view, ev.timestamp,
                           f"{len(self.window)} group epoch bumps within one hour (limit {limit}), up to epoch "
                           f"{ev.get('new')}{why}",
