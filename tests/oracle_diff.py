@@ -168,11 +168,12 @@ def audit_rows(result, scenario: dict[str, Any], state: dict[str, Any], kafka_ve
     return findings, rebalances, reruns
 
 
-def storm_is_kafkas(finding) -> bool:
-    """A ``rebalance_storm`` that Kafka itself makes: its bumps mostly ``assignor_changed`` and blamed on members."""
-    details = finding.details or {}
+def storm_is_kafkas(rule: str, details: Any) -> bool:
+    """A ``rebalance_storm`` that Kafka itself makes: its bumps mostly ``assignor_changed`` and blamed on members
+    (``details``: the finding's details, a dict or the findings table's JSON)."""
+    details = (json.loads(details) if isinstance(details, str) else details) or {}
     causes = details.get("dominant_causes") or [{}]
-    return (finding.rule == "rebalance_storm" and causes[0].get("cause") == "assignor_changed"
+    return (rule == "rebalance_storm" and causes[0].get("cause") == "assignor_changed"
             and bool(details.get("top_culprits")))
 
 
@@ -182,7 +183,7 @@ def audit_differences(result, scenario: dict[str, Any], state: dict[str, Any], k
     out: list[str] = []
     findings, rebalances, reruns = audit_rows(result, scenario, state, kafka_version)
     for f in findings:
-        if storm_is_kafkas(f):
+        if storm_is_kafkas(f.rule, f.details):
             continue
         out.append(f"finding: {f.rule} ({f.severity}) group {f.group_id}: {f.message}")
     for r in rebalances:
