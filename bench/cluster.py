@@ -110,16 +110,16 @@ def submit(master: str, out: Path, source_args: list[str], root: Path, env: dict
     return time.perf_counter() - started
 
 
-def table_figures(out: Path, name: str, fmt: str = "parquet"):
-    """``(rows, content hash)`` of a table's rows of this run: every column but run_id, rows sorted, without what
-    a run measures of itself (``tables.MEASURED_COLUMNS`` and ``MEASURED_ROWS``, as ``tables.without_measured``)."""
+def table_rows(out: Path, name: str, fmt: str = "parquet") -> list[str] | None:
+    """A table's rows of this run as sorted JSON lines: every column but run_id, without what a run measures of
+    itself (``tables.MEASURED_COLUMNS`` and ``MEASURED_ROWS``, as ``tables.without_measured``); None without it."""
     import pandas as pd
 
     from offsets_audit import tables
 
     path = out / name
     if not path.exists():
-        return 0, None
+        return None
     if fmt == "delta":
         from deltalake import DeltaTable
 
@@ -131,8 +131,23 @@ def table_figures(out: Path, name: str, fmt: str = "parquet"):
         frame = frame[frame[column].isna() | ~frame[column].isin(values)]
     dropped = {"run_id", *tables.MEASURED_COLUMNS.get(name, ())}
     frame = frame.drop(columns=[c for c in frame.columns if c in dropped])
-    text = sorted(json.dumps(row, sort_keys=True, default=str) for row in frame.to_dict(orient="records"))
-    return len(text), hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in frame.to_dict(orient="records"))
+
+
+def table_figures(rows: list[str] | None) -> tuple[int, str | None]:
+    """``(rows, content hash)`` of ``table_rows``' lines."""
+    if rows is None:
+        return 0, None
+    return len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def print_difference(cluster: list[str] | None, local: list[str] | None, limit: int = 5) -> None:
+    """The rows only one side has, so a difference can be read without re-running both sides."""
+    only_cluster = sorted(set(cluster or ()) - set(local or ()))
+    only_local = sorted(set(local or ()) - set(cluster or ()))
+    for side, rows in (("cluster only", only_cluster), ("local only", only_local)):
+        for row in rows[:limit]:
+            print(f"    {side}: {row[:600]}")
 
 
 VARIANTS = ("segments-parquet", "segments-delta", "kafka-parquet")
@@ -217,13 +232,15 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
                   f"(master + 2 workers × 1 core) {cluster_s[variant]:.1f} s, local[2] {local_s[variant]:.1f} s "
                   "(spark-submit wall time, JVM start included)")
             for name in TABLES:
-                cluster = table_figures(root / f"out-cluster-{variant}", name, fmt)
-                local = table_figures(root / f"out-local-{variant}", name, fmt)
+                cluster_rows = table_rows(root / f"out-cluster-{variant}", name, fmt)
+                local_rows = table_rows(root / f"out-local-{variant}", name, fmt)
+                cluster, local = table_figures(cluster_rows), table_figures(local_rows)
                 same = cluster == local
                 print(f"  {name:<20} rows {cluster[0]:>7,} / {local[0]:>7,}  hash {cluster[1]} / {local[1]}  "
                       f"{'equal' if same else 'DIFFERENT'}")
                 if not same:
                     different.append(f"{variant}:{name}")
+                    print_difference(cluster_rows, local_rows)
         alive = [p.pid for p in started if p.poll() is None]
         print("stopped the master and both workers" if not alive else f"still running: {alive}")
         print("OK: every table equal" if not different else f"DIFFERENT: {', '.join(different)}")

@@ -53,3 +53,27 @@ def test_unknown_format_names_the_fix(spark, tmp_path):
 
     with pytest.raises(UserError, match="output.format"):
         write_table(_rows(spark, [1]), str(tmp_path), "t", "r", "orc")
+
+
+def test_both_parquet_writers_store_a_finding_time_as_utc_micros(spark, tmp_path):
+    """Spark's writer (per table, where the executors may not share this file system) and the one-action pyarrow
+    writer (a local session) store ``findings.time`` alike, so pandas and pyarrow read the same table wherever the
+    run ran; Spark's INT96 default reads there without its time zone."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from offsets_audit import tables
+    from offsets_audit.sinks.parquet import write_parquet_run
+
+    at = dt.datetime(2025, 7, 31, 22, 18, 20, 214000)
+    findings = tables.conform(spark.createDataFrame([("g", "some_rule", at)], "group_id string, rule string, "
+                                                                              "time timestamp"), "findings")
+    spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    by_spark = write_table(findings, str(tmp_path / "spark"), "findings", "r1")
+    by_pyarrow = write_parquet_run(spark, str(tmp_path / "pyarrow"), "r1", {"findings": findings})
+    assert by_pyarrow is not None, "the tests' session is a local one"
+    types = [pq.read_table(f"{path}/run_id=r1").schema.field("time").type for path in (by_spark, by_pyarrow["findings"])]
+    assert types[0] == types[1] and str(types[0]) == "timestamp[us, tz=UTC]"
+    values = [pq.read_table(f"{path}/run_id=r1").column("time").to_pylist() for path in (by_spark, by_pyarrow["findings"])]
+    assert values[0] == values[1] == [at.replace(tzinfo=dt.timezone.utc)]

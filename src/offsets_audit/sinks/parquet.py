@@ -56,10 +56,39 @@ def _swap_in(fs: FileSystem, output_path: str, table: str, run_id: str, staging:
         fs.delete(replaced)
 
 
+#: Spark's setting for the Parquet type of its timestamps, and the type the tables' timestamps are written as.
+OUTPUT_TIMESTAMP_TYPE = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+
+
+def _has_timestamps(table: str) -> bool:
+    """Whether ``table``'s rows may hold a timestamp column (a table of ``offsets_audit.tables`` with one, or a
+    table of no known schema)."""
+    from pyspark.sql.types import TimestampType
+
+    from offsets_audit import tables
+
+    return table not in tables.TABLES or any(isinstance(f.dataType, TimestampType) for f in tables.schema(table))
+
+
+def timestamps_as_micros(spark) -> None:
+    """Make Spark's Parquet writer store timestamps as the tables' other writer (pyarrow, ``write_parquet_run``)
+    does: INT64 microseconds adjusted to UTC. Spark's default, INT96, holds the same instants, but pyarrow and
+    pandas read it without its time zone, so one run's table would read differently by where it ran (the
+    one-action writer serves local sessions only). Set on the session, not restored: tables are written side by
+    side from several threads. A session that refuses the setting writes INT96."""
+    key, value = OUTPUT_TIMESTAMP_TYPE
+    try:
+        spark.conf.set(key, value)
+    except Exception:  # noqa: BLE001 - a restricted server: the same instants, in Spark's default type
+        pass
+
+
 def write_parquet_table(df, output_path: str, table: str, run_id: str) -> str:
     from offsets_audit.sinks.paths import table_path
 
     path = table_path(output_path, table)
+    if _has_timestamps(table):
+        timestamps_as_micros(df.sparkSession)
     fs = FileSystem(df.sparkSession, path)
     if not fs.usable:
         # Spark Connect on a remote store: no file system client here; Spark's dynamic partition
