@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -195,6 +196,7 @@ def read_stream(spark, source: dict):
         if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
             stream_options = spark_kafka_options(spark, options, stream=True)
             if stream_options is not None:
+                print("offsets-audit: note: read with Spark's kafka stream", file=sys.stderr)
                 return as_source_schema(spark.readStream.format("kafka").options(**stream_options).load()
                                         .select(*KAFKA_COLUMNS))
             if reader == "spark":
@@ -207,6 +209,7 @@ def read_stream(spark, source: dict):
         if "kafka.isolation.level" not in lowered:
             options["kafka.isolation.level"] = "read_committed"
         register(spark)
+        print("offsets-audit: note: read with the kafka-python stream", file=sys.stderr)
         return as_source_schema(spark.readStream.format("kafka-python").options(**options).load())
     raise UserError(f"source kind {source.get('kind')!r} is unknown", fix="set source kind to kafka, parquet or segments")
 
