@@ -59,6 +59,13 @@ _ROWS_DDL = "kind string, group_id string, payload string"
 #: the offset rules skipped in its summary (``skipped_rules``), never as zero findings.
 SKIPPED_RULES: tuple[str, ...] = ()
 RUNS_FILE = "runs.json"
+#: The most members a group's timeline context rows list (``GroupTimeline.member_limit``). Beyond it an
+#: incremental run's ``offset_commit_by_non_owner`` findings of the group name no members (a batch run, which can
+#: walk the group again, names them) and the run says so once; the rows stay O(rebalances) instead of
+#: O(member events x members).
+TIMELINE_MEMBER_LIMIT = 100
+#: The fold row kind that says a group's timeline stopped listing its members (payload: its member count then).
+NOTE_KIND = "members_left_out"
 #: ``PATH/offset_rules/run=<run_id>/<name>``: the offset rules' state a run leaves for the next.
 OFFSET_STATE_FOLDER = "offset_rules"
 
@@ -66,8 +73,9 @@ OFFSET_STATE_FOLDER = "offset_rules"
 class GroupAuditStep:
     """The fold processor's extension (``replay.streaming.fold_processor_class``): feeds the events the fold
     just emitted for a group to the group's ``GroupAudit`` and returns what the audit produced, as rows of kind
-    ``finding``, ``rebalance``, ``context``, ``ownership`` (the offset rules' timeline) and ``audit_state`` (the
-    state as base64, for the provisional tail of the run)."""
+    ``finding``, ``rebalance``, ``context``, ``ownership`` (the offset rules' timeline), ``audit_state`` (the
+    state as base64, for the provisional tail of the run) and, once per group, ``NOTE_KIND`` when its timeline
+    stops listing its members (``TIMELINE_MEMBER_LIMIT``)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -76,7 +84,11 @@ class GroupAuditStep:
         events = [json.loads(payload) for kind, _, payload in rows if kind == "event"]
         events.sort(key=lambda e: (e["partition"], e["offset"], EVENT_RANK.get(e["event"], 2)))
         audit = (GroupAudit.from_bytes(stored, self.settings) if stored is not None
-                 else GroupAudit(group_id, self.settings, timeline=True))
+                 else GroupAudit(group_id, self.settings, timeline=True, timeline_member_limit=TIMELINE_MEMBER_LIMIT))
+        timeline = audit.timeline
+        if timeline is not None and timeline.member_limit is None:
+            timeline.member_limit = TIMELINE_MEMBER_LIMIT  # a state stored before the limit: bounded from now on
+        left_out_before = None if timeline is None else timeline.left_out_at
         audit.feed(events)
         findings, rebalances, context, ownership = audit.take()
         state = audit.to_bytes()
@@ -85,7 +97,28 @@ class GroupAuditStep:
         out += [("context", group_id, json.dumps(r)) for r in context]
         out += [("ownership", group_id, json.dumps(r)) for r in ownership]
         out.append(("audit_state", group_id, base64.b64encode(state).decode("ascii")))
+        if timeline is not None and left_out_before is None and timeline.left_out_at is not None:
+            out.append((NOTE_KIND, group_id, str(timeline.left_out_at)))
         return out, state
+
+
+def warn_members_left_out(spark, checkpoint: str, fold_range: list[int], file=None) -> list[str]:
+    """One warning line per group whose timeline stopped listing its members in ``fold_range`` (the fold wrote
+    ``NOTE_KIND`` rows for it); returns the lines. The fold writes a kind's rows under their own folder, so a run
+    without such a group looks at folders only and starts no Spark job."""
+    from pyspark.sql import functions as F
+
+    root = streaming.local_folder(checkpoint) / "fold_rows"
+    if not any((root / f"batch={b}" / f"kind={NOTE_KIND}").is_dir() for b in fold_range):
+        return []
+    notes = (streaming.fold_rows(spark, checkpoint, fold_range).filter(F.col("kind") == NOTE_KIND)
+             .select("group_id", "payload").collect())
+    lines = [f"offsets-audit: warning: group {row['group_id']} reached {row['payload']} members, more than the "
+             f"{TIMELINE_MEMBER_LIMIT} an incremental run's offset timeline lists: its offset_commit_by_non_owner "
+             f"findings name no members (a batch run over the same log names them)" for row in notes]
+    for line in lines:
+        print(line, file=file or sys.stderr)
+    return lines
 
 
 def provisional_rows(rows, settings: Settings, end_time_ms: int | None):
@@ -382,6 +415,7 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         with stages.stage("offsets"):
             ran_records = commit_new_records(spark, settings, checkpoint)
         covered = coverage(spark, settings, checkpoint, runs, start)
+        warn_members_left_out(spark, checkpoint, covered.fold_range)
         with stages.stage("audit"):
             audited = audit_run(spark, settings, checkpoint, covered, stages)
         snapshot = next_snapshot(run_id, covered, audited)

@@ -47,15 +47,25 @@ class GroupTimeline:
     instead of one per member event, each carrying every member (a group of m members made O(events x m) of
     them). The batch audit walks every group so, and walks again with the members only the groups whose
     commits the non-owner rule reports (``audit.spark.audit``).
+
+    With ``member_limit`` the members are listed only while the group has at most that many: an incremental run
+    cannot walk a group's earlier runs again, so it lists them as it goes, and a group of thousands of members
+    churning would otherwise emit a row of every member per member event (quadratic in the group's size, in the
+    run's memory and in its checkpoint). ``left_out_at`` is the member count when the members were first left
+    out (None: never), so the run can say which groups' findings name no members.
     """
 
-    #: A class default too: a timeline pickled in an incremental checkpoint before this flag loads with members.
+    #: Class defaults too: a timeline pickled in an incremental checkpoint before these attributes loads with
+    #: members, no limit, and nothing left out.
     members = True
+    member_limit: int | None = None
+    left_out_at: int | None = None
 
-    def __init__(self, members: bool = True) -> None:
+    def __init__(self, members: bool = True, member_limit: int | None = None) -> None:
         self.context: list[dict] = []
         self.ownership: list[dict] = []
         self.members = members
+        self.member_limit = member_limit
         self._signature: tuple | None = None
         self._owned: set = set()
 
@@ -74,8 +84,11 @@ class GroupTimeline:
             self._owned = owned
 
     def _record_context(self, view: GroupView, ev: Event | None, seq: int) -> None:
+        listed = self.members and (self.member_limit is None or len(view.members) <= self.member_limit)
+        if self.members and not listed and self.left_out_at is None:
+            self.left_out_at = len(view.members)
         members = tuple((m.member_id, m.member_epoch, m.previous_member_epoch, m.evidence)
-                        for m in view.members.values()) if self.members else None
+                        for m in view.members.values()) if listed else None
         signature = (view.group_type, bool(view.members or view.classic_members), bool(view.members),
                      view.group_epoch, view.assignment_epoch, members)
         if signature == self._signature:
@@ -116,7 +129,7 @@ class GroupAudit:
     """
 
     def __init__(self, group_id: str | None, settings: Settings | None = None, *, end_time_ms: int | None = None,
-                 timeline: bool = False) -> None:
+                 timeline: bool = False, timeline_member_limit: int | None = None) -> None:
         self.group_id = group_id
         self.ctx = AuditContext(settings or Settings(), group_id, end_time_ms=end_time_ms)
         self.families: list = [cls(self.ctx) for cls in FAMILY_CLASSES]
@@ -127,7 +140,7 @@ class GroupAudit:
         # The churn rules and the rebalance tracker both attribute bumps to causes: one tracker for both, moved on
         # once per event (it was kept twice, the same events walked through each).
         self.causes = share_causes(self.families)
-        self.timeline = GroupTimeline() if timeline else None
+        self.timeline = GroupTimeline(member_limit=timeline_member_limit) if timeline else None
         self.view: GroupView | None = None
         self.seq = 0  # index of the next event in the group's whole event list (the timeline rows' ``seq``)
         self._waiting: list[Event] = []  # events before the group's type is known (the view starts typed)
