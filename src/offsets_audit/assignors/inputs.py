@@ -432,7 +432,15 @@ class MemberOrder:
         self.capacity = 2
         self.present: list[str] = []
 
-    def order(self, members: list[Mapping], overlay: bool = True) -> list[Mapping]:
+    def order(self, members: list[Mapping], overlay: bool = True, converted: bool = False) -> list[Mapping]:
+        """``members`` (a target row's, in record order) as the assignor iterates them.
+
+        ``converted``: the first target of a group converted from a classic group. ``ConsumerGroup.fromClassicGroup``
+        puts every member into a new table and ``createConsumerGroupRecords`` then writes their records in that
+        table's iteration order, not in the order they went in, so the insertion order is the one under which the
+        table iterates as the records came."""
+        if converted:
+            self.capacity, self.present = 2, []
         ids = [m["member_id"] for m in members]
         present = set(self.present)
         # The heartbeat that computes the target adds its member when it joined in that same append; one that
@@ -441,6 +449,8 @@ class MemberOrder:
         known = any(m.get("joined_in_batch") is not None for m in members)
         joining = [m["member_id"] for m in members if m["member_id"] not in present
                    and (m.get("joined_in_batch") if known else not m.get("member_epoch"))]
+        if converted:  # every member is in the new table already, none comes by the heartbeat's overlay
+            joining = []
         additions = joining if overlay else []
         added = set(additions)
         # a share group's joiner is put into the table once before the assignor runs; its records, replayed after
@@ -460,6 +470,10 @@ class MemberOrder:
                 self.capacity = timeline_grow(self.capacity, len(self.present))
                 self.present.append(member_id)
                 inserted = True
+        if converted:
+            # inside a slot the table iterates the last inserted first: the records came in iteration order
+            position = {member_id: n for n, member_id in enumerate(self.present)}
+            self.present.sort(key=lambda i: (timeline_slot(i, self.capacity), -position[i]))
         if inserted:  # their own records after the insertion (a current assignment) were puts too
             self.capacity = timeline_grow(self.capacity, len(self.present))
         for member_id in (i for i in ids if i in put_once):
@@ -668,7 +682,8 @@ class GroupReconstruction:
             self.previous_members = {}
         self.last_epoch = row["assignment_epoch"]
         row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
-                                                        overlay=row["group_type"] != "share"))
+                                                        overlay=row["group_type"] != "share",
+                                                        converted=target_origin(row) == "classic_conversion"))
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
         snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
                                                snapshot.as_of(row.get("assignment_timestamp") or None))
