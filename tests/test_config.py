@@ -47,6 +47,18 @@ def test_enumerated_value_lists_the_choices(tmp_path):
         load_settings(write(tmp_path, "source:\n  kind: files\n"))
 
 
+def test_source_reader_chooses_the_kafka_reader(tmp_path):
+    from offsets_audit.sources.options import source_config
+
+    settings = load_settings(write(tmp_path, "source:\n  kind: kafka\n  reader: spark\n  options:\n"
+                                             "    kafka.bootstrap.servers: h:9092\n"))
+    assert source_config(settings) == {"kind": "kafka", "reader": "spark", "kafka.bootstrap.servers": "h:9092"}
+    assert "reader" not in source_config(load_settings(None, {"source": {"kind": "kafka", "options": {
+        "kafka.bootstrap.servers": "h:9092"}}}))
+    with pytest.raises(UserError, match="use one of: auto, spark, kafka-python"):
+        load_settings(write(tmp_path, "source:\n  reader: java\n"))
+
+
 def test_broken_yaml_names_the_line(tmp_path):
     with pytest.raises(UserError, match="not valid YAML at line"):
         load_settings(write(tmp_path, "source:\n  kind: [segments\n"))

@@ -36,6 +36,9 @@ class SourceSettings:
 
     kind: SourceKind = "segments"
     path: str | None = None
+    #: kafka: ``auto`` (Spark's kafka source where the session has it, else kafka-python), ``spark`` or
+    #: ``kafka-python``
+    reader: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

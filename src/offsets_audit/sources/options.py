@@ -61,6 +61,8 @@ def source_config(settings: Settings) -> dict:
         raise UserError("source.kind is kafka but no bootstrap servers are given",
                         fix="set source.options['kafka.bootstrap.servers'] or pass --bootstrap-server HOST:PORT")
     out = {"kind": source.kind, **source.options}
+    if source.reader != "auto":
+        out["reader"] = source.reader
     if source.path:
         out["path"] = source.path
     return out
