@@ -66,11 +66,23 @@ def environment() -> dict:
     return env
 
 
+#: Where a run that failed otherwise than with one line leaves its whole stderr (set by ``main``).
+FAILED_LOGS: list[Path] = []
+
+
 def run(argv: list[str]) -> tuple[int, list[str]]:
-    """A run to its end: (exit code, the ``offsets-audit: error:`` lines)."""
+    """A run to its end: (exit code, the ``offsets-audit: error:`` lines; for any other failure its first lines
+    naming an exception, the whole stderr kept in a file beside the bench's work)."""
     done = subprocess.run(argv, capture_output=True, text=True, env=environment())
-    return done.returncode, [line for line in done.stderr.splitlines() if line.startswith("offsets-audit: error:")] \
-        or ([done.stderr.strip().splitlines()[-1]] if done.returncode not in (0, 2) and done.stderr.strip() else [])
+    errors = [line for line in done.stderr.splitlines() if line.startswith("offsets-audit: error:")]
+    if errors or done.returncode in (0, 2):
+        return done.returncode, errors
+    log = FAILED_LOGS[0] / f"failed-{len(list(FAILED_LOGS[0].glob('failed-*')))}.stderr" if FAILED_LOGS else None
+    if log is not None:
+        log.write_text(done.stderr)
+    causes = [line.strip() for line in done.stderr.splitlines()
+              if re.search(r"(Exception|Error)(:|\b)", line) and not line.lstrip().startswith("at ")]
+    return done.returncode, causes[:3] + ([f"stderr in {log}"] if log is not None else [])
 
 
 def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
@@ -206,6 +218,7 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     damaged_history(root, args.seed, hours=0.15)
+    FAILED_LOGS.append(root)
     spark = get_spark("offsets-audit-kill-incremental", extra_conf={"spark.sql.shuffle.partitions": "2"})
     started = time.perf_counter()
     try:
