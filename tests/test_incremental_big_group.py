@@ -67,3 +67,19 @@ def test_members_listed_up_to_the_limit_then_left_out_once(big_group, monkeypatc
     notes = [p for kind, _, p in bounded if kind == incremental.NOTE_KIND]
     assert len(notes) == 1 and int(notes[0]) > LIMIT
     assert not [p for kind, _, p in unbounded if kind == incremental.NOTE_KIND]
+
+
+def test_the_run_warns_once_per_group_and_looks_at_folders_only_otherwise(spark, tmp_path):
+    import io
+
+    checkpoint = tmp_path / "checkpoint"
+    rows = spark.createDataFrame([("g-big", incremental.NOTE_KIND, "101"), ("g-big", "event", "{}"),
+                                  ("g-small", "event", "{}")], "group_id string, kind string, payload string")
+    rows.write.partitionBy("kind").parquet(str(checkpoint / "fold_rows" / "batch=0"))
+    rows.filter("kind = 'event'").write.partitionBy("kind").parquet(str(checkpoint / "fold_rows" / "batch=1"))
+    assert incremental.warn_members_left_out(None, str(checkpoint), [1]) == []  # no Spark asked
+    out = io.StringIO()
+    lines = incremental.warn_members_left_out(spark, str(checkpoint), [0, 1], file=out)
+    assert len(lines) == 1 and out.getvalue().count("\n") == 1
+    assert lines[0].startswith("offsets-audit: warning: group g-big reached 101 members")
+    assert "offset_commit_by_non_owner" in lines[0]
