@@ -226,15 +226,29 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     """Run ``df`` with ``Trigger.AvailableNow`` through ``write_batch(batch_df, batch_id)``; returns the ids of the
     micro-batches it ran, read from the query's commit log: on Spark Connect ``write_batch`` runs in the server's
     Python worker, so nothing it records in this process's memory comes back."""
+    import sys
+
     before = _committed_batches(checkpoint)
-    query = _start_query(df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
-                         .trigger(availableNow=True))
-    query.awaitTermination()
+    for attempt in range(1, START_ATTEMPTS + 1):
+        query = _start_query(df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
+                             .trigger(availableNow=True))
+        try:
+            query.awaitTermination()
+            break
+        except Exception as error:  # noqa: BLE001 - only the late worker is tried again
+            # A Python worker the driver starts for the query (the Python stream source's reader, the stateful
+            # processor) must connect back within a fixed wait a busy machine can outlast. The query's checkpoint
+            # makes a restart resume where it stopped, as after a crash: no micro-batch is lost or doubled.
+            if _WORKER_LATE not in str(error) or attempt == START_ATTEMPTS:
+                raise
+            print(f"offsets-audit: note: a Python worker of the streaming query was late to start (attempt "
+                  f"{attempt} of {START_ATTEMPTS}); resuming the query from its checkpoint", file=sys.stderr)
     return sorted(_committed_batches(checkpoint) - before)
 
 
-#: How a Spark Connect server says the Python process of a ``foreachBatch`` function did not start in time (it
-#: waits 10 s for it, a wait a busy driver machine can outlast); the query has not started then.
+#: How Spark says a Python process it started did not connect back in time (it waits 10 s for it, a wait a busy
+#: machine can outlast): a Spark Connect server's ``foreachBatch`` function (the query has not started then) or
+#: a Python stream source's reader on the driver (the query stops).
 _WORKER_LATE = "Python worker failed to connect back"
 #: Starts of a query tried before its error is raised.
 START_ATTEMPTS = 3
