@@ -100,11 +100,13 @@ def main() -> int:
         kinds[kind] = kinds.get(kind, 0) + folder_bytes(folder)
     warnings = [line for line in stderr.splitlines() if line.startswith("offsets-audit: warning")]
     errors = [line for line in stderr.splitlines() if line.startswith("offsets-audit: error")]
+    notes = [line for line in stderr.splitlines() if line.startswith("offsets-audit: note")]
     figures = {
         "members": args.members, "hours": args.hours, "exit": process.returncode,
         "input_bytes": folder_bytes(history / "segments"), "checkpoint_bytes": folder_bytes(checkpoint),
         "output_bytes": folder_bytes(output), "fold_rows_bytes_by_kind": dict(sorted(kinds.items())),
         "peak_rss_bytes": peak[0], "seconds": round(seconds, 1), "warnings": warnings[:3], "errors": errors[:3],
+        "notes": notes[:5],
     }
     figures["checkpoint_per_input"] = round(figures["checkpoint_bytes"] / max(figures["input_bytes"], 1), 2)
     print(f"{args.members} members: exit {process.returncode}, input {figures['input_bytes'] / 1e6:.1f} MB, "

@@ -47,10 +47,10 @@ def test_a_late_worker_resumes_the_query(tmp_path, capsys):
 
 
 def test_a_worker_late_every_time_is_raised(tmp_path):
-    writer = _Writer([LATE] * streaming.START_ATTEMPTS)
+    writer = _Writer([LATE] * streaming.RESUME_ATTEMPTS)
     with pytest.raises(RuntimeError, match="connect back"):
         streaming._run_query(_Frame(writer), str(tmp_path), None)
-    assert writer.starts == streaming.START_ATTEMPTS
+    assert writer.starts == streaming.RESUME_ATTEMPTS
 
 
 def test_another_failure_is_not_retried(tmp_path):

@@ -229,7 +229,7 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     import sys
 
     before = _committed_batches(checkpoint)
-    for attempt in range(1, START_ATTEMPTS + 1):
+    for attempt in range(1, RESUME_ATTEMPTS + 1):
         query = _start_query(df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
                              .trigger(availableNow=True))
         try:
@@ -239,10 +239,10 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
             # A Python worker the driver starts for the query (the Python stream source's reader, the stateful
             # processor) must connect back within a fixed wait a busy machine can outlast. The query's checkpoint
             # makes a restart resume where it stopped, as after a crash: no micro-batch is lost or doubled.
-            if _WORKER_LATE not in str(error) or attempt == START_ATTEMPTS:
+            if _WORKER_LATE not in str(error) or attempt == RESUME_ATTEMPTS:
                 raise
             print(f"offsets-audit: note: a Python worker of the streaming query was late to start (attempt "
-                  f"{attempt} of {START_ATTEMPTS}); resuming the query from its checkpoint", file=sys.stderr)
+                  f"{attempt} of {RESUME_ATTEMPTS}); resuming the query from its checkpoint", file=sys.stderr)
     return sorted(_committed_batches(checkpoint) - before)
 
 
@@ -252,6 +252,9 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
 _WORKER_LATE = "Python worker failed to connect back"
 #: Starts of a query tried before its error is raised.
 START_ATTEMPTS = 3
+#: Runs of a query stopped by a late worker, resumed from its checkpoint, before its error is raised: each late
+#: worker left behind still loads the machine the next one starts on.
+RESUME_ATTEMPTS = 5
 
 
 def _start_query(writer):
