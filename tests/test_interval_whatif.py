@@ -190,3 +190,54 @@ def test_a_classic_group_or_a_group_without_bumps_has_no_rows():
                           W.GroupIntervals(0, 5000), run_ms=1.0) == []
     assert W.what_if_rows(W.group_history([_ev("member_joined", 0, "a")]), W.GroupIntervals(0, 5000),
                           run_ms=1.0) == []
+
+
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("name", ["history-assignment-batching", "history-streams-group", "history-many-groups"])
+def test_the_what_if_kept_in_an_incremental_state_gives_the_batch_rows(name, k):
+    """An incremental run keeps each group's what-if history in its stored audit state (``GroupAudit``, cut into
+    ``k`` slices, through bytes each time): its rows at the log's end are the batch walk's, field for field."""
+    from offsets_audit.audit.engine import GroupAudit
+    from offsets_audit.config import load_settings
+
+    by_group, end = _groups(name)
+    settings = load_settings(overrides={"broker": {"group_overrides": {
+        g: {"consumer.assignment.interval.ms": ms} for g, ms in GOLDEN_INTERVALS.items()}}})
+    compared = 0
+    for group_id, events in by_group.items():
+        batch = W.what_if_rows_of_group(events, settings.broker, run_ms=1.5, end_time_ms=end)
+        state = None
+        for i in range(k):
+            piece = events[len(events) * i // k:len(events) * (i + 1) // k]
+            audit = (GroupAudit.from_bytes(state, settings) if state is not None
+                     else GroupAudit(group_id, settings, timeline=True, what_if=True))
+            audit.feed(piece)
+            audit.take()
+            state = audit.to_bytes()
+        resumed = GroupAudit.from_bytes(state, settings)
+        assert resumed.what_if is not None
+        rows = W.what_if_rows_of_history(resumed.what_if.history(end), settings.broker, run_ms=1.5)
+        assert rows == batch, group_id
+        compared += bool(rows)
+    assert compared >= 1
+
+
+def test_a_log_that_breaks_its_interval_says_why_the_replay_differs():
+    """Kafka's rule never computes sooner than the interval after the last assignment: a log that did (the
+    simulator's early_assignment fault, the demo's svc-8-consumer) cannot be given back by the replay, and the
+    recorded row says so instead of a bare mismatch."""
+    events = [*_join(0, "a", 2), *_assign(0, 2), *_join(250, "b", 3), *_assign(250, 3), *_join(3000, "c", 4),
+              *_assign(3000, 4)]
+    history = W.group_history(events, end_time_ms=T0 + 9000)
+    assert W.early_computations(history, 1000) == [250]
+    rows = W.what_if_rows(history, W.GroupIntervals(1000, 5000, interval_source="group config"), run_ms=1.0)
+    recorded = [r for r in rows if r["candidate"] == "recorded"][0]
+    assert recorded["replay_matches_log"] is False
+    assert "sooner" in recorded["replay_note"] and "assignment_interval_violated" in recorded["replay_note"]
+    assumed = W.what_if_rows(history, W.GroupIntervals(1000, 5000, interval_known=False), run_ms=1.0)
+    assert "assignment_interval_overridden" in [r for r in assumed if r["candidate"] == "recorded"][0]["replay_note"]
+    # a log that keeps the interval has no note
+    kept = W.group_history([*_join(0, "a", 2), *_assign(0, 2), *_join(2000, "b", 3), *_assign(2000, 3)],
+                           end_time_ms=T0 + 9000)
+    rows = W.what_if_rows(kept, W.GroupIntervals(1000, 5000), run_ms=1.0)
+    assert all(r["replay_note"] is None for r in rows)

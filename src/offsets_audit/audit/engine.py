@@ -12,6 +12,7 @@ from typing import Iterable
 
 from offsets_audit.settings import Settings
 
+from .interval_whatif import HistoryBuilder
 from .latency import RebalanceTracker
 from .model import Event, Finding
 from .rules import FAMILY_CLASSES
@@ -129,8 +130,11 @@ class GroupAudit:
     """
 
     def __init__(self, group_id: str | None, settings: Settings | None = None, *, end_time_ms: int | None = None,
-                 timeline: bool = False, timeline_member_limit: int | None = None) -> None:
+                 timeline: bool = False, timeline_member_limit: int | None = None, what_if: bool = False) -> None:
         self.group_id = group_id
+        # The assignment-interval what-if's history of the group (``interval_whatif.HistoryBuilder``): resumed with
+        # the rest of the state, it gives the what-if rows of one walk over the whole log.
+        self.what_if: HistoryBuilder | None = HistoryBuilder() if what_if else None
         self.ctx = AuditContext(settings or Settings(), group_id, end_time_ms=end_time_ms)
         self.families: list = [cls(self.ctx) for cls in FAMILY_CLASSES]
         self.tracker = RebalanceTracker(self.ctx)
@@ -167,6 +171,7 @@ class GroupAudit:
                              "version: start a new checkpoint")
         audit = cls.__new__(cls)
         audit.__dict__.update(pickle.loads(zlib.decompress(data[1:])))
+        audit.__dict__.setdefault("what_if", None)  # a checkpoint written before the what-if kept its history
         if "batch_families" not in audit.__dict__:  # a checkpoint written before these attributes
             audit.batch_families = _batch_families(audit.families)
             audit.causes = share_causes(audit.families)
@@ -181,6 +186,8 @@ class GroupAudit:
         """Walk the next events of the group, in log order (after every event fed before)."""
         for raw in events:
             ev = raw if isinstance(raw, Event) else Event.from_dict(raw)
+            if self.what_if is not None:
+                self.what_if.add(ev)
             if self.view is None:
                 self._waiting.append(ev)
                 if ev.group_type:

@@ -95,20 +95,39 @@ class GroupHistory:
 
 def group_history(events: Iterable[Event], *, end_time_ms: int | None = None) -> GroupHistory:
     """The triggers, heartbeats and recorded computations of one group, from its events in log order."""
-    history: GroupHistory | None = None
-    members: set[str] = set()
-    last_ts = 0
-    untimed = timed = 0
-    for ev in events:
-        if history is None:
-            history = GroupHistory(ev.group_id, None)
+    builder = HistoryBuilder()
+    builder.feed(events)
+    return builder.history(end_time_ms)
+
+
+class HistoryBuilder:
+    """``group_history`` cut anywhere: fed a group's events chunk by chunk in log order (an incremental run keeps
+    it in the group's stored audit state), ``history(end_time_ms)`` gives what ``group_history`` gives for every
+    event fed so far. It keeps one small step per trigger, heartbeat record and computation: the replay of another
+    interval starts from the group's first record, so nothing of the history can be folded away."""
+
+    def __init__(self) -> None:
+        self.acc: GroupHistory | None = None
+        self.members: set[str] = set()
+        self.last_ts = 0
+        self.untimed = 0
+        self.timed = 0
+
+    def feed(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            self.add(ev)
+
+    def add(self, ev: Event) -> None:
+        if self.acc is None:
+            self.acc = GroupHistory(ev.group_id, None)
+        history, members = self.acc, self.members
         if ev.group_type:
             history.group_type = ev.group_type
         if ev.partition is not None:
             history.partition = ev.partition
         t = ev.timestamp
         if t is None:
-            continue
+            return
         history.end_time = t if history.end_time is None else max(history.end_time, t)
         kind = ev.event
         if kind == EventKind.GROUP_EPOCH_BUMPED:
@@ -130,25 +149,25 @@ def group_history(events: Iterable[Event], *, end_time_ms: int | None = None) ->
             epoch = int(ev.get("assignment_epoch", 0) or 0)
             if ts == 0 and not members:
                 history.steps.append((t, _RESET, None, None))   # the last member left: no assignor ran
-                last_ts = 0
-                continue
-            if ts != 0 and ts == last_ts:
-                continue   # the streams refinement repeats the timestamp: no new computation
+                self.last_ts = 0
+                return
+            if ts != 0 and ts == self.last_ts:
+                return   # the streams refinement repeats the timestamp: no new computation
             if ts == 0:
-                untimed += 1
+                self.untimed += 1
             else:
-                timed += 1
-            last_ts = ts
+                self.timed += 1
+            self.last_ts = ts
             history.computations.append((ts or t, epoch))
             history.steps.append((ts or t, _BEAT, None, (False, False)))
         elif kind in (EventKind.GROUP_DELETED, EventKind.GROUP_TYPE_CHANGED, EventKind.GROUP_CREATED):
             if kind != EventKind.GROUP_CREATED or members:
                 history.steps.append((t, _RESET, None, None))
             members.clear()
-            last_ts = 0
+            self.last_ts = 0
         elif kind in _HEARTBEAT_EVENTS and ev.member_id is not None:
             if int(ev.get("member_epoch", 0) or 0) < 0:
-                continue   # a static member's temporary leave (epoch -2) is not a heartbeat that can compute
+                return   # a static member's temporary leave (epoch -2) is not a heartbeat that can compute
             joined = kind == EventKind.MEMBER_JOINED and ev.member_id not in members
             history.steps.append((t, _BEAT, ev.member_id, (joined, False)))
             members.add(ev.member_id)
@@ -156,13 +175,18 @@ def group_history(events: Iterable[Event], *, end_time_ms: int | None = None) ->
             if ev.member_id in members:
                 members.discard(ev.member_id)
                 history.steps.append((t, _GONE, ev.member_id, None))
-    if history is None:
-        return GroupHistory(None, None)
-    history.untimed = untimed > 0 and timed == 0
-    if end_time_ms is not None:
-        history.end_time = max(history.end_time or end_time_ms, end_time_ms)
-    history.steps.sort(key=lambda step: step[0])   # stable: log order within a millisecond
-    return history
+
+    def history(self, end_time_ms: int | None = None) -> GroupHistory:
+        """The history of the events fed so far for a log ending at ``end_time_ms`` (a copy: feeding goes on)."""
+        acc = self.acc
+        if acc is None:
+            return GroupHistory(None, None)
+        history = GroupHistory(acc.group_id, acc.group_type, acc.partition,
+                               sorted(acc.steps, key=lambda step: step[0]),   # stable: log order within a ms
+                               list(acc.computations), self.untimed > 0 and self.timed == 0, acc.end_time)
+        if end_time_ms is not None:
+            history.end_time = max(history.end_time or end_time_ms, end_time_ms)
+        return history
 
 
 def can_compute_next_target_assignment(last_assignment_timestamp: int, interval_ms: int, now: int) -> bool:
@@ -411,7 +435,8 @@ WHATIF_DDL = (
     "unanswered_bumps long, estimated_ms_per_run double, coordinator_ms double, peak_minute_runs int, "
     "peak_minute_share double, time_to_assignment_p50_ms double, time_to_assignment_p95_ms double, "
     "time_to_assignment_max_ms double, added_p95_ms double, replay_matches_log boolean, "
-    "replay_time_error_ms long, meets_budget boolean, within_latency boolean, recommended boolean"
+    "replay_time_error_ms long, replay_note string, meets_budget boolean, within_latency boolean, "
+    "recommended boolean"
 )
 WHATIF_COLUMNS = tuple(part.split()[0] for part in WHATIF_DDL.split(", "))
 
@@ -474,6 +499,8 @@ def what_if_rows(history: GroupHistory, intervals: GroupIntervals, *, run_ms: fl
             "time_to_assignment_max_ms": float(max(latencies)) if latencies else None, "added_p95_ms": added,
             "replay_matches_log": check.matches if interval == recorded_interval else None,
             "replay_time_error_ms": check.max_time_error_ms if interval == recorded_interval else None,
+            "replay_note": (None if interval != recorded_interval or check.matches else
+                            _mismatch_note(history, check, recorded_interval, intervals.interval_known)),
             "meets_budget": None if share is None else share <= budget.max_share,
             "within_latency": added is None or added <= budget.max_added_heartbeats * hb,
             "recommended": False,
@@ -481,6 +508,36 @@ def what_if_rows(history: GroupHistory, intervals: GroupIntervals, *, run_ms: fl
         rows.append(row)
     _recommend(rows)
     return rows
+
+
+def early_computations(history: GroupHistory, interval_ms: int) -> list[int]:
+    """The gaps (ms) of the recorded computations that came sooner after the previous one than ``interval_ms``
+    allows (``canComputeNextTargetAssignment``: none before the interval has passed, unless the group was emptied
+    or reset in between). Kafka's rule never computes there, so a replay of it cannot give them back."""
+    gaps = []
+    last: int | None = None
+    for t, kind, subject, _ in history.steps:
+        if kind == _RESET:
+            last = None
+        elif kind == _BEAT and subject is None:
+            if last is not None and interval_ms and t < last + interval_ms:
+                gaps.append(t - last)
+            last = t
+    return gaps
+
+
+def _mismatch_note(history: GroupHistory, check: RecordedCheck, interval_ms: int, known: bool) -> str:
+    """Why the replay at the recorded interval does not give back the log's computations, for the report."""
+    early = early_computations(history, interval_ms)
+    if early:
+        counted = (f"the log has {len(early)} computation(s) sooner after the previous one than the {interval_ms} ms "
+                   f"interval allows (smallest gap {min(early)} ms), which Kafka's rule never makes")
+        return counted + ("; the group broke its interval (see assignment_interval_violated)" if known else
+                          "; the group probably runs with a smaller interval than the one assumed "
+                          "(see assignment_interval_overridden)")
+    error = "" if check.max_time_error_ms is None else f", times up to {check.max_time_error_ms} ms apart"
+    return (f"the replay gives {check.replayed_runs} computation(s), the log {check.recorded_runs}{error}: heartbeats "
+            "the log cannot show, or a log another writer made")
 
 
 def group_intervals(broker: BrokerSettings, group_id: str | None, group_type: str) -> GroupIntervals:
@@ -502,11 +559,25 @@ def what_if_rows_of_group(events: Sequence[Event], broker: BrokerSettings, *, ru
                           end_time_ms: int | None, candidates: Sequence[int] = DEFAULT_CANDIDATES_MS,
                           budget: Budget = Budget()) -> list[dict]:
     """``what_if_rows`` of one group from its events in log order, with the settings it ran with."""
-    history = group_history(events, end_time_ms=end_time_ms)
+    return what_if_rows_of_history(group_history(events, end_time_ms=end_time_ms), broker, run_ms=run_ms,
+                                   candidates=candidates, budget=budget)
+
+
+def what_if_rows_of_history(history: GroupHistory, broker: BrokerSettings, *, run_ms: float | None,
+                            candidates: Sequence[int] = DEFAULT_CANDIDATES_MS, budget: Budget = Budget()) -> list[dict]:
+    """``what_if_rows`` of one group's history (``group_history``, or an incremental run's ``HistoryBuilder``),
+    with the settings it ran with."""
     if history.group_type not in MODERN_GROUP_TYPES:
         return []
     return what_if_rows(history, group_intervals(broker, history.group_id, history.group_type), run_ms=run_ms,
                         candidates=candidates, budget=budget)
+
+
+def depends_on_the_clock(rows: Iterable[Mapping]) -> bool:
+    """Whether a later end of the log alone (no new record of the group) could change these rows: only a bump
+    still unanswered at some interval waits on the clock (its wait so far, the stretch the log proves silent);
+    every other answer is fixed by the records."""
+    return any(r.get("unanswered_bumps") for r in rows)
 
 
 def _recommend(rows: list[dict]) -> None:

@@ -693,6 +693,8 @@ def interval_whatif_section(rows: list[dict]) -> str:
                    else "change: within budget then" if c.get("meets_budget")
                    else "over budget at every allowed interval")
         check = {True: "yes", False: "no", None: "-"}[r.get("replay_matches_log")]
+        if r.get("replay_matches_log") is False and r.get("replay_note"):
+            check = f"no: {r['replay_note']}"
         body.append(f"<tr><td>{_e(r['group_id'])}</td><td>{_e(r.get('group_type'))}</td>"
                     f"<td title=\"{_e(r.get('interval_source'))}\">{_fmt_ms(r.get('recorded_interval_ms'))}"
                     f"{'' if r.get('interval_known') else ' (assumed)'}</td><td>{check}</td>"
