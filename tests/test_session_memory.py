@@ -28,8 +28,10 @@ def test_a_broadcast_of_a_few_rows_holds_a_few_rows_worth_of_heap(spark):
     assert _storage_bytes(spark) - before < 4 * 2 ** 20
 
 
+@pytest.mark.full
 def test_a_run_frees_what_it_persisted(spark, tmp_path):
-    """A run of the job leaves the session's persisted RDDs and cached tables as it found them."""
+    """A run of the job leaves the session's persisted RDDs and cached tables as it found them (a whole run: in the
+    long suite; the broadcast test above guards the heap in the default one)."""
     from offsets_audit.config import load_settings
     from offsets_audit.job import run_job
     from replay_support import HISTORIES
