@@ -26,8 +26,9 @@ subscribed topic ids are the topic list's own objects (``consumer_case_input`` l
 share assignor's input keeps the case's ``assignable_partitions`` (``None``, as Kafka's reference was fed)
 instead of the job's initialized-topics map. ``json`` decodes the whole case from its JSON text (every id a
 separate ``str``, a harder input than the job's), ``shared`` times the generated case itself (members share
-the topic list's ``str`` objects; the figures before these modes existed). Every mode's result is checked equal
-to assign the same partitions to the same members in the same amounts as the generated case (``same_problem``: tie-breaks follow the rebuilt iteration orders), once, outside the clocks.
+the topic list's ``str`` objects; the figures before these modes existed). Every mode's result is checked, once,
+outside the clocks, to hand the same partitions to the same members in the same amounts as the generated case's
+(``same_problem``: tie-breaks follow the rebuilt iteration orders).
 
 Kafka's figures are ``KAFKA_HIDDEN_CASES`` (hidden Kafka-made cases of 950-1,000 members and 1,000 topics, Kafka's
 ``assign()`` timed in a JVM on this machine kind); per golden case, ``java_nanos`` of the golden files is one timed
