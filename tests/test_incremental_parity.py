@@ -248,6 +248,21 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
     assert _rows(rebalances) == _rows(expected_rebalances)
     assert _rows(reruns) == _rows(expected_reruns)
     _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root, root / "out-3-staggered", "slice-3")
+    _assert_whatif_is_the_batch_runs(spark, root, root / "out-3-staggered", "slice-3")
+
+
+def _assert_whatif_is_the_batch_runs(spark, root: Path, output: Path, run_id: str) -> None:
+    """The last run's ``assignment_interval_whatif`` (every group at the run's clock: the touched groups replayed
+    from the what-if history their audit state keeps, the others carried) is the batch run's, but for what comes
+    from measured times (``tables.without_measured``)."""
+    from offsets_audit import sinks
+    from offsets_audit.tables import without_measured
+
+    name = "assignment_interval_whatif"
+    got = without_measured(sinks.read_table(spark, str(output), name, run_id, "parquet"), name)
+    expected = without_measured(sinks.read_table(spark, str(root / "batch"), name, "batch", "parquet"), name)
+    assert expected.filter("level = 'group'").count() > 0
+    assert _rows(got) == _rows(expected)
 
 
 @pytest.mark.spark

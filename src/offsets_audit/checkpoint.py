@@ -244,7 +244,7 @@ def pieces(checkpoint: str, entry: dict) -> dict:
     state: list[Path] = []
     for run in entry.get("chain") or []:
         state += _files(root / "compact" / f"run={run}")
-    for folder in ("offset_rules", "assignor_state", "rebalances"):
+    for folder in ("offset_rules", "assignor_state", "coordinator_costs", "rebalances"):
         state += _files(root / folder / f"run={entry['run_id']}")
     fold = range(entry["fold"][0], entry["fold"][1] + 1)
     records = range(entry["records"][0], entry["records"][1] + 1)

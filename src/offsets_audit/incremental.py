@@ -84,7 +84,8 @@ class GroupAuditStep:
         events = [json.loads(payload) for kind, _, payload in rows if kind == "event"]
         events.sort(key=lambda e: (e["partition"], e["offset"], EVENT_RANK.get(e["event"], 2)))
         audit = (GroupAudit.from_bytes(stored, self.settings) if stored is not None
-                 else GroupAudit(group_id, self.settings, timeline=True, timeline_member_limit=TIMELINE_MEMBER_LIMIT))
+                 else GroupAudit(group_id, self.settings, timeline=True, timeline_member_limit=TIMELINE_MEMBER_LIMIT,
+                             what_if=True))
         timeline = audit.timeline
         if timeline is not None and timeline.member_limit is None:
             timeline.member_limit = TIMELINE_MEMBER_LIMIT  # a state stored before the limit: bounded from now on
@@ -121,21 +122,42 @@ def warn_members_left_out(spark, checkpoint: str, fold_range: list[int], file=No
     return lines
 
 
-def provisional_rows(rows, settings: Settings, end_time_ms: int | None):
+def provisional_rows(rows, settings: Settings, end_time_ms: int | None, costs=None):
     """``finding`` / ``rebalance`` rows that the end of the log at ``end_time_ms`` would add, per group, from
-    each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records)), and a
-    ``horizon`` row (payload: the clock in ms) for each group whose rows a later clock could change
-    (``GroupAudit.provisional_until``)."""
+    each group's newest stored audit state in ``rows`` (one row per group: O(groups), never O(records)), the
+    group's ``whatif`` rows (``assignment_interval_whatif``, from the what-if history its state keeps, with its
+    mean estimated time per assignor run from ``costs``, ``COST_DDL``), and a ``horizon`` row (payload: the clock
+    in ms) for each group whose rows a later clock could change (``GroupAudit.provisional_until``; the what-if's
+    rows while a bump is unanswered)."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.coordinator_spark import coordinator_options
+    from offsets_audit.audit.interval_whatif import depends_on_the_clock, what_if_rows_of_history
+
     latest = streaming.latest_per_group(rows, "audit_state").select("group_id", "payload")
+    if costs is not None:
+        latest = latest.join(costs.select("group_id", (F.col("estimated_ms") / F.col("timed_runs")).alias("run_ms")),
+                             "group_id", "left")
+    else:
+        latest = latest.withColumn("run_ms", F.lit(None).cast("double"))
+    options = coordinator_options(settings)
 
     def run(batches):
         for pdf in batches:
             out = []
-            for group_id, payload in zip(pdf["group_id"], pdf["payload"]):
+            for group_id, payload, run_ms in zip(pdf["group_id"], pdf["payload"], pdf["run_ms"]):
                 audit = GroupAudit.from_bytes(base64.b64decode(payload), settings)
                 findings, rebalances, horizon = audit.provisional_until(end_time_ms)
                 out += [("finding", group_id, json.dumps(f.to_dict())) for f in findings]
                 out += [("rebalance", group_id, json.dumps(r)) for r in rebalances]
+                if options.what_if and audit.what_if is not None:
+                    whatif = what_if_rows_of_history(
+                        audit.what_if.history(end_time_ms), settings.broker,
+                        run_ms=None if pd.isna(run_ms) else float(run_ms), candidates=options.candidates_ms,
+                        budget=options.budget)
+                    out += [("whatif", group_id, json.dumps(r)) for r in whatif]
+                    if end_time_ms is not None and depends_on_the_clock(whatif):
+                        horizon = end_time_ms if horizon is None else min(horizon, end_time_ms)
                 if horizon is not None:
                     out.append(("horizon", group_id, str(horizon)))
             yield pd.DataFrame(out, columns=["kind", "group_id", "payload"])
@@ -152,7 +174,7 @@ def _tail_settings(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(audited, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def provisional_tail(history, new_rows, settings: Settings, clock: int | None, carry: bool):
+def provisional_tail(history, new_rows, settings: Settings, clock: int | None, carry: bool, costs=None):
     """``(tail, how, due)``: the provisional ``finding`` / ``rebalance`` / ``horizon`` rows for ``clock``, what
     was done, and the groups recomputed (``group_id``; None when every group was).
 
@@ -164,7 +186,7 @@ def provisional_tail(history, new_rows, settings: Settings, clock: int | None, c
     from pyspark.sql import functions as F
 
     if not carry or clock is None:
-        return provisional_rows(history, settings, clock), "recomputed for every group", None
+        return provisional_rows(history, settings, clock, costs), "recomputed for every group", None
     back = {new: old for old, new in streaming.TAIL_KINDS.items()}
     carried = streaming.latest_tails(history).select(
         streaming.renamed_kinds(back).alias("kind"), "group_id", "payload")
@@ -173,7 +195,7 @@ def provisional_tail(history, new_rows, settings: Settings, clock: int | None, c
     if new_rows is not None:
         due = due.unionByName(new_rows.filter(F.col("kind") == "audit_state").select("group_id"))
     due = due.distinct()
-    recomputed = provisional_rows(history.join(due, "group_id", "left_semi"), settings, clock)
+    recomputed = provisional_rows(history.join(due, "group_id", "left_semi"), settings, clock, costs)
     how = ("carried from the last run (nothing new), recomputed for any group whose timers the clock reached"
            if new_rows is None else
            "recomputed for the touched groups and those whose timers the clock reached, carried for the others")
@@ -248,6 +270,57 @@ def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict],
     next_state = touched if state is None else state.join(touched.select("group_id"), "group_id",
                                                           "left_anti").unionByName(touched)
     return rows("rerun"), rows("provisional"), next_state, resumed
+
+
+#: ``PATH/coordinator_costs/run=<run_id>/``: each group's assignor runs timed so far and their estimated coordinator
+#: time, which the what-if divides into its mean time per run (``audit.coordinator_load.group_run_ms``).
+COST_FOLDER = "coordinator_costs"
+COST_DDL = "group_id string, timed_runs long, estimated_ms double"
+
+
+def run_costs(spark, settings: Settings, checkpoint: str, runs: list[dict], resumed):
+    """``COST_DDL`` rows over every run so far: the last published run's plus this run's timed re-runs (``resumed``),
+    each estimated as the batch audit estimates it (``coordinator_load.runs_of``: an emptied group's assignment is
+    not a run; a streams refinement that repeats its timestamp is counted here, where the batch leaves it out, so a
+    streams group's mean can differ a little: a measured figure either way). None when the assignor audit is off
+    (nothing is timed)."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_TIMED_DDL
+    from offsets_audit.audit.coordinator_spark import coordinator_options
+
+    if resumed is None:
+        return None
+    factors = coordinator_options(settings).factors
+    timed = (resumed.filter(F.col("kind") == "rerun").select(F.from_json("payload", ASSIGNOR_AUDIT_TIMED_DDL)
+                                                             .alias("r"))
+             .select("r.group_id", "r.assignor", "r.num_members", "r.rerun_cpu_ms")
+             .filter(F.col("rerun_cpu_ms").isNotNull() & (F.coalesce(F.col("num_members"), F.lit(1)) != 0)))
+
+    def estimate(batches):
+        for pdf in batches:
+            yield pd.DataFrame({"group_id": pdf["group_id"], "estimated_ms": [
+                factors.of(a).estimate(float(ms)) for a, ms in zip(pdf["assignor"], pdf["rerun_cpu_ms"])]})
+
+    new = (timed.mapInPandas(estimate, "group_id string, estimated_ms double").groupBy("group_id")
+           .agg(F.count(F.lit(1)).alias("timed_runs"), F.sum("estimated_ms").alias("estimated_ms")))
+    if runs and runs[-1].get("coordinator_costs"):
+        earlier = spark.read.schema(COST_DDL).parquet(f"{checkpoint}/{COST_FOLDER}/run={runs[-1]['run_id']}")
+        new = (earlier.unionByName(new).groupBy("group_id")
+               .agg(F.sum("timed_runs").alias("timed_runs"), F.sum("estimated_ms").alias("estimated_ms")))
+    return new.select(F.col("group_id"), F.col("timed_runs").cast("long"), F.col("estimated_ms").cast("double"))
+
+
+def _whatif(tail):
+    """``assignment_interval_whatif`` of the run: every group's rows at the run's clock (recomputed for the groups
+    the run touched, carried for the others, as the provisional tail is) and the cluster's rows over them."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.interval_whatif import WHATIF_DDL
+    from offsets_audit.audit.spark import whatif_cluster
+
+    rows = tail.filter(F.col("kind") == "whatif").select(F.from_json("payload", WHATIF_DDL).alias("r")).select("r.*")
+    return rows.unionByName(whatif_cluster(rows))
 
 
 def assignor_mismatches(audited, settings: Settings):
@@ -429,6 +502,9 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         if audited.rerun_state is not None:
             with stages.stage("assignor state"):
                 audited.rerun_state.write.mode("overwrite").parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
+        if audited.costs is not None:
+            with stages.stage("assignor state"):
+                audited.costs.write.mode("overwrite").parquet(f"{checkpoint}/{COST_FOLDER}/run={run_id}")
         with stages.stage("compact"):
             compact(spark, checkpoint, run_id, covered, audited, snapshot)
         # Published, then marked complete: a run stopped in between is refused as the next run's base until it is
@@ -479,6 +555,8 @@ class AuditedRun:
     rerun_state: Any
     due: Any
     provisional_how: str
+    #: each group's assignor runs timed so far and their estimated time (``COST_DDL``; None: not kept)
+    costs: Any = None
 
 
 @dataclass(frozen=True)
@@ -552,18 +630,21 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
                                                             covered.record_range)
     frames = {**replayed.as_dict(outputs_only=True), "quarantine": quarantine}
     new_rows = streaming.fold_rows(spark, checkpoint, covered.fold_range)
-    tail, how, due = provisional_tail(covered.history, new_rows if covered.fold_range else None, settings,
-                                      covered.clock, covered.carry_tail)
-    tail = stages.kept(tail)
-    with stages.part("audit:provisional_pass"):
-        tail.count()  # the provisional pass (Python per recomputed group)
-    gaps = stages.kept(streaming.gaps_so_far(spark, checkpoint, covered.chain, covered.record_range,
-                                                      covered.all_records))
     reruns = assignor_audit(spark, settings, checkpoint, covered.runs, covered.fold_range, covered.history,
                             frames["offsets"])
     audited, provisional_audited, rerun_state, resumed = reruns if reruns is not None else (None,) * 4
     if resumed is not None:
         stages.on_release(resumed.unpersist)
+    costs = run_costs(spark, settings, checkpoint, covered.runs, resumed)
+    if costs is not None:
+        costs = stages.kept(costs)
+    tail, how, due = provisional_tail(covered.history, new_rows if covered.fold_range else None, settings,
+                                      covered.clock, covered.carry_tail, costs)
+    tail = stages.kept(tail)
+    with stages.part("audit:provisional_pass"):
+        tail.count()  # the provisional pass (Python per recomputed group)
+    gaps = stages.kept(streaming.gaps_so_far(spark, checkpoint, covered.chain, covered.record_range,
+                                                      covered.all_records))
     cached: list = []  # what the offset rules persist
     stages.on_release(lambda: _unpersist(cached))
     offset_rules = offset_rule_findings(spark, settings, checkpoint, covered.runs, covered.record_range, new_rows,
@@ -571,6 +652,7 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     findings, provisional = _findings_of_run(settings, new_rows, tail, offset_rules, audited, provisional_audited,
                                              gaps)
     rebalances = _rebalances_of_run(spark, checkpoint, covered, new_rows, tail)
+    frames.update(assignment_interval_whatif=_whatif(tail))
     frames.update(findings=findings, rebalances=rebalances["rebalances"], provisional_findings=provisional,
                   provisional_rebalances=rebalances["provisional_rebalances"],
                   latency_summary=rebalances["latency_summary"], rebalance_causes=rebalances["rebalance_causes"],
@@ -588,7 +670,7 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
         assert resumed is not None  # the re-runs' state is read from their rows
         resumed.unpersist()
     return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],
-                      rerun_state=rerun_state, due=due, provisional_how=how)
+                      rerun_state=rerun_state, due=due, provisional_how=how, costs=costs)
 
 
 def _unpersist(dfs: list) -> None:
@@ -720,6 +802,7 @@ def publish_run(spark, settings: Settings, checkpoint: str, covered: Coverage, a
         "run_id": run_id, "fold": [start["fold"], max(covered.all_fold, default=start["fold"] - 1)],
         "records": [start["records"], max(covered.all_records, default=start["records"] - 1)], "clock": covered.clock,
         "offset_rules": audited.offset_state is not None, "assignor_state": audited.rerun_state is not None,
+        "coordinator_costs": audited.costs is not None,
         "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings, "source": identity,
         "output": {"path": output.path, "format": output.format, "catalog": output.catalog}}
     entry["pieces"] = checkpoint_guard.pieces(checkpoint, entry)
@@ -747,7 +830,7 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
     last_two = {f"run={r['run_id']}" for r in runs[-2:]}
     published = {f"run={r['run_id']}" for r in runs}
     chains = {f"run={r}" for n in (len(runs), len(runs) - 1) for r in streaming.snapshot_chain(runs[:n])}
-    for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two),
+    for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two), (COST_FOLDER, last_two),
                          (streaming.COMPACT_FOLDER, chains), (streaming.REBALANCE_STORE, published)):
         root = streaming.local_folder(checkpoint) / folder
         if root.is_dir():

@@ -391,8 +391,8 @@ def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -
             f'{_e(", ".join(parts))}.</p>')
 
 
-#: An incremental run leaves coordinator load and the what-if out (they replay each group's whole history and
-#: whole minutes): its report says so instead of showing an empty section as if no assignor had run.
+#: An incremental run leaves coordinator load out (a minute can straddle two runs): its report says so instead of
+#: showing an empty section as if no assignor had run. Its what-if rows are every group's at the run's clock.
 _NOT_INCREMENTAL = ("<p>Not estimated by an incremental run: a batch <code>offsets-audit run</code> over the period "
                     "writes these tables (docs/assignment-intervals.md).</p>")
 
@@ -435,7 +435,7 @@ def render_report(data: dict) -> str:
         _NOT_INCREMENTAL if incremental else
         coordinator_load_section(data.get("coordinator_load") or [], data.get("coordinator_load_totals")),
         "<h2 id=\"interval-whatif\">Assignment intervals: what if</h2>",
-        _NOT_INCREMENTAL if incremental else interval_whatif_section(data.get("assignment_interval_whatif") or []),
+        interval_whatif_section(data.get("assignment_interval_whatif") or []),
         "</body></html>",
     ])
 

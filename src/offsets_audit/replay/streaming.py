@@ -517,7 +517,8 @@ COMPACT_FOLDER = "compact"
 GAPS_DDL = "partition int, offset long, batch_base_offset long, group_id string"
 #: The provisional tail's row kinds (``incremental.provisional_rows``) and their kinds in a compact snapshot;
 #: ``horizon``: the clock at which a group's tail could change (``GroupAudit.provisional_until``).
-TAIL_KINDS = {"finding": "tail_finding", "rebalance": "tail_rebalance", "horizon": "tail_horizon"}
+TAIL_KINDS = {"finding": "tail_finding", "rebalance": "tail_rebalance", "horizon": "tail_horizon",
+              "whatif": "tail_whatif"}
 
 
 def renamed_kinds(mapping: dict[str, str]):
