@@ -41,16 +41,12 @@ SCENARIOS = ("classic_eager", "classic_cooperative", "classic_static", "consumer
 
 
 def supported_scenarios(broker: KafkaBroker) -> list[str]:
-    """The scenarios ``broker``'s version runs: KIP-848 from 3.9, its broker-side regexes from 4.0, share groups
-    from 4.1 (4.0's early-access share records predate the layout Kafka ships since: ShareGroupMetadataValue v0
-    gained ``metadataHash`` without a version bump, so neither Kafka 4.1+ nor this codec reads them), streams
-    groups from 4.2."""
+    """The scenarios ``broker``'s version runs: KIP-848 from 3.9, its broker-side regexes and share groups from
+    4.0 (early access there), streams groups from 4.2."""
     s = broker.supports
     unsupported = set()
     if not s.share:
-        unsupported.add("consumer_regex")
-    if not s.share or version_key(broker.version) < (4, 1):
-        unsupported.add("share")
+        unsupported.update(("consumer_regex", "share"))
     if not s.streams:
         unsupported.add("streams")
     return [name for name in SCENARIOS if name not in unsupported]

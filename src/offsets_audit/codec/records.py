@@ -12,10 +12,19 @@ Mirrors Kafka's ``CoordinatorRecordSerde`` (group coordinator):
 
 Unlike the current broker, the removed types 9 (ShareGroupPartitionMetadata) and 18
 (StreamsGroupPartitionMetadata) still decode: schemas/ keeps their last specs.
+
+Kafka once changed a value's layout without bumping its version: 4.1 added ``metadataHash`` to
+``ShareGroupMetadataValue`` v0 and ``initializingTopics`` to ``ShareGroupStatePartitionMetadataValue`` v0, both
+untagged, so the records a 4.0 broker wrote for its early-access share groups do not read with 4.1's reader.
+schemas/ marks such fields with the release that added them (``since``) and such messages with the releases
+that did it (``earlier_layouts``); a value the current layout cannot read is read again with each earlier
+layout (the fields of later releases left out), newest first, and kept when one reads every byte cleanly, as
+the release that wrote it reads it (``DecodedRecord.layout``).
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,7 +33,7 @@ from offsets_audit.codec.errors import DecodeError, DecodeWarning
 from offsets_audit.codec.json import jackson_dumps
 from offsets_audit.codec.compiler import CompiledMessage, Compiler
 from offsets_audit.codec.record_types import RecordType
-from offsets_audit.codec.schema import RecordTypeSpec, load_schemas
+from offsets_audit.codec.schema import FieldSpec, MessageSpec, RecordTypeSpec, load_schemas
 
 _INT16 = struct.Struct(">h")
 #: strict decoding (the consumer-protocol round trip) refuses what a lenient decode only warns about
@@ -37,6 +46,45 @@ class _RecordCodec:
     spec: RecordTypeSpec
     key: CompiledMessage
     values: dict[int, CompiledMessage]
+    #: per value version, the layouts earlier releases wrote at that same version, newest first:
+    #: (layout name, reader), e.g. ("before 4.1", the v0 reader without 4.1's untagged fields)
+    earlier: dict[int, list[tuple[str, CompiledMessage]]]
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """``"4.1"`` -> (4, 1); a note after the number (``"4.1-dev (never released)"``) is left out."""
+    match = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+def _layout_fields(fields: list[FieldSpec], version: int, flexible: bool) -> list[FieldSpec]:
+    """The fields of ``version`` that shape its bytes: tagged fields change nothing when absent."""
+    return [f for f in fields if version in f.versions and not (flexible and version in f.tagged_versions)]
+
+
+def _layout_releases(msg: MessageSpec, version: int) -> list[str]:
+    """The releases of ``earlier_layouts`` that added an untagged field to ``version``, newest first."""
+    flexible = version in msg.flexible_versions
+    shaping = [f for fields in [msg.fields, *msg.structs.values()] for f in _layout_fields(fields, version, flexible)]
+    return sorted((release for release in msg.earlier_layouts
+                   if any(f.since and _release(f.since) >= _release(release) for f in shaping)),
+                  key=_release, reverse=True)
+
+
+def _layout_before(msg: MessageSpec, version: int, release: str) -> MessageSpec:
+    """``msg`` as releases before ``release`` wrote ``version``: the untagged fields it added left out."""
+    flexible = version in msg.flexible_versions
+    cut = _release(release)
+
+    def keep(fields: list[FieldSpec]) -> list[FieldSpec]:
+        shaping = _layout_fields(fields, version, flexible)
+        return [f for f in fields if not (f in shaping and f.since and _release(f.since) >= cut)]
+
+    return MessageSpec(
+        name=f"{msg.name}Before{release.replace('.', '_')}", kind=msg.kind, valid_versions=msg.valid_versions,
+        flexible_versions=msg.flexible_versions, fields=keep(msg.fields),
+        structs={name: keep(fields) for name, fields in msg.structs.items()}, record_type=msg.record_type,
+        since=msg.since, removed_in=msg.removed_in, file=msg.file)
 
 
 class Codecs:
@@ -49,7 +97,11 @@ class Codecs:
         for record_type, spec in sorted(schemas.record_types.items()):
             key = compiler.compile(spec.key, 0)
             values = {v: compiler.compile(spec.value, v) for v in spec.value.valid_versions}
-            self.by_type[record_type] = _RecordCodec(spec, key, values)
+            earlier = {v: [(f"before {release}", compiler.compile(_layout_before(spec.value, v, release), v))
+                           for release in _layout_releases(spec.value, v)]
+                       for v in spec.value.valid_versions}
+            self.by_type[record_type] = _RecordCodec(spec, key, values,
+                                                     {v: found for v, found in earlier.items() if found})
         self.consumer_protocol: dict[str, dict[int, CompiledMessage]] = {
             kind: {v: compiler.compile(msg, v) for v in msg.valid_versions}
             for kind, msg in schemas.consumer_protocol.items()
@@ -66,13 +118,16 @@ class DecodedRecord:
     """One coordinator record: type, versions, and key/value as plain dicts (Kafka's camelCase names).
 
     ``warnings`` lists what Kafka's reader tolerated in the bytes (``DecodeWarning``s, empty for records a
-    Kafka broker wrote): the record is decoded and applied as Kafka applies it.
+    Kafka broker wrote): the record is decoded and applied as Kafka applies it. ``layout`` names the earlier
+    layout of the value version the value was read with (``"before 4.1"``), None for the current one; the value
+    then holds the fields that layout has.
     """
 
-    __slots__ = ("record_type", "record_name", "key_version", "value_version", "key", "value", "warnings")
+    __slots__ = ("record_type", "record_name", "key_version", "value_version", "key", "value", "warnings", "layout")
 
     def __init__(self, record_type: int, record_name: str, key_version: int, value_version: int | None,
-                 key: dict, value: dict | None, warnings: list[DecodeWarning] | None = None):
+                 key: dict, value: dict | None, warnings: list[DecodeWarning] | None = None,
+                 layout: str | None = None):
         self.record_type = record_type
         self.record_name = record_name
         self.key_version = key_version
@@ -80,6 +135,7 @@ class DecodedRecord:
         self.key = key
         self.value = value
         self.warnings = warnings if warnings is not None else []
+        self.layout = layout
 
     @property
     def is_tombstone(self) -> bool:
@@ -93,12 +149,16 @@ class DecodedRecord:
             return key_json, None
         if self.value_version is None:
             raise ValueError(f"{self.record_name} has a value but no value version")
+        if self.layout is not None:
+            compiled = dict(codec.earlier[self.value_version])[self.layout]
+            return key_json, compiled.to_json(self.value)
         return key_json, codec.values[self.value_version].to_json(self.value)
 
     def __repr__(self) -> str:
         warnings = f", warnings={self.warnings!r}" if self.warnings else ""
+        layout = f", layout={self.layout!r}" if self.layout else ""
         return (f"DecodedRecord({self.record_name}, type={self.record_type}, value_version={self.value_version}, "
-                f"key={self.key!r}, value={self.value!r}{warnings})")
+                f"key={self.key!r}, value={self.value!r}{warnings}{layout})")
 
     def __eq__(self, other) -> bool:
         return isinstance(other, DecodedRecord) and all(
@@ -183,11 +243,16 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
         raise DecodeError("unknown_version",
                           f"schemas/{codec.spec.value.file} has no value version {version} for {codec.spec.name}",
                           position=0, record_type=record_type, part="value", version=version)
+    layout = None
     try:
         value_dict, end = compiled.read(value, 2, found)
     except DecodeError as exc:
         exc.record_type, exc.part, exc.version = record_type, "value", version
-        raise
+        earlier = _read_earlier_layout(codec, version, value)
+        if earlier is None:
+            raise
+        del found[in_key:]  # what the failed read tolerated is not what the record holds
+        layout, value_dict, end = earlier
     except RecursionError:
         raise DecodeError("truncated", "message nests too deep", record_type=record_type, part="value",
                           version=version) from None
@@ -200,7 +265,23 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
             for kind in ("subscription", "assignment"):
                 member[f"{kind}_decoded"] = _decode_embedded(kind, member.get(kind), warnings,
                                                              f"value.members[{i}].{kind}")
-    return DecodedRecord(record_type, codec.spec.name, 0, version, key_dict, value_dict, warnings)
+    return DecodedRecord(record_type, codec.spec.name, 0, version, key_dict, value_dict, warnings, layout)
+
+
+def _read_earlier_layout(codec: _RecordCodec, version: int, value: bytes) -> tuple[str, dict, int] | None:
+    """The first earlier layout of ``version`` (newest first) that reads every byte of ``value`` with nothing
+    tolerated, as ``(layout, value dict, end)``; None when none does (the current layout's error stands).
+    Only bytes the current layout cannot read come here, so a record of the current layout is never read
+    with an older one."""
+    for layout, compiled in codec.earlier.get(version, ()):
+        found: list = []
+        try:
+            value_dict, end = compiled.read(value, 2, found)
+        except (DecodeError, RecursionError):
+            continue
+        if end == len(value) and not found:
+            return layout, value_dict, end
+    return None
 
 
 def encode_record(record_type: int, key: dict, value: dict | None,

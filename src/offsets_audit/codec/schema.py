@@ -111,6 +111,9 @@ class MessageSpec:
     since: str | None = None
     removed_in: str | None = None
     file: str = ""
+    #: releases that added untagged fields to a version without bumping it: releases before each wrote the
+    #: version without the fields whose ``since`` is that release or later
+    earlier_layouts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -156,7 +159,7 @@ def load_message(path: Path) -> MessageSpec:
         name=raw["name"], kind=raw["kind"], valid_versions=Versions.parse(raw["valid_versions"]),
         flexible_versions=Versions.parse(raw.get("flexible_versions")), fields=fields, structs=structs,
         record_type=raw.get("record_type"), since=raw.get("since"), removed_in=raw.get("removed_in"),
-        file=path.name,
+        file=path.name, earlier_layouts=tuple(raw.get("earlier_layouts", ())),
     )
 
 
