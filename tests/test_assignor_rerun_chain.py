@@ -88,7 +88,7 @@ def topic_versions(steps: list[dict]) -> TopicMetadata:
 
 @pytest.fixture
 def _golden_member_order(monkeypatch):
-    monkeypatch.setattr(inputs.MemberOrder, "order", lambda self, members, overlay=True: members)
+    monkeypatch.setattr(inputs.MemberOrder, "order", lambda self, members, overlay=True, converted=False: members)
     # likewise the topics: the generator's subscribed-id order, not the coordinator's ``TopicIds`` over names
     monkeypatch.setattr(inputs, "subscription_iteration_order",
                         lambda member, resolved: list(member.get("subscribed_topic_names") or ()))
