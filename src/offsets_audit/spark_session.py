@@ -94,9 +94,9 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int | None = None) 
         "spark.sql.ui.retainedExecutions": "50",
         # Tungsten's memory page. A broadcast hash relation read by a task takes one whole page however few its rows,
         # and on a local session that copy sits in the driver's own block store (the executor is the driver) until
-        # the context cleaner drops it after a full GC. The default page on a 4 GB driver is tens of MB: a run's
-        # dozens of broadcasts of a few KB each held a GB of heap, so a session running the job again and again (a
-        # notebook, the tests) ran out of memory building the next broadcast. Small pages bound that; sorts and
+        # the context cleaner drops it after a full GC. The default page grows with the driver's memory, so a run's
+        # many small broadcasts held far more heap than their rows, and a session running the job again and again
+        # (a notebook, the tests) ran out of memory building the next broadcast. Small pages bound that; sorts and
         # aggregations just take more of them.
         "spark.buffer.pageSize": "2m",
     }
