@@ -46,6 +46,17 @@ def golden() -> Path:
 
 
 @pytest.fixture(scope="session")
+def connector_jars() -> list[Path]:
+    """Spark's kafka connector and Delta jars, resolved with Maven (``make kafka``); the test is skipped without them."""
+    import kafka_jars
+
+    try:
+        return kafka_jars.spark_connector_jars()
+    except kafka_jars.JarsUnavailable as error:
+        pytest.skip(f"Spark's connector jars unavailable: {error}")
+
+
+@pytest.fixture(scope="session")
 def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -35,16 +35,6 @@ PROVISIONAL = {"findings": "provisional_findings", "rebalances": "provisional_re
                "assignor_audit": "provisional_assignor_audit"}
 
 
-@pytest.fixture(scope="module")
-def connector_jars() -> list[Path]:
-    import kafka_jars
-
-    try:
-        return kafka_jars.spark_connector_jars()
-    except kafka_jars.JarsUnavailable as error:
-        pytest.skip(f"Spark's connector jars unavailable: {error}")
-
-
 def _scenarios(broker, folder: Path, prefix: str, names) -> None:
     """The scenarios held to READY, then stopped: their members leave and the topic goes quiet."""
     driver = ScenarioRun(broker, folder / f"scenarios-{prefix}", prefix, names)

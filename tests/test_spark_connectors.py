@@ -43,16 +43,6 @@ MAX_RECORDS_PER_PARTITION = 40
 
 
 @pytest.fixture(scope="module")
-def connector_jars() -> list[Path]:
-    import kafka_jars
-
-    try:
-        return kafka_jars.spark_connector_jars()
-    except kafka_jars.JarsUnavailable as error:
-        pytest.skip(f"Spark's connector jars unavailable: {error}")
-
-
-@pytest.fixture(scope="module")
 def offsets_log(kafka_broker, tmp_path_factory) -> dict:
     """The scenarios run to their end on the session's broker; the ending offsets and a copy of the log."""
     folder = tmp_path_factory.mktemp("spark-connectors")
