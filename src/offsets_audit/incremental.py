@@ -499,12 +499,13 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         if audited.offset_state is not None:
             with stages.stage("offset state"):
                 _write_offset_state(checkpoint, run_id, audited.offset_state)
-        if audited.rerun_state is not None:
-            with stages.stage("assignor state"):
-                audited.rerun_state.write.mode("overwrite").parquet(f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
-        if audited.costs is not None:
-            with stages.stage("assignor state"):
-                audited.costs.write.mode("overwrite").parquet(f"{checkpoint}/{COST_FOLDER}/run={run_id}")
+        if audited.rerun_state is not None or audited.costs is not None:
+            with stages.stage("assignor state"):  # one stage: a second block of the name would replace its time
+                if audited.rerun_state is not None:
+                    audited.rerun_state.write.mode("overwrite").parquet(
+                        f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
+                if audited.costs is not None:
+                    audited.costs.write.mode("overwrite").parquet(f"{checkpoint}/{COST_FOLDER}/run={run_id}")
         with stages.stage("compact"):
             compact(spark, checkpoint, run_id, covered, audited, snapshot)
         # Published, then marked complete: a run stopped in between is refused as the next run's base until it is
@@ -579,20 +580,22 @@ def _prepare(spark, settings: Settings, checkpoint: str) -> tuple[Settings, list
     return settings, runs, start, identity
 
 
-def _new_records(spark, settings: Settings):
+def _new_records(spark, settings: Settings, *, announce: bool = False):
     """What arrived since the last run, decoded. Neither query writes decoded rows (the fold reads the bytes, the
     records query the typed commit values and the quarantine rows, which never have JSON texts): the codec builds
-    none (``json_text=False``)."""
+    none (``json_text=False``). ``announce``: say which stream reads a kafka source (once a run: both queries
+    read the same way)."""
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.sources.options import source_config
 
-    return codec_spark.decode(streaming.read_stream(spark, source_config(settings)), json_text=False)
+    return codec_spark.decode(streaming.read_stream(spark, source_config(settings), announce=announce),
+                              json_text=False)
 
 
 def fold_new_records(spark, settings: Settings, checkpoint: str):
     """The fold query: each group's new records folded, and the events it emits fed to its audit
     (``GroupAuditStep``)."""
-    return streaming.run_fold_query(spark, _new_records(spark, settings), checkpoint,
+    return streaming.run_fold_query(spark, _new_records(spark, settings, announce=True), checkpoint,
                                              GroupAuditStep(settings))
 
 

@@ -161,8 +161,9 @@ def _read_json(path: Path, default):
 
 # -- the streams -----------------------------------------------------------------------------------------------
 
-def read_stream(spark, source: dict):
-    """A streaming DataFrame with SOURCE_SCHEMA's columns from a source config (see ``sources.read``)."""
+def read_stream(spark, source: dict, *, announce: bool = False):
+    """A streaming DataFrame with SOURCE_SCHEMA's columns from a source config (see ``sources.read``);
+    ``announce``: a note on stderr says which stream reads a kafka source."""
     from pyspark.sql import functions as F
 
     from offsets_audit.sources import register
@@ -196,7 +197,8 @@ def read_stream(spark, source: dict):
         if reader == "spark" or (reader == "auto" and spark_kafka_available(spark)):
             stream_options = spark_kafka_options(spark, options, stream=True)
             if stream_options is not None:
-                print("offsets-audit: note: read with Spark's kafka stream", file=sys.stderr)
+                if announce:
+                    print("offsets-audit: note: read with Spark's kafka stream", file=sys.stderr)
                 return as_source_schema(spark.readStream.format("kafka").options(**stream_options).load()
                                         .select(*KAFKA_COLUMNS))
             if reader == "spark":
@@ -209,7 +211,8 @@ def read_stream(spark, source: dict):
         if "kafka.isolation.level" not in lowered:
             options["kafka.isolation.level"] = "read_committed"
         register(spark)
-        print("offsets-audit: note: read with the kafka-python stream", file=sys.stderr)
+        if announce:
+            print("offsets-audit: note: read with the kafka-python stream", file=sys.stderr)
         return as_source_schema(spark.readStream.format("kafka-python").options(**options).load())
     raise UserError(f"source kind {source.get('kind')!r} is unknown", fix="set source kind to kafka, parquet or segments")
 
@@ -226,8 +229,6 @@ def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     """Run ``df`` with ``Trigger.AvailableNow`` through ``write_batch(batch_df, batch_id)``; returns the ids of the
     micro-batches it ran, read from the query's commit log: on Spark Connect ``write_batch`` runs in the server's
     Python worker, so nothing it records in this process's memory comes back."""
-    import sys
-
     before = _committed_batches(checkpoint)
     for attempt in range(1, RESUME_ATTEMPTS + 1):
         query = _start_query(df.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
