@@ -277,7 +277,7 @@ def settings_of(config: Mapping[str, Any], origin: str = "config") -> Settings:
 
 def _source(section: Mapping[str, Any]) -> SourceSettings:
     return SourceSettings(kind=section["kind"], path=None if section.get("path") is None else str(section["path"]),
-                          reader=str(section.get("reader") or "auto"), options=dict(section.get("options") or {}))
+                          reader=section.get("reader") or "auto", options=dict(section.get("options") or {}))
 
 
 #: The master URLs Spark's ``SparkContext`` accepts (``SparkMasterRegex`` and the cluster managers' prefixes).

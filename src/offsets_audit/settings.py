@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 SourceKind = Literal["segments", "parquet", "kafka"]
+SourceReader = Literal["auto", "spark", "kafka-python"]
 OutputFormat = Literal["parquet", "delta"]
 TopicMetadataSource = Literal["none", "file", "kafka"]
 Severity = Literal["info", "warning", "error"]
@@ -38,7 +39,7 @@ class SourceSettings:
     path: str | None = None
     #: kafka: ``auto`` (Spark's kafka source where the session has it, else kafka-python), ``spark`` or
     #: ``kafka-python``
-    reader: str = "auto"
+    reader: SourceReader = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
