@@ -115,6 +115,17 @@ class ScenarioRun:
         return [g for s in self.report.values() for g, k in s["groups"].items() if kind is None or k == kind]
 
 
+def run_to_the_end(broker: KafkaBroker, folder: Path, prefix: str, names: Sequence[str]) -> dict[str, dict]:
+    """The scenarios held to READY, then stopped: their members leave and the topic goes quiet. Their report."""
+    driver = ScenarioRun(broker, folder, prefix, names)
+    try:
+        report = driver.wait_ready()
+        driver.stop()
+    finally:
+        driver.kill()
+    return report
+
+
 def admin_commands(broker: KafkaBroker, prefix: str) -> list[list[str]]:
     """What ``admin_groups`` leaves for ``kafka-consumer-groups`` to do: delete one topic's offsets of a group,
     delete a group, reset an empty group's offsets of one topic to the earliest."""

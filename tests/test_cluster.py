@@ -23,18 +23,13 @@ def test_a_standalone_cluster_writes_the_tables_local_2_writes(kafka_broker, tmp
     from pathlib import Path
 
     import kafka_jars
-    from real_kafka import ScenarioRun
+    from real_kafka import run_to_the_end
 
     try:
         kafka_jars.spark_connector_jars()
     except kafka_jars.JarsUnavailable as error:
         pytest.skip(f"Spark's connector jars unavailable: {error}")
-    driver = ScenarioRun(kafka_broker, tmp_path / "scenarios", "cl", ["classic_eager", "consumer_uniform"])
-    try:
-        driver.wait_ready()
-        driver.stop()
-    finally:
-        driver.kill()
+    run_to_the_end(kafka_broker, tmp_path / "scenarios", "cl", ["classic_eager", "consumer_uniform"])
     ending = json.dumps({"__consumer_offsets": {str(p): o for p, o in kafka_broker.end_offsets().items()}})
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))  # its `results` module
     bench = load_script("bench/cluster.py", "cluster_bench")

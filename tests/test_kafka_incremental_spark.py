@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from kafka_broker import OFFSETS_TOPIC
-from real_kafka import ScenarioRun
+from real_kafka import run_to_the_end
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.full]
 
@@ -37,12 +37,7 @@ PROVISIONAL = {"findings": "provisional_findings", "rebalances": "provisional_re
 
 def _scenarios(broker, folder: Path, prefix: str, names) -> None:
     """The scenarios held to READY, then stopped: their members leave and the topic goes quiet."""
-    driver = ScenarioRun(broker, folder / f"scenarios-{prefix}", prefix, names)
-    try:
-        report = driver.wait_ready()
-        driver.stop()
-    finally:
-        driver.kill()
+    report = run_to_the_end(broker, folder / f"scenarios-{prefix}", prefix, names)
     assert {name: s["status"] for name, s in report.items()} == {name: "ok" for name in names}
 
 

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from kafka_broker import OFFSETS_TOPIC
-from real_kafka import ScenarioRun, aborted_offsets, records_below, segment_records
+from real_kafka import aborted_offsets, records_below, run_to_the_end, segment_records
 from table_fingerprints import different, fingerprints
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.full]
@@ -46,12 +46,7 @@ MAX_RECORDS_PER_PARTITION = 40
 def offsets_log(kafka_broker, tmp_path_factory) -> dict:
     """The scenarios run to their end on the session's broker; the ending offsets and a copy of the log."""
     folder = tmp_path_factory.mktemp("spark-connectors")
-    driver = ScenarioRun(kafka_broker, folder / "scenarios", "sc", SCENARIOS)
-    try:
-        report = driver.wait_ready()
-        driver.stop()
-    finally:
-        driver.kill()
+    report = run_to_the_end(kafka_broker, folder / "scenarios", "sc", SCENARIOS)
     assert {name: s["status"] for name, s in report.items()} == {name: "ok" for name in SCENARIOS}
     end = kafka_broker.end_offsets()
     log = kafka_broker.copy_offsets_log(folder / "log")
