@@ -206,9 +206,11 @@ def _random_group(rng, topics, subscription_type, previous):
     return _input(members, topics, subscription_type, assignable)
 
 
-def test_compiled_kernel_equals_pure_python_on_random_chained_groups(monkeypatch):
+@pytest.mark.parametrize("subscribed_topic_order", [None, "topic_ids"])
+def test_compiled_kernel_equals_pure_python_on_random_chained_groups(monkeypatch, subscribed_topic_order):
     """Collision-heavy groups (partitions p and p + 16 share buckets, sets grow and shrink), chained four steps,
-    assignments and Java iteration order compared exactly."""
+    assignments and Java iteration order compared exactly; with subscriptions iterated as HashSets (a golden input)
+    and as listed (an input the job rebuilt from the log, whose members list their topics in differing orders)."""
     if simple._KERNEL is None:
         pytest.skip("the compiled kernel is not built in this install (pip install -e . builds it)")
     import random
@@ -220,6 +222,8 @@ def test_compiled_kernel_equals_pure_python_on_random_chained_groups(monkeypatch
         previous, carried_kernel, carried_python = {}, None, None
         for step in range(4):
             group = _random_group(rng, topics, subscription_type, previous)
+            if subscribed_topic_order:
+                group["subscribed_topic_order"] = subscribed_topic_order
             kernel = simple.assign_chained(group, carried_kernel)
             monkeypatch.setattr(simple, "_KERNEL", None)
             python = simple.assign_chained(group, carried_python)

@@ -1029,8 +1029,10 @@ static PyObject *k_id, *k_parts, *k_member, *k_subs;   /* interned dict keys of 
 static PyObject *Unsupported;   /* the input needs the reference builders (e.g. a topic id that is not a Uuid) */
 
 /*
- * assign(members, assignments, topics, assignable, homogeneous, with_order)
+ * assign(members, assignments, topics, assignable, homogeneous, with_order[, as_listed])
  *   members: list of member dicts in GroupSpec.memberIds() order (golden layout);
+ *   as_listed: iterate each member's subscribed topic ids as listed (an input rebuilt from the log), not as a
+ *              HashSet<Uuid> filled in that order (a golden input);
  *   assignments: list, per member, of the dict topic id -> partitions to use as its current assignment, in the
  *                order its HashMap/HashSets were filled;
  *   topics: the metadata list (id, partitions); assignable: None or dict topic id -> partitions.
@@ -1039,9 +1041,9 @@ static PyObject *Unsupported;   /* the input needs the reference builders (e.g. 
  */
 static PyObject *py_assign(PyObject *self, PyObject *args) {
     PyObject *member_list, *assignment_list, *topic_list, *assignable;
-    int homogeneous, with_order;
-    if (!PyArg_ParseTuple(args, "O!O!O!Opp", &PyList_Type, &member_list, &PyList_Type, &assignment_list,
-                          &PyList_Type, &topic_list, &assignable, &homogeneous, &with_order))
+    int homogeneous, with_order, as_listed = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!Opp|p", &PyList_Type, &member_list, &PyList_Type, &assignment_list,
+                          &PyList_Type, &topic_list, &assignable, &homogeneous, &with_order, &as_listed))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(member_list);
     if (PyList_GET_SIZE(assignment_list) != n) { PyErr_SetString(PyExc_ValueError, "one assignment per member"); return NULL; }
@@ -1117,20 +1119,29 @@ static PyObject *py_assign(PyObject *self, PyObject *args) {
             Py_DECREF(seq);
             goto current_assignment;
         }
-        /* MemberSubscription.subscribedTopicIds(): a HashSet<Uuid> filled in input order. */
+        /* MemberSubscription.subscribedTopicIds(): a HashSet<Uuid> filled in input order; or, for an input rebuilt
+         * from the log (`as_listed`), the coordinator's view over the member's topic names, iterated as listed
+         * (the set then only drops a repeated id). */
         JMap *set = jm_new(&g.arena, -1);
         if (!set) { Py_DECREF(seq); PyErr_NoMemory(); goto out; }
+        g.subs[m] = (int32_t *) malloc(sizeof(int32_t) * ((size_t) count + 1));
+        if (!g.subs[m]) { Py_DECREF(seq); PyErr_NoMemory(); goto out; }
+        int32_t listed = 0;
         for (Py_ssize_t i = 0; i < count; i++) {
             int32_t t = topic_index(&topics, items[i]);
             if (t == -2) { unsupported = 1; Py_DECREF(seq); goto out; }
-            if (t < 0 || jm_add(&g.arena, set, t, topics.hash[t]) < 0) { Py_DECREF(seq); goto out; }
+            int added = t < 0 ? -1 : jm_add(&g.arena, set, t, topics.hash[t]);
+            if (added < 0) { Py_DECREF(seq); goto out; }
+            if (added) g.subs[m][listed++] = t;
         }
         Py_DECREF(seq);
-        if (snap_take(&g.arena, &g.s1, set) < 0) { PyErr_NoMemory(); goto out; }
-        g.num_subs[m] = g.s1.len;
-        g.subs[m] = (int32_t *) malloc(sizeof(int32_t) * ((size_t) g.s1.len + 1));
-        if (!g.subs[m]) { PyErr_NoMemory(); goto out; }
-        for (int32_t i = 0; i < g.s1.len; i++) g.subs[m][i] = (int32_t) g.s1.keys[i];
+        if (as_listed) {
+            g.num_subs[m] = listed;
+        } else {
+            if (snap_take(&g.arena, &g.s1, set) < 0) { PyErr_NoMemory(); goto out; }
+            g.num_subs[m] = g.s1.len;
+            for (int32_t i = 0; i < g.s1.len; i++) g.subs[m][i] = (int32_t) g.s1.keys[i];
+        }
 
     current_assignment:;
         PyObject *assignment = PyList_GET_ITEM(assignment_list, m);

@@ -437,10 +437,8 @@ run = assign
 def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None,
                      with_order: bool) -> tuple[dict[str, Any], dict[str, dict[str, list[int]]]] | None:
     """The same builders in ``_simple_kernel.c``; ``None`` when the input needs the reference path (a topic id
-    that is not a Uuid, a field missing, subscribed topics in the coordinator's own order), which then raises or
-    answers exactly as before."""
-    if case_input.get("subscribed_topic_order") == "topic_ids":
-        return None  # the kernel iterates each subscription as a HashSet<Uuid>
+    that is not a Uuid, a field missing), which then raises or answers exactly as before."""
+    as_listed = case_input.get("subscribed_topic_order") == "topic_ids"
     try:
         by_id = {member["member_id"]: member for member in case_input["members"]}
         members = [by_id[member_id] for member_id in _KERNEL.string_hashmap_order(list(by_id))]
@@ -459,7 +457,8 @@ def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mappin
         try:
             status, value, java_order = _KERNEL.assign(
                 members, assignments, topics if isinstance(topics, list) else list(topics),
-                case_input.get("assignable_partitions"), case_input["subscription_type"] == HOMOGENEOUS, with_order)
+                case_input.get("assignable_partitions"), case_input["subscription_type"] == HOMOGENEOUS, with_order,
+                as_listed)
         finally:
             if paused:
                 gc.enable()
