@@ -102,52 +102,16 @@ def _quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-#: Kafka's JVM as a broker runs it (the C2 compiler, G1), not the oracle's quick-start options
-KAFKA_JVM = ("-Xmx3g",)
 KAFKA_REPEAT = 10
 
 
 def kafka_ms(cases: list[dict]) -> dict[str, float]:
-    """Kafka's time per case (ms): the oracle's ``assign``, the calling thread's CPU time of the fastest of
-    ``KAFKA_REPEAT`` calls, in one JVM per chunk of cases (a chunk's inputs are held in memory at once)."""
-    import subprocess
+    """Kafka's time per case (ms): the oracle's ``assign`` (``kafka_assign.times``), the calling thread's CPU time
+    of the fastest of ``KAFKA_REPEAT`` calls (its wall time where the JVM gives no thread CPU time)."""
+    import kafka_assign
 
-    import kafka_jars
-    import oracle
-
-    out: dict[str, float] = {}
-    chunk: list[dict] = []
-    size = 0
-
-    def flush() -> None:
-        if not chunk:
-            return
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as handle:
-            for c in chunk:
-                handle.write(json.dumps({"case_id": c["case_id"], "assignor": c["assignor"], "input": c["input"]})
-                             + "\n")
-        try:
-            command = kafka_jars.java_command(oracle.MAIN, "assign", handle.name, "--repeat", str(KAFKA_REPEAT),
-                                              jvm_options=KAFKA_JVM)
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
-        finally:
-            Path(handle.name).unlink()
-        for line in done.stdout.splitlines():
-            if line.strip():
-                r = json.loads(line)
-                if r.get("error") is None:   # a golden case where Kafka's assignor throws has no time
-                    out[r["case_id"]] = (r.get("java_thread_cpu_nanos") or r["java_nanos"]) / 1e6
-        chunk.clear()
-
-    for c in cases:
-        members = len(c["input"].get("members") or ())
-        chunk.append(c)
-        size += members
-        if size >= 2000:
-            flush()
-            size = 0
-    flush()
-    return out
+    measured = kafka_assign.times(((c["case_id"], c["assignor"], c["input"]) for c in cases), KAFKA_REPEAT)
+    return {case_id: (cpu or wall) * 1e3 for case_id, (wall, cpu) in measured.items()}
 
 
 def fit(pairs: list[tuple[float, float]]) -> dict:
