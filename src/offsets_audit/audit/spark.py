@@ -157,7 +157,7 @@ def latency_summary(rebalances):
     """p50/p95/p99/max of the latency metrics per (group, day), (group type, day) and group type."""
     from pyspark.sql import functions as F
 
-    # SQL text, one ``agg`` and one ``selectExpr`` per level: the same expressions as built column by column, at a
+    # SQL text, one ``agg`` and one ``selectExpr``: the same expressions as built column by column, at a
     # few Py4J calls instead of a few hundred (each ``withColumn`` also analysed the plan again).
     qs = ", ".join(str(q) for _, q in PERCENTILES)
     aggs = ["count(1) AS rebalances", "CAST(sum(CAST(complete AS INT)) AS BIGINT) AS complete",
@@ -170,16 +170,17 @@ def latency_summary(rebalances):
     metrics = [column for m in LATENCY_METRICS
                for column in [f"_{m}[{i}] AS {m}_{q}" for i, (q, _) in enumerate(PERCENTILES)] + [f"{m}_max"]]
 
-    def level(name, keys):
-        df = rebalances.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
-        columns = [f"'{name}' AS level",
-                   *[f"`{key}`" if key in keys else f"CAST(NULL AS STRING) AS `{key}`" for key in ("group_type", "group_id", "day")],
-                   "rebalances", "complete", causes, *metrics]
-        return df.selectExpr(*columns)
-
-    return (level("group_day", ["group_type", "group_id", "day"])
-            .unionByName(level("group_type_day", ["group_type", "day"]))
-            .unionByName(level("group_type", ["group_type"])))
+    # The three levels as grouping sets of one aggregate: one shuffle of the rebalances, not one per level.
+    # ``grouping_id()`` says which set a row belongs to (a bit per key left out: group_type, group_id, day), so a
+    # null in the data stays a group of its own, as a ``groupBy`` per level kept it.
+    keys = ("group_type", "group_id", "day")
+    levels = {0: ("group_day", keys), 2: ("group_type_day", ("group_type", "day")), 3: ("group_type", ("group_type",))}
+    df = rebalances.groupingSets([list(level_keys) for _, level_keys in levels.values()], *keys).agg(
+        *[F.expr(a) for a in aggs], F.expr("grouping_id()").alias("_set"))
+    level = "CASE _set " + " ".join(f"WHEN {set_id} THEN '{name}'" for set_id, (name, _) in levels.items()) + \
+        " END AS level"
+    columns = [level, *[f"`{key}`" for key in keys], "rebalances", "complete", causes, *metrics]
+    return df.selectExpr(*columns)
 
 
 def _assignor_mismatches(assignor_audit, rules):
@@ -333,16 +334,17 @@ def whatif_cluster(group_rows):
             *[F.max(c).alias(c) for c in maxima]]
     types = dict(_fields_of(WHATIF_DDL))
 
-    def shaped(df, candidate: str):
-        given = set(df.columns)
-        return df.select(*[F.col(c).cast(types[c]).alias(c) if c in given else
-                           (F.lit("cluster") if c == "level" else F.lit(candidate) if c == "candidate"
-                            else F.lit(None)).cast(types[c]).alias(c) for c in WHATIF_COLUMNS])
-
-    per_interval = shaped(group_rows.filter(F.col("level") == "group").groupBy("interval_ms").agg(*aggs), "candidate")
-    chosen = shaped(group_rows.filter((F.col("level") == "group") & F.col("recommended")).agg(*aggs)
-                    .filter(F.col("groups") > 0), "recommended")
-    return per_interval.unionByName(chosen)
+    # Both kinds of cluster row from one aggregate (one shuffle): each group row stands once for its interval's
+    # candidate row and, when recommended, once more for the "recommended" row (whose interval is none).
+    kinds = F.explode(F.array(F.lit("candidate"), F.when(F.col("recommended"), F.lit("recommended")))).alias("candidate")
+    rows = (group_rows.filter(F.col("level") == "group").select(kinds, "interval_ms", *sums, *maxima)
+            .filter(F.col("candidate").isNotNull())
+            .withColumn("interval_ms", F.when(F.col("candidate") == "candidate", F.col("interval_ms"))))
+    totals = rows.groupBy("candidate", "interval_ms").agg(*aggs)
+    given = set(totals.columns)
+    return totals.select(*[F.col(c).cast(types[c]).alias(c) if c in given else
+                           (F.lit("cluster") if c == "level" else F.lit(None)).cast(types[c]).alias(c)
+                           for c in WHATIF_COLUMNS])
 
 
 def _fields_of(ddl: str) -> list[tuple[str, str]]:
@@ -380,14 +382,16 @@ def rebalance_causes(rebalances):
         .select(F.lit("group_day_cause").alias("level"), "group_type", "group_id", "day", "cause",
                 F.lit(None).cast("string").alias("client_id"), F.lit(None).cast("string").alias("client_host"),
                 "rebalances", F.lit(1).cast("long").alias("groups")))
-    members = rebalances.select("group_id", "group_type", "group_epoch", "bump_offset", "day",
-                                F.explode("cause_members").alias("m"))
-    per_client = (members.select("group_id", "group_type", "group_epoch", "bump_offset", "day",
-                                 F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"))
-                  .dropDuplicates(["group_id", "group_type", "group_epoch", "bump_offset", "day", "client_id",
-                                   "client_host"])
-                  .groupBy("client_id", "client_host", "day")
-                  .agg(F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"))
+    # Per client one aggregate (one shuffle): the rebalances it took part in are its distinct (group, epoch, bump)
+    # triples, a set per (client, host, day), as a ``dropDuplicates`` then a count and a distinct count of the
+    # groups would give in three.
+    rebalance = F.struct("group_id", "group_type", "group_epoch", "bump_offset")
+    per_client = (rebalances.select(rebalance.alias("_rebalance"), "group_id", "day",
+                                    F.explode("cause_members").alias("m"))
+                  .groupBy(F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"),
+                           "day")
+                  .agg(F.size(F.collect_set("_rebalance")).cast("long").alias("rebalances"),
+                       F.size(F.collect_set("group_id")).cast("long").alias("groups"))
                   .select(F.lit("client_day").alias("level"), F.lit(None).cast("string").alias("group_type"),
                           F.lit(None).cast("string").alias("group_id"), "day", F.lit(None).cast("string").alias("cause"),
                           "client_id", "client_host", "rebalances", "groups"))
