@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pytest
 
+import kafka_matrix
 from kafka_broker import KafkaBroker, broker_versions, require_jars
 from real_kafka import (
     RealRun, aborted_offsets, audit_config, differences, job_view, kafka_view, our_dump_log, parse_dump_log,
@@ -54,7 +55,9 @@ def real(kafka_version, tmp_path_factory, request, pytestconfig) -> RealRun:
     broker = KafkaBroker(folder / "broker", kafka_version)
     try:
         broker.start()
-        return run_scenarios(broker, folder, PREFIX, parquet_dump=folder / "dump")
+        run = run_scenarios(broker, folder, PREFIX, parquet_dump=folder / "dump")
+        kafka_matrix.scenarios_ran(kafka_version, run.scenarios)
+        return run
     finally:
         broker.kill()
 
