@@ -24,7 +24,14 @@ NOT_BENCHES = {"results", "report"}
 #: Figures that come from a command, not a script of bench/ (``make demo``).
 OTHER = {"demo": ("`make demo`: simulates 30 groups for an hour (every group kind, three injected faults) as log "
                   "segments and runs the whole job on them with local Spark; the job's time from a bare clone.",
-                  ["make demo"])}
+                  ["make demo"]),
+         "kafka_versions": ("`make test-kafka-versions`: a real broker of each Kafka release of the matrix, every "
+                            "scenario the release supports run by Kafka's own clients, judged by Kafka's tools "
+                            "(kafka-dump-log, kafka-consumer-groups and the share and streams tools) and by the "
+                            "job's check and run; one line per release (tests/kafka_matrix.py).",
+                            ["make test-kafka-versions"])}
+#: Benches whose every line is about one thing of several (a Kafka release): the page shows the latest line of each.
+PER_KEY = {"kafka_versions": "release"}
 #: How many figure lines a bench shows at most (the JSON line has them all).
 MAX_LINES = 24
 MAX_VALUE = 240
@@ -71,6 +78,23 @@ def latest(bench: str) -> dict[str, Any] | None:
         return None
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return json.loads(lines[-1]) if lines else None
+
+
+def latest_per_key(bench: str, key: str) -> list[dict[str, Any]]:
+    """The newest line for each value of the figure ``key`` (newest value first, numbered versions by number)."""
+    path = RESULTS / f"{bench}.jsonl"
+    if not path.is_file():
+        return []
+    newest: dict[str, dict[str, Any]] = {}
+    for text in path.read_text(encoding="utf-8").splitlines():
+        if text.strip():
+            line = json.loads(text)
+            newest[str((line.get("figures") or {}).get(key))] = line
+
+    def order(value: str) -> tuple[int, ...]:
+        return tuple(int(p) if p.isdigit() else -1 for p in value.split("."))
+
+    return [newest[value] for value in sorted(newest, key=order, reverse=True)]
 
 
 def _number(value: Any) -> str:
@@ -121,13 +145,9 @@ def _machine(machine: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def section(bench: str, what: str, commands: list[str], line: dict[str, Any] | None, script: str | None) -> str:
-    out = [f"## {bench}", "", what + (f" ([{script}]({script}))" if script else ""), "", "```", *commands, "```", ""]
-    if line is None:
-        out += ["Not run yet: no `results/" + bench + ".jsonl`.", ""]
-        return "\n".join(out)
+def _latest_block(bench: str, line: dict[str, Any]) -> list[str]:
     where = f"{line.get('date', '?')}, commit `{line.get('commit', '?')}`, {_machine(line.get('machine') or {})}"
-    out.append(f"Latest ({where}): `{line.get('command', '')}`")
+    out = [f"Latest ({where}): `{line.get('command', '')}`"]
     if line.get("archived_from"):
         out.append(f"(archived: {line['archived_from']})")
     if line.get("note"):
@@ -136,7 +156,19 @@ def section(bench: str, what: str, commands: list[str], line: dict[str, Any] | N
     lines = figure_lines(line.get("figures") or {})
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"- … {len(lines) - MAX_LINES} more in `results/{bench}.jsonl`"]
-    out += lines + [""]
+    return out + lines + [""]
+
+
+def section(bench: str, what: str, commands: list[str], line: dict[str, Any] | list[dict[str, Any]] | None,
+            script: str | None) -> str:
+    """A bench's part of the page; ``line`` is its latest line, or a list of them (one per key, ``PER_KEY``)."""
+    out = [f"## {bench}", "", what + (f" ([{script}]({script}))" if script else ""), "", "```", *commands, "```", ""]
+    lines = line if isinstance(line, list) else [] if line is None else [line]
+    if not lines:
+        out += ["Not run yet: no `results/" + bench + ".jsonl`.", ""]
+        return "\n".join(out)
+    for each in lines:
+        out += _latest_block(bench, each)
     return "\n".join(out)
 
 
@@ -159,7 +191,8 @@ def render() -> str:
             what, commands = describe(script)
         else:
             what, commands = OTHER.get(name, ("Figures recorded under this name by another command.", []))
-        parts.append(section(name, what, commands, latest(name), script.name if script else None))
+        line = latest_per_key(name, PER_KEY[name]) if name in PER_KEY else latest(name)
+        parts.append(section(name, what, commands, line, script.name if script else None))
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -82,3 +82,15 @@ def test_figures_read_as_a_person_reads_them(report):
                                  "stages_s": {"read": 7.6}, "sizes": [{"records": 464486, "wall_s": 35.0}]})
     assert lines == ["- `records_per_s`: 190,316", "- `ratio`: 0.359", "- `range`: 293,251 / 306,091",
                      "- `stages_s.read`: 7.6", "- `sizes[0]`: records 464,486, wall_s 35"]
+
+
+def test_a_per_release_bench_shows_the_latest_line_of_each_release(report, results, tmp_path, monkeypatch):
+    for release, verdict in (("4.0.2", "failed"), ("4.4.0", "passed"), ("4.0.2", "passed"), ("3.9.1", "passed")):
+        results.record("kafka_versions", {"release": release, "verdict": verdict}, argv=["make"],
+                       results_dir=tmp_path)
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    lines = report.latest_per_key("kafka_versions", "release")
+    assert [(line["figures"]["release"], line["figures"]["verdict"]) for line in lines] == \
+        [("4.4.0", "passed"), ("4.0.2", "passed"), ("3.9.1", "passed")]
+    text = report.section("kafka_versions", "what", ["make"], lines, None)
+    assert text.count("Latest (") == 3 and "failed" not in text
