@@ -122,3 +122,26 @@ def test_a_conversions_members_are_in_the_order_kafkas_table_iterates():
     first = result.groups["h01484x014.classic-1"].target_assignment_rows()[0]
     slots = [timeline_slot(m["member_id"], 4) for m in first["members"]]
     assert len(set(slots)) < len(slots)
+
+
+def test_after_a_conversion_the_group_iterates_the_table_its_records_rebuild():
+    """A Kafka-made segment kept whole: the heartbeat that converts a classic group computes its target over the
+    table ``fromClassicGroup`` filled, but the group that stays is the one the records are replayed into; its
+    table holds the converted members in record order, so the next target (a member joining, members preferring
+    range and uniform equally: Kafka ran uniform) iterates three members sharing a slot the other way round."""
+    from offsets_audit.assignors.inputs import timeline_slot
+
+    folder = CASES / "kept" / "conversion-replayed-table"
+    scenario = json.loads((folder / "scenario.json").read_text())
+    state = json.loads((folder / "state.json").read_text())
+    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
+    result = replay_records(records)
+    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
+    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    reruns = [r for r in reruns if r["kind"] == "rerun"]
+    assert all(r["match"] for r in reruns)
+    assert [r["assignor"] for r in reruns if r["assignment_epoch"] == 9] == ["uniform"]
+    # still a case: three converted members share a slot of the eight-slot table the later targets iterate
+    converted = result.groups["h00076.classic-1"].target_assignment_rows()[0]
+    slots = [timeline_slot(m["member_id"], 8) for m in converted["members"]]
+    assert max(slots.count(s) for s in slots) >= 3

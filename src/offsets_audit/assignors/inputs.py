@@ -431,6 +431,8 @@ class MemberOrder:
     def __init__(self) -> None:
         self.capacity = 2
         self.present: list[str] = []
+        #: after a conversion, the converted members in record order: the table the group is replayed into
+        self.replayed: list[str] | None = None
 
     def order(self, members: list[Mapping], overlay: bool = True, converted: bool = False) -> list[Mapping]:
         """``members`` (a target row's, in record order) as the assignor iterates them.
@@ -438,10 +440,19 @@ class MemberOrder:
         ``converted``: the first target of a group converted from a classic group. ``ConsumerGroup.fromClassicGroup``
         puts every member into a new table and ``createConsumerGroupRecords`` then writes their records in that
         table's iteration order, not in the order they went in, so the insertion order is the one under which the
-        table iterates as the records came."""
+        table iterates as the records came. That table serves only the heartbeat that converted the group (its
+        member's join computes the next target in the same append); the group that stays is the one the records
+        are replayed into (``GroupMetadataManager.replay``), a new table filled in record order, which serves every
+        target after that one (``_replay_conversion``)."""
+        replayed = getattr(self, "replayed", None)   # a member table kept by an incremental run before this field
+        self.replayed = None
         if converted:
             self.capacity, self.present = 2, []
+            self.replayed = [m["member_id"] for m in members]
         ids = [m["member_id"] for m in members]
+        if replayed is not None and not self._converting_join(members):
+            self._replay_conversion(replayed)
+            replayed = None
         present = set(self.present)
         # The heartbeat that computes the target adds its member when it joined in that same append; one that
         # joined earlier (the assignment waited for KIP-1263's interval) is in the table already. Without the
@@ -486,7 +497,21 @@ class MemberOrder:
             self.present.append(member_id)
         if put_once:  # the joiner's records after the assignor ran
             self.capacity = timeline_grow(self.capacity, len(self.present))
+        if replayed is not None:
+            self._replay_conversion(replayed)
         return [by_id[i] for i in listing]
+
+    def _converting_join(self, members: list[Mapping]) -> bool:
+        """Whether this target is the one the converting heartbeat computed: a member joins in its append."""
+        present = set(self.present)
+        return any(m["member_id"] not in present and m.get("joined_in_batch") for m in members)
+
+    def _replay_conversion(self, replayed: list[str]) -> None:
+        """The member table as the conversion's records rebuild it: the converted members in record order, then
+        the members put since (in the order they came)."""
+        kept = set(self.present)
+        converted = [i for i in replayed if i in kept]
+        self.present = converted + [i for i in self.present if i not in set(converted)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
