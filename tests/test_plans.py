@@ -66,3 +66,22 @@ def test_materialize_builds_every_cache_in_one_action_and_takes_the_greatest_val
     finally:
         for df in frames:
             df.unpersist()
+
+
+def test_a_small_log_on_a_local_session_runs_without_adaptive_execution_until_restored(spark):
+    from offsets_audit.plans import ADAPTIVE_MIN_RECORDS, plain_execution_for_a_small_log
+
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    restore = plain_execution_for_a_small_log(spark, 1_000, {})
+    try:
+        assert restore is not None and spark.conf.get(key) == "false"
+        assert "AdaptiveSparkPlan" not in spark.range(10).groupBy("id").count()._jdf.queryExecution() \
+            .executedPlan().toString()
+    finally:
+        restore()
+    assert spark.conf.get(key) == before
+    # a large log, a setting the user made, or a setting already off: nothing changes
+    assert plain_execution_for_a_small_log(spark, ADAPTIVE_MIN_RECORDS, {}) is None
+    assert plain_execution_for_a_small_log(spark, 1_000, {key: "true"}) is None
+    assert spark.conf.get(key) == before

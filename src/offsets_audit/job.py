@@ -16,7 +16,7 @@ from typing import Any
 
 from offsets_audit.config import load_settings, redacted, source_config
 from offsets_audit.errors import UserError
-from offsets_audit.plans import cached_leaf, materialize, side_by_side
+from offsets_audit.plans import cached_leaf, materialize, plain_execution_for_a_small_log, side_by_side
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import RecordCounts, RunSummary, write_summary
 from offsets_audit.spark_session import frees_its_plans
@@ -103,6 +103,9 @@ def _run_job(spark, settings: Settings, *, progress: bool) -> RunSummary:
     try:
         with stages.stage("read+decode"):
             log = read_and_decode(spark, settings, stages)
+        restore = plain_execution_for_a_small_log(spark, log.counts["decoded"], settings.spark.conf)
+        if restore is not None:
+            stages.on_release(restore)
         with stages.stage("replay"):
             replayed, end_time_ms = replay(log, stages)
         with stages.stage("assignor-audit"):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from typing import Any
 
 #: Shuffle partitions per core of a stage whose work per group is uneven, on a local session (``by_group``).
 GROUP_TASKS_PER_CORE = 4
@@ -118,6 +120,35 @@ def materialize(frames, *, latest=None):
     if not parts:
         return None
     return reduce(lambda a, b: a.union(b), parts).agg(F.count(F.lit(1)), F.max("_v")).first()[1]
+
+
+#: Below this many decoded records a run on a local session plans its later stages without adaptive execution
+#: (``plain_execution_for_a_small_log``).
+ADAPTIVE_MIN_RECORDS = 2_000_000
+
+_ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+def plain_execution_for_a_small_log(spark, records: int, conf: Mapping[str, Any]):
+    """On a local session reading fewer than ``ADAPTIVE_MIN_RECORDS`` records, adaptive query execution turned off
+    for what the run plans from now on (the replay, the assignor re-runs, the audit, the writes); returns a function
+    that gives the session its setting back, or None when nothing was changed.
+
+    A stage's tables come from one action over a plan of many exchanges (``materialize``). Adaptive execution runs
+    each exchange as a Spark job of its own and optimises the rest of the plan again after each one: driver work per
+    exchange, which a small log pays in full and which is most of the audit stage's time there. What it adapts buys
+    nothing on a small local run: the shuffles already have one partition per core, the stages whose work per group
+    is uneven ask for their own partition count (``by_group``), and the joins that must broadcast say so. A large log
+    keeps it (partitions coalesced, skew handled), as does a cluster's session and one whose ``spark.conf`` sets it.
+    Persisted frames are planned when persisted: the setting must change before the stages plan them, not around
+    their action."""
+    if records >= ADAPTIVE_MIN_RECORDS or _ADAPTIVE in conf or session_cores(spark) is None:
+        return None
+    before = spark.conf.get(_ADAPTIVE, "true")
+    if str(before).lower() == "false":
+        return None
+    spark.conf.set(_ADAPTIVE, "false")
+    return lambda: spark.conf.set(_ADAPTIVE, before)
 
 
 #: Spark jobs ``side_by_side`` runs at once.
