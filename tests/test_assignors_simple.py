@@ -307,3 +307,20 @@ def test_kernel_member_order_is_java_order_hashmap_order():
             assert simple._KERNEL.string_hashmap_order(keys) == hashmap_order(keys)
     with pytest.raises(ValueError):  # a lone surrogate: hashmap_order cannot encode it either
         simple._KERNEL.string_hashmap_order(["m\ud800"])
+
+
+def test_kafka_4_0_early_access_gives_every_member_every_subscribed_partition():
+    """4.0's SimpleAssignor (a case rebuilt from a 4.0 broker's log): no sharing limit, heterogeneous members get
+    their own topics' partitions, a topic missing from the metadata is Kafka's PartitionAssignorException."""
+    a, b = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"
+    topics = [{"id": a, "name": "a", "partitions": 3}, {"id": b, "name": "b", "partitions": 2}]
+    member = lambda m, ids: {"member_id": m, "instance_id": None, "rack_id": None,  # noqa: E731
+                             "subscribed_topic_names": [], "subscribed_topic_ids": ids, "current_assignment": {}}
+    case = {"subscription_type": "HOMOGENEOUS", "topics": topics, "assignable_partitions": None,
+            "members": [member("m1", [a]), member("m2", [a])], "early_access_4_0": True}
+    assert simple.assign(case) == {"error": None, "members": {"m1": {a: [0, 1, 2]}, "m2": {a: [0, 1, 2]}}}
+    assert simple.assign_chained(case)[0] == simple.assign(case)
+    case.update(subscription_type="HETEROGENEOUS", members=[member("m1", [a, b]), member("m2", [b]), member("m3", [])])
+    assert simple.assign(case)["members"] == {"m1": {a: [0, 1, 2], b: [0, 1]}, "m2": {b: [0, 1]}, "m3": {}}
+    case["topics"] = topics[:1]
+    assert simple.assign(case)["error"] == "PartitionAssignorException"

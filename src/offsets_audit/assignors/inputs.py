@@ -575,6 +575,11 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
         for entry in row.get("initialized_topics") or ():
             initialized.setdefault(entry.get("topicId"), []).extend(entry.get("partitions") or ())
         assignable: dict | None = {t: sorted(set(p)) for t, p in initialized.items()}
+        # Only a 4.0 broker wrote ShareGroupPartitionMetadata (type 9) for share groups: 4.1 removed the record
+        # together with that release's early-access assignor, which ignored share-partition initialization.
+        if row.get("partition_metadata") is not None and row.get("initialized_topics") is None:
+            return {"subscription_type": subscription_type, "topics": topics, "members": case_members,
+                    "assignable_partitions": None, "subscribed_topic_order": "topic_ids", "early_access_4_0": True}
     else:
         # A member joining with a regular expression not resolved yet does not bump the epoch, so its heartbeat
         # keeps the group's stored subscription type, computed before its member record (GroupMetadataManager

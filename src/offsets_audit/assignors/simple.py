@@ -21,6 +21,10 @@ maps as :class:`~offsets_audit.assignors.java_hashmap.JavaHashMap` with the same
 capacities and operations. Like Kafka, step 4 can run out of members and raise
 ``NoSuchElementException`` (iterator over an empty set) on some inputs with restricted assignable
 partitions; :func:`assign` reports that as the golden error layout.
+
+Kafka 4.0's early-access ``SimpleAssignor`` was another algorithm: every member gets every partition of each
+topic it subscribes to (no sharing limit, no stickiness). A case input rebuilt from a 4.0 broker's log says so
+(``early_access_4_0``) and is answered that way (:func:`assign_early_access`).
 """
 
 from __future__ import annotations
@@ -411,6 +415,9 @@ def assign_chained(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[
     ``carried`` reproduces that exactly; members whose input assignment differs from the carried one
     (or without ``carried``) use their input lists, taken as insertion order.
     """
+    if case_input.get("early_access_4_0"):
+        result = assign_early_access(case_input)
+        return result, dict(result.get("members") or {})
     if _KERNEL is not None:
         compiled = _assign_compiled(case_input, carried, with_order=True)
         if compiled is not None:
@@ -424,6 +431,8 @@ def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
     Returns ``{"error": None, "members": {member_id: {topic_id: [sorted partitions]}}}`` or, where
     Kafka throws, ``{"error": "<JavaExceptionSimpleName>", "message": "..."}``.
     """
+    if case_input.get("early_access_4_0"):
+        return assign_early_access(case_input)
     if _KERNEL is not None:
         compiled = _assign_compiled(case_input, None, with_order=False)
         if compiled is not None:
@@ -432,6 +441,37 @@ def assign(case_input: Mapping[str, Any]) -> dict[str, Any]:
 
 
 run = assign
+
+
+def assign_early_access(case_input: Mapping[str, Any]) -> dict[str, Any]:
+    """Kafka 4.0's ``SimpleAssignor``: each member gets all partitions of every topic it subscribes to (in a
+    homogeneous group, the first member's topics for everyone); a subscribed topic missing from the topic
+    metadata is a ``PartitionAssignorException``. Members left out of Kafka's answer get an empty assignment,
+    as the coordinator's target assignment builder gives them."""
+    spec = _GroupSpec(case_input)
+    members: dict[str, dict[str, list[int]]] = {member_id: {} for member_id in spec.member_ids}
+    if not spec.member_ids:
+        return {"error": None, "members": {}}
+    try:
+        if spec.subscription_type == HOMOGENEOUS:
+            topics = spec.subscriptions[spec.member_ids[0]]
+            shared = {t: list(range(_early_access_count(spec, t))) for t in topics}
+            members = {member_id: dict(shared) for member_id in spec.member_ids}
+        else:
+            for member_id in spec.member_ids:
+                members[member_id] = {t: list(range(_early_access_count(spec, t)))
+                                      for t in spec.subscriptions[member_id]}
+    except JavaException as exc:
+        return {"error": exc.java_class, "message": exc.java_message}
+    return {"error": None, "members": members}
+
+
+def _early_access_count(spec: _GroupSpec, topic_id: str) -> int:
+    count = spec.partition_count(topic_id)
+    if count == -1:
+        raise PartitionAssignorException(
+            f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
+    return count
 
 
 def _assign_compiled(case_input: Mapping[str, Any], carried: Mapping[str, Mapping[str, list[int]]] | None,
