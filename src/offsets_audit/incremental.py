@@ -466,7 +466,8 @@ def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: boo
     output = Output.of(settings.output)
     output.check()
     streaming.check_locations(settings.output.path, checkpoint)
-    with leased((checkpoint, "checkpoint"), (output.path, "output"), run_id=settings.run_id):
+    with leased((checkpoint, "checkpoint"), (output.path, "output"), run_id=settings.run_id), \
+            output.leased(spark, settings.run_id):
         try:
             return _run_incremental(spark, settings, checkpoint, progress=progress)
         except BaseException as exc:

@@ -86,7 +86,7 @@ def run_job(spark, settings: Settings, *, progress: bool = True) -> RunSummary:
     output.check()
     # The run holds its output folder's lease throughout (``offsets_audit.lease``): a second run writing the same
     # output stops with one line naming this one, and never removes this run's staging folders as leftovers.
-    with leased((output.path, "output"), run_id=settings.run_id):
+    with leased((output.path, "output"), run_id=settings.run_id), output.leased(spark, settings.run_id):
         try:
             # Group configs are not in the log: read the snapshot (or capture it from a live source) on the driver,
             # before any Spark work, so a wrong path fails at once and the rules get plain data.

@@ -12,6 +12,10 @@ over and says whose it was. Where ``flock`` is not available (some network or FU
 exclusively instead, and a lease of a process that no longer runs on this host is recognised as stale by its
 process id and start time.
 
+Tables kept by name (``output.catalog``) are leased through their schema's own folder: the lease covers the
+whole namespace, and a refusal names the namespace rather than the folder. A schema kept off this machine (a
+remote metastore's or Unity Catalog's object-store location) gets no lease, as other non-local folders do not.
+
 A process may take the same lease more than once (the command line takes it before Spark starts, the job again
 around its work): it is counted and released with the last holder.
 """
@@ -134,11 +138,15 @@ def holder(folder: str) -> dict | None:
     return None
 
 
-def _refuse(folder: str, what: str, info: dict) -> UserError:
+#: The command-line flag that names another place for each kind of leased folder.
+_FLAGS = {"output": "--output", "checkpoint": "--checkpoint", "output catalog": "--output-catalog"}
+
+
+def _refuse(shown: str, what: str, info: dict) -> UserError:
     return UserError(
-        f"{what} {folder} is in use by {describe(info)}" if info else f"{what} {folder} is in use by another run",
+        f"{what} {shown} is in use by {describe(info)}" if info else f"{what} {shown} is in use by another run",
         fix="wait for that run to end (two runs must not write one output or checkpoint at once), or pass another "
-            + ("--output" if what == "output" else "--checkpoint"))
+            + _FLAGS.get(what, "--output"))
 
 
 def _info(run_id: str) -> dict:
@@ -236,9 +244,10 @@ def _read_only_fs(path: str) -> bool:
         return False
 
 
-def acquire(folder: str, run_id: str, *, what: str = "output") -> Lease | None:
+def acquire(folder: str, run_id: str, *, what: str = "output", label: str | None = None) -> Lease | None:
     """Take ``folder``'s lease for run ``run_id`` (creating the folder), or raise a ``UserError`` naming the run
-    holding it. None for a folder that is not on a local or mounted file system (no lease is taken there)."""
+    holding it. None for a folder that is not on a local or mounted file system (no lease is taken there).
+    ``label`` is what the messages call the folder (the namespace whose tables it holds) instead of its path."""
     local = _local(folder)
     if local is None:
         return None
@@ -255,10 +264,11 @@ def acquire(folder: str, run_id: str, *, what: str = "output") -> Lease | None:
                             fix=f"pass a {what} folder this user can write") from None
         check_writable(key, folder, what)
         path = os.path.join(key, LEASE_FILE)
+        shown = label or folder
         try:
-            lease = _acquire_flock(folder, path, run_id, what)
+            lease = _acquire_flock(shown, path, run_id, what)
             if lease is None:
-                lease = _acquire_exclusive(folder, path, run_id, what)
+                lease = _acquire_exclusive(shown, path, run_id, what)
         except PermissionError:
             raise UserError(f"{what} {folder} is not writable by this user",
                             fix=f"pass a {what} folder you can write, or fix its permissions") from None
@@ -266,7 +276,7 @@ def acquire(folder: str, run_id: str, *, what: str = "output") -> Lease | None:
             raise UserError(f"{what} {folder}: cannot take its run lease: {exc.strerror or exc}",
                             fix=f"pass a {what} folder on a writable file system") from None
         if lease.took_over:
-            print(f"[offsets-audit] {what} {folder}: taking over the lease of {describe(lease.took_over)}, "
+            print(f"[offsets-audit] {what} {shown}: taking over the lease of {describe(lease.took_over)}, "
                   "which ended without releasing it", file=sys.stderr, flush=True)
         _HELD[key] = lease
         return lease

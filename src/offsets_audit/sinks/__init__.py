@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import json
 import os
 import time
 from dataclasses import dataclass
+from typing import Any, Iterator
 
 from offsets_audit.errors import UserError
 from offsets_audit.plans import side_by_side
@@ -295,6 +297,25 @@ class Output:
 
     def __str__(self) -> str:
         return self.catalog if self.by_name else f"{self.path} ({self.format})"
+
+    @contextlib.contextmanager
+    def leased(self, spark, run_id: str) -> Iterator[Any]:
+        """Hold, while the block runs, the lease (``offsets_audit.lease``) of the namespace the run writes by name:
+        a second run writing the same namespace, whatever its run id, stops with one line naming this one. The
+        lease is on the schema's own folder, so it needs Spark; a schema kept off this machine gets none. A run
+        writing under a folder leases that folder before Spark starts instead, and gets nothing more here."""
+        if not self.by_name:
+            yield None
+            return
+        from offsets_audit.lease import acquire, release
+        from offsets_audit.sinks.catalog import namespace_location
+
+        location = namespace_location(spark, self.catalog)
+        lease = acquire(location, run_id, what="output catalog", label=self.catalog) if location else None
+        try:
+            yield lease
+        finally:
+            release(lease)
 
     def write_run(self, spark, run_id: str, frames: dict, *, timings: dict | None = None,
                   manifest: bool = True) -> dict:

@@ -32,6 +32,7 @@ from offsets_audit.errors import UserError
 from offsets_audit.plans import quoted, side_by_side, sql_type
 
 __all__ = ["RUNS_TABLE", "Namespace", "catalog_run_manifest", "complete_catalog_runs", "local_session_conf",
+           "namespace_location",
            "read_catalog_table", "remove_catalog_run", "table_format", "write_catalog_run", "write_catalog_table"]
 
 #: The run manifest's table, beside the run's tables.
@@ -124,6 +125,18 @@ def local_session_conf(conf: dict[str, str]) -> dict[str, str]:
 def _ensure_schema(spark, ns: Namespace) -> None:
     if not spark.catalog.databaseExists(str(ns)):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {ns.sql}")
+
+
+def namespace_location(spark, namespace: Namespace | str) -> str:
+    """The folder where the catalog keeps ``namespace``'s tables (its schema's location, from ``DESCRIBE SCHEMA
+    EXTENDED``; the schema is created when missing), "" when the catalog does not say. The run leases it so that
+    two runs never write one namespace's tables at once: they would share each table's committer folders."""
+    ns = _namespace(namespace)
+    _ensure_schema(spark, ns)
+    for row in spark.sql(f"DESCRIBE SCHEMA EXTENDED {ns.sql}").collect():
+        if str(row[0] or "").strip().lower() == "location":
+            return str(row[1] or "").strip()
+    return ""
 
 
 def _table_exists(spark, ns: Namespace, name: str) -> bool:
