@@ -39,7 +39,7 @@ from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit import checkpoint as checkpoint_guard
 from offsets_audit.errors import UserError
-from offsets_audit.plans import materialize
+from offsets_audit.plans import materialize, plain_execution_for_a_small_log
 from offsets_audit.replay import streaming
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import (
@@ -490,6 +490,10 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
             ran_records = commit_new_records(spark, settings, checkpoint)
         covered = coverage(spark, settings, checkpoint, runs, start)
         warn_members_left_out(spark, checkpoint, covered.fold_range)
+        # the stages below plan over this run's new records (``plans.plain_execution_for_a_small_log``)
+        restore = plain_execution_for_a_small_log(spark, covered.counts["decoded"], settings.spark.conf)
+        if restore is not None:
+            stages.on_release(restore)
         with stages.stage("audit"):
             audited = audit_run(spark, settings, checkpoint, covered, stages)
         snapshot = next_snapshot(run_id, covered, audited)
