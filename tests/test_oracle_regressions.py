@@ -145,3 +145,28 @@ def test_after_a_conversion_the_group_iterates_the_table_its_records_rebuild():
     converted = result.groups["h00076.classic-1"].target_assignment_rows()[0]
     slots = [timeline_slot(m["member_id"], 8) for m in converted["members"]]
     assert max(slots.count(s) for s in slots) >= 3
+
+
+def test_a_conversion_row_holding_its_joiner_is_followed_in_the_replayed_tables_order():
+    """A Kafka-made segment kept whole: a KIP-848 consumer's heartbeat converts a classic group, so the conversion's
+    target already holds that joiner; the next target (another joiner) iterates the table the conversion's records
+    are replayed into, where the converted members sharing a slot come in record order."""
+    from offsets_audit.assignors.inputs import timeline_slot
+
+    folder = CASES / "kept" / "conversion-joiner-row"
+    scenario = json.loads((folder / "scenario.json").read_text())
+    state = json.loads((folder / "state.json").read_text())
+    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
+    result = replay_records(records)
+    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
+    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    group = "h00997.classic-3"
+    reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == group]
+    assert [r["assignor"] for r in reruns if r["assignment_epoch"] == 5] == ["uniform"]
+    assert all(r["match"] for r in reruns)
+    # still a case: the conversion's row holds a KIP-848 joiner beside converted members sharing a slot
+    rows = result.groups[group].target_assignment_rows()
+    conversion = next(r for r in rows if r["assignment_epoch"] == 4)
+    slots = [timeline_slot(m["member_id"], 8) for m in conversion["members"]]
+    assert max(slots.count(s) for s in slots) >= 2
+    assert any(not m["member_id"].startswith(group) for m in conversion["members"])
