@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 from golden_files import GOLDEN  # noqa: E402  (tests/golden/, vendored)
 from kafka_broker import kafka_broker, kafka_broker_factory  # noqa: E402, F401  (fixtures: a real Kafka broker)
 from real_kafka import real_kafka_run  # noqa: E402, F401  (fixture: the session's run of the scenarios on it)
-from kafka_matrix import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402, F401  (the matrix's lines)
+from kafka_matrix import pytest_runtest_logreport, pytest_sessionfinish, pytest_sessionstart  # noqa: E402, F401  (the matrix's lines)
 
 
 def pytest_addoption(parser):

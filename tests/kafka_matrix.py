@@ -20,6 +20,8 @@ BENCH_NAME = "kafka_versions"
 MODULE = "test_real_kafka.py"
 _RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results.py"
 
+#: The commit the session's code came from (HEAD may move while a long matrix runs).
+_STARTED_AT: dict[str, str] = {}
 #: release -> {"scenarios": {name: status}, "passed": [...], "failed": [...], "skipped": [...]}
 _RELEASES: dict[str, dict[str, Any]] = {}
 
@@ -52,6 +54,19 @@ def pytest_runtest_logreport(report) -> None:
         _release(version)[outcome].append(test)
 
 
+def _results_module():
+    spec = importlib.util.spec_from_file_location("offsets_audit_bench_results", _RESULTS)
+    assert spec is not None and spec.loader is not None
+    results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results)
+    return results
+
+
+def pytest_sessionstart(session) -> None:
+    if session.config.getoption("--kafka-versions", default=None):
+        _STARTED_AT["commit"] = _results_module().git_commit()
+
+
 def _command(config) -> list[str]:
     args = [a for a in config.invocation_params.args if not str(a).startswith("--basetemp")]
     return [".venv/bin/python", "-m", "pytest", *map(str, args)]
@@ -60,10 +75,7 @@ def _command(config) -> list[str]:
 def pytest_sessionfinish(session, exitstatus) -> None:
     if not session.config.getoption("--kafka-versions", default=None) or not _RELEASES:
         return
-    spec = importlib.util.spec_from_file_location("offsets_audit_bench_results", _RESULTS)
-    assert spec is not None and spec.loader is not None
-    results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(results)
+    results = _results_module()
     for version in sorted(_RELEASES, key=lambda v: tuple(int(p) for p in v.split("."))):
         release = _RELEASES[version]
         if not (release["passed"] or release["failed"] or release["skipped"]):
@@ -76,5 +88,7 @@ def pytest_sessionfinish(session, exitstatus) -> None:
                        "skipped": len(release["skipped"])},
             "failed": release["failed"],
         }
+        if _STARTED_AT.get("commit") not in (None, results.git_commit()):
+            figures["code_commit"] = _STARTED_AT["commit"]  # what ran, when HEAD moved during the run
         path = results.record(BENCH_NAME, figures, argv=_command(session.config))
         print(f"\n{version}: {figures['verdict']} (recorded in {path})", file=sys.stderr)
