@@ -300,11 +300,18 @@ def describe_invocations(broker: KafkaBroker, share_groups: Sequence[str],
 
 
 def capture(broker: KafkaBroker, share_groups: Sequence[str] = (), streams_groups: Sequence[str] = (),
-            *, attempts: int = 6, settle_s: float = 1.0) -> Capture:
+            *, attempts: int = 6, settle_s: float = 1.0, patience_s: float = 300.0) -> Capture:
     """Kafka's description of every group, taken when no record was appended to ``__consumer_offsets`` from
-    before the tools ran until after (a periodic write, e.g. a regex refresh, makes it try again)."""
+    before the tools ran until after (a periodic write, e.g. a regex refresh, makes it try again).
+
+    It tries at least ``attempts`` times and goes on until ``patience_s`` has passed: on a loaded machine one
+    run of the tools can outlast a refresh interval, so a group whose killed member has not yet timed out keeps
+    writing through several attempts; once its session expires the log stays still."""
     calls = describe_invocations(broker, share_groups, streams_groups)
-    for attempt in range(1, attempts + 1):
+    deadline = time.monotonic() + patience_s
+    attempt = 0
+    while True:
+        attempt += 1
         before = broker.end_offsets()
         time.sleep(settle_s)
         runs = broker.run_tools(list(calls.values()))
@@ -313,8 +320,11 @@ def capture(broker: KafkaBroker, share_groups: Sequence[str] = (), streams_group
             for run in runs:
                 run.check()
             return Capture(broker.version, before, {name: run.stdout for name, run in zip(calls, runs)}, attempt)
-        time.sleep(settle_s * attempt)
-    raise AssertionError(f"__consumer_offsets kept growing while the tools ran ({before} -> {after})")
+        if attempt >= attempts and time.monotonic() >= deadline:
+            break
+        time.sleep(settle_s * min(attempt, 10))
+    raise AssertionError(f"__consumer_offsets kept growing while the tools ran, {attempt} attempts "
+                         f"({before} -> {after})")
 
 
 # -- kafka-dump-log ------------------------------------------------------------------------------------------------
