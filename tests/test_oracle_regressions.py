@@ -170,3 +170,24 @@ def test_a_conversion_row_holding_its_joiner_is_followed_in_the_replayed_tables_
     slots = [timeline_slot(m["member_id"], 8) for m in conversion["members"]]
     assert max(slots.count(s) for s in slots) >= 2
     assert any(not m["member_id"].startswith(group) for m in conversion["members"])
+
+
+def test_a_regex_joiner_after_its_regexs_last_user_left_keeps_the_stored_heterogeneous_type():
+    """A Kafka-made segment kept whole: a member subscribed by a regular expression leaves (its tombstone, then the
+    expression's), and a member joins with that expression, unresolved, before anything else: its heartbeat takes
+    the group's stored subscription type, computed when the leaver's tombstone was replayed, while the expression's
+    topics still counted (HETEROGENEOUS), so the joiner is given nothing."""
+    folder = CASES / "kept" / "regex-joiner-after-last-user"
+    scenario = json.loads((folder / "scenario.json").read_text())
+    state = json.loads((folder / "state.json").read_text())
+    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
+    result = replay_records(records)
+    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
+    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    group = "h02072.consumer-1"
+    reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == group]
+    assert reruns and all(r["match"] for r in reruns)
+    # still a case: the group's first target at epoch 4 gives the unresolved joiner nothing
+    row = next(r for r in result.groups[group].target_assignment_rows() if r["assignment_epoch"] == 4)
+    assert any(not parts for parts in row["target"].values())
+

@@ -141,15 +141,19 @@ def subscription_iteration_order(member: Mapping, resolved: Mapping | None) -> l
     return large + [t for t in small if t not in in_large]
 
 
-def consumer_subscription_type(members: list[Mapping], resolved: Mapping | None) -> str:
-    """``ConsumerGroup.subscriptionType``: by-name counts, and the one-regex-for-everyone special case."""
+def consumer_subscription_type(members: list[Mapping], resolved: Mapping | None,
+                               every_resolution: bool = False) -> str:
+    """``ConsumerGroup.subscriptionType``: by-name counts, and the one-regex-for-everyone special case.
+
+    ``every_resolution``: count the topics of every resolution in ``resolved``, used by a member or not, as the
+    group's stored type does (its topic counts hold each resolution until its tombstone is replayed)."""
     n = len(members)
     regex_counts = Counter(m["subscribed_topic_regex"] for m in members if m.get("subscribed_topic_regex"))
     by_name: Counter = Counter()
     for m in members:
         by_name.update(set(m.get("subscribed_topic_names") or ()))
     by_regex: Counter = Counter()
-    for regex in regex_counts:
+    for regex in (resolved or {}) if every_resolution else regex_counts:
         entry = (resolved or {}).get(regex)
         if entry is not None:
             by_regex.update(set(entry.get("topics") or ()))
@@ -544,8 +548,10 @@ def _record_order_assignment(assignment: Mapping | None) -> dict[str, list[int]]
     return {t: [int(p) for p in parts] for t, parts in (assignment or {}).items() if parts}
 
 
-def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current: Mapping[str, Any]) -> dict:
-    """Golden consumer/share layout for one run."""
+def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], current: Mapping[str, Any],
+                        previous_resolved: Mapping | None = None) -> dict:
+    """Golden consumer/share layout for one run (``previous_resolved``: the regular expressions resolved at the
+    group's previous target)."""
     resolved = row.get("resolved_regular_expressions")
     members = row.get("members") or ()
     is_share = row["group_type"] == "share"
@@ -589,7 +595,16 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
                                               and m.get("subscribed_topic_regex")
                                               and not m.get("subscribed_topic_names")
                                               and (resolved or {}).get(m["subscribed_topic_regex"]) is None)]
-        subscription_type = consumer_subscription_type(counted, resolved)
+        if len(counted) < len(members):
+            # That stored type was last computed when the last member record before the joiner's was replayed
+            # (ConsumerGroup updates it on member updates and removals only). A member leaving is replayed before
+            # the tombstone of a regular expression it was the last to use, so the type counted that
+            # expression's topics (by regex, by no name): a resolution dropped since the previous target counts.
+            earlier = {r: e for r, e in (previous_resolved or {}).items() if r not in (resolved or {})}
+            subscription_type = consumer_subscription_type(counted, {**earlier, **(resolved or {})},
+                                                           every_resolution=True)
+        else:
+            subscription_type = consumer_subscription_type(counted, resolved)
         assignable = None
     return {"subscription_type": subscription_type, "topics": topics, "members": case_members,
             "assignable_partitions": assignable, "subscribed_topic_order": "topic_ids"}
@@ -694,6 +709,7 @@ class GroupReconstruction:
         self.streams_assignors = dict(streams_assignors or {})
         self.member_order = MemberOrder()
         self.previous_members: dict[str, Mapping] = {}
+        self.previous_resolved: Mapping | None = None
         self.last_epoch: int | None = None
 
     def streams_assignor(self, group_id: str) -> str:
@@ -710,6 +726,7 @@ class GroupReconstruction:
             # a new incarnation of the group id (deleted, then created again): a new, empty member table
             self.member_order = MemberOrder()
             self.previous_members = {}
+            self.previous_resolved = None
         self.last_epoch = row["assignment_epoch"]
         row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
                                                         overlay=row["group_type"] != "share",
@@ -728,8 +745,10 @@ class GroupReconstruction:
                         recorded_tasks[sub] = max(recorded_tasks.get(sub, 0), max(parts) + 1)
             case_input = streams_case_input(row, topics_by_name, current, recorded_tasks)
         else:
-            case_input = consumer_case_input(row, topics_by_name, current)
+            case_input = consumer_case_input(row, topics_by_name, current,
+                                             getattr(self, "previous_resolved", None))
         self.previous_members = {m["member_id"]: m for m in row.get("members") or ()}
+        self.previous_resolved = row.get("resolved_regular_expressions")
         return AssignorRun(
             group_id=row["group_id"], group_type=row["group_type"], assignment_epoch=row["assignment_epoch"],
             assignment_timestamp=row.get("assignment_timestamp"), partition=row.get("partition"),
