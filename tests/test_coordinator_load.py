@@ -135,3 +135,20 @@ def test_the_shipped_factors_cover_kafkas_server_side_assignors():
     for name, f in factors.assignors.items():
         assert f.cases >= 20 and f.low <= 1.0 <= f.high, name
         assert 0 < f.estimate(10.0) < 1000, name
+
+
+@pytest.mark.parametrize("cut", [1, 12, 30, 31])
+def test_slices_read_in_order_give_the_whole_logs_load_and_finding(cut):
+    # the cut falls mid-minute, and a streams refinement repeating its timestamp sits just after it
+    rows = _hog_minute() + [_row("s", 700, 1.0, offset=101, group_type="streams"),
+                            _row("s", 800, 1.0, offset=102, ts=T0 + 700, group_type="streams")]
+    rows.sort(key=lambda r: r["offset"])
+    whole = L.runs_of(rows, FACTORS)
+    last: dict[str, int] = {}
+    sliced = L.runs_of(rows[:cut], FACTORS, last) + L.runs_of(rows[cut:], FACTORS, last)
+    assert sliced == whole and len(whole) == len(rows) - 1
+    load = L.partition_load(sliced, groups_on_partition=3)
+    assert load == L.partition_load(whole, groups_on_partition=3)
+    neighbours = ["big", "small", "s"]
+    assert (L.hogged_findings(load, sliced, neighbours, L.HoggedThresholds())
+            == L.hogged_findings(load, whole, neighbours, L.HoggedThresholds()) != [])

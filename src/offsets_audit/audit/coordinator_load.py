@@ -131,13 +131,16 @@ class Run:
     high_ms: float | None
 
 
-def runs_of(rows: Iterable[Mapping[str, Any]], factors: TimeFactors) -> list[Run]:
+def runs_of(rows: Iterable[Mapping[str, Any]], factors: TimeFactors,
+            last_timestamps: dict[str, int] | None = None) -> list[Run]:
     """The assignor runs among target-assignment rows (``RUN_COLUMNS``) of one or more groups, each estimated.
 
     A row repeating its group's previous non-zero timestamp (streams refinement) and a row of a group without
-    members (emptied) are not runs. The run's time is its ``AssignmentTimestamp``, the record time where it is 0."""
+    members (emptied) are not runs. The run's time is its ``AssignmentTimestamp``, the record time where it is 0.
+    ``last_timestamps`` (each group's last timestamp, updated in place) carries that comparison from one slice of
+    the log to the next, so a log read in slices in order gives the runs of the whole log read at once."""
     ordered = sorted(rows, key=lambda r: (r["partition"], r["offset"]))
-    last_ts: dict[str, int] = {}
+    last_ts: dict[str, int] = {} if last_timestamps is None else last_timestamps
     out = []
     for r in ordered:
         gid = r["group_id"]
