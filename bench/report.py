@@ -19,8 +19,8 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 README = BENCH / "README.md"
-#: Scripts in bench/ that are not benches.
-NOT_BENCHES = {"results", "report"}
+#: Scripts in bench/ that are not benches: the results writer, this report, and helpers the benches import.
+NOT_BENCHES = {"results", "report", "kafka_assign"}
 #: Figures that come from a command, not a script of bench/ (``make demo``).
 OTHER = {"demo": ("`make demo`: simulates 30 groups for an hour (every group kind, three injected faults) as log "
                   "segments and runs the whole job on them with local Spark; the job's time from a bare clone.",
