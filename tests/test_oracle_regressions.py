@@ -45,6 +45,17 @@ def played(tmp_path_factory):
     return results
 
 
+def _kept(name: str):
+    """A kept Kafka-made segment (tests/oracle_regressions/kept/NAME) replayed and audited: it must show no
+    difference; returns the replay and its assignor re-run rows."""
+    folder = CASES / "kept" / name
+    scenario = json.loads((folder / "scenario.json").read_text())
+    state = json.loads((folder / "state.json").read_text())
+    result = replay_records(list(read_segment(folder / "00000000000000000000.log", scenario["partition"])))
+    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
+    return result, oracle_diff.audit_rows(result, scenario, state, VERSION)[2]
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in CASES.glob("*.json")))
 def test_no_difference(played, name):
     assert played[name][0] == []
@@ -110,13 +121,7 @@ def test_a_conversions_members_are_in_the_order_kafkas_table_iterates():
     """A Kafka-made segment kept whole: the converted members' records come in the new table's iteration order."""
     from offsets_audit.assignors.inputs import timeline_slot
 
-    folder = CASES / "kept" / "classic-conversion-order"
-    scenario = json.loads((folder / "scenario.json").read_text())
-    state = json.loads((folder / "state.json").read_text())
-    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
-    result = replay_records(records)
-    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
-    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    result, reruns = _kept("classic-conversion-order")
     assert [r["match"] for r in reruns if r["kind"] == "rerun"] == [True]
     # still a case: two converted members share a slot of the four-slot table the conversion fills
     first = result.groups["h01484x014.classic-1"].target_assignment_rows()[0]
@@ -131,13 +136,7 @@ def test_after_a_conversion_the_group_iterates_the_table_its_records_rebuild():
     range and uniform equally: Kafka ran uniform) iterates three members sharing a slot the other way round."""
     from offsets_audit.assignors.inputs import timeline_slot
 
-    folder = CASES / "kept" / "conversion-replayed-table"
-    scenario = json.loads((folder / "scenario.json").read_text())
-    state = json.loads((folder / "state.json").read_text())
-    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
-    result = replay_records(records)
-    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
-    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    result, reruns = _kept("conversion-replayed-table")
     reruns = [r for r in reruns if r["kind"] == "rerun"]
     assert all(r["match"] for r in reruns)
     assert [r["assignor"] for r in reruns if r["assignment_epoch"] == 9] == ["uniform"]
@@ -153,13 +152,7 @@ def test_a_conversion_row_holding_its_joiner_is_followed_in_the_replayed_tables_
     are replayed into, where the converted members sharing a slot come in record order."""
     from offsets_audit.assignors.inputs import timeline_slot
 
-    folder = CASES / "kept" / "conversion-joiner-row"
-    scenario = json.loads((folder / "scenario.json").read_text())
-    state = json.loads((folder / "state.json").read_text())
-    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
-    result = replay_records(records)
-    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
-    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    result, reruns = _kept("conversion-joiner-row")
     group = "h00997.classic-3"
     reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == group]
     assert [r["assignor"] for r in reruns if r["assignment_epoch"] == 5] == ["uniform"]
@@ -177,13 +170,7 @@ def test_a_regex_joiner_after_its_regexs_last_user_left_keeps_the_stored_heterog
     expression's), and a member joins with that expression, unresolved, before anything else: its heartbeat takes
     the group's stored subscription type, computed when the leaver's tombstone was replayed, while the expression's
     topics still counted (HETEROGENEOUS), so the joiner is given nothing."""
-    folder = CASES / "kept" / "regex-joiner-after-last-user"
-    scenario = json.loads((folder / "scenario.json").read_text())
-    state = json.loads((folder / "state.json").read_text())
-    records = list(read_segment(folder / "00000000000000000000.log", scenario["partition"]))
-    result = replay_records(records)
-    assert oracle_diff.audit_differences(result, scenario, state, VERSION) == []
-    _, _, reruns = oracle_diff.audit_rows(result, scenario, state, VERSION)
+    result, reruns = _kept("regex-joiner-after-last-user")
     group = "h02072.consumer-1"
     reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == group]
     assert reruns and all(r["match"] for r in reruns)
