@@ -515,7 +515,8 @@ class MemberOrder:
         the members put since (in the order they came)."""
         kept = set(self.present)
         converted = [i for i in replayed if i in kept]
-        self.present = converted + [i for i in self.present if i not in set(converted)]
+        since = set(replayed)
+        self.present = converted + [i for i in self.present if i not in since]
 
 
 # ---------------------------------------------------------------------------------------------------------------
