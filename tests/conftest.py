@@ -68,6 +68,19 @@ def spark():
     session.stop()
 
 
+@pytest.fixture
+def namespace(spark, tmp_path):
+    """A schema of the session catalog of its own (tables by name), its tables under the test's folder."""
+    import uuid
+
+    from offsets_audit.sinks.catalog import Namespace
+
+    ns = Namespace("spark_catalog", f"audit_{uuid.uuid4().hex[:8]}")
+    spark.sql(f"CREATE SCHEMA {ns.sql} LOCATION '{tmp_path / 'warehouse'}'")
+    yield ns
+    spark.sql(f"DROP SCHEMA IF EXISTS {ns.sql} CASCADE")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_spark_caches():
     """One JVM serves the whole run: what a module's tests cached (a job's tables, a stage's intermediates a

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 
 import pytest
 
@@ -20,15 +19,6 @@ from replay_support import HISTORIES
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.full]  # a whole run each (minutes on 2 busy cores)
 
 HISTORY = "history-assignment-batching-00000000000000000000.log"
-
-
-@pytest.fixture
-def namespace(spark, tmp_path):
-    """A schema of the session catalog of its own, its managed tables under the test's folder."""
-    ns = Namespace("spark_catalog", f"audit_{uuid.uuid4().hex[:8]}")
-    spark.sql(f"CREATE SCHEMA {ns.sql} LOCATION '{tmp_path / 'warehouse'}'")
-    yield ns
-    spark.sql(f"DROP SCHEMA IF EXISTS {ns.sql} CASCADE")
 
 
 @pytest.fixture

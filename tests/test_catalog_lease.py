@@ -15,28 +15,18 @@ import socket
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
 
 from offsets_audit import lease
 from offsets_audit.sinks import Output
-from offsets_audit.sinks.catalog import Namespace, namespace_location
+from offsets_audit.sinks.catalog import namespace_location
 from replay_support import HISTORIES
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def namespace(spark, tmp_path):
-    """A schema of the session catalog of its own, its folder under the test's folder."""
-    ns = Namespace("spark_catalog", f"lease_{uuid.uuid4().hex[:8]}")
-    spark.sql(f"CREATE SCHEMA {ns.sql} LOCATION '{tmp_path / 'warehouse'}'")
-    yield ns
-    spark.sql(f"DROP SCHEMA IF EXISTS {ns.sql} CASCADE")
 
 
 def _holder(folder: str, run_id: str) -> subprocess.Popen:
