@@ -127,6 +127,18 @@ def test_homogeneous_keeps_owned_partitions_up_to_quota():
     assert result["members"]["b"] == {TOPIC_A: [3, 4, 5]}
 
 
+def test_kafka_3_x_gives_the_extra_partition_to_the_first_member_it_iterates():
+    """A member joins two owners of two partitions each (4 partitions, 3 members: one gets 2). Kafka 3.x's builder
+    gives the extra slot to whoever comes first, here the empty joiner, so both owners give one up; 4.0 and later
+    let the joiner pass it on to the first owner."""
+    members = [member("new", [TOPIC_A]), member("a", [TOPIC_A], {TOPIC_A: [0, 1]}),
+               member("b", [TOPIC_A], {TOPIC_A: [2, 3]})]
+    newer = run("uniform", case(members, topics=((TOPIC_A, 4),)))
+    older = run("uniform", dict(case(members, topics=((TOPIC_A, 4),)), **{uniform.BEFORE_4_0: True}))
+    assert newer["members"] == {"new": {TOPIC_A: [3]}, "a": {TOPIC_A: [0, 1]}, "b": {TOPIC_A: [2]}}
+    assert older["members"] == {"new": {TOPIC_A: [1, 3]}, "a": {TOPIC_A: [0]}, "b": {TOPIC_A: [2]}}
+
+
 def test_homogeneous_drops_topics_no_longer_subscribed():
     result = run("uniform", case([member("a", [TOPIC_A], {TOPIC_B: [0], TOPIC_A: [1]})], topics=((TOPIC_A, 2), (TOPIC_B, 1))))
     assert result["members"] == {"a": {TOPIC_A: [0, 1]}}

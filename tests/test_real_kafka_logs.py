@@ -20,7 +20,9 @@ from real_kafka import (
     topic_names, vendored_capture,
 )
 
-VERSIONS = sorted((p.name for p in VENDORED.iterdir() if p.is_dir()), key=version_key) if VENDORED.is_dir() else []
+#: Folders of a whole run (with the tools' outputs); others hold only one scenario's segments, kept for one test.
+VERSIONS = sorted((p.name for p in VENDORED.iterdir() if (p / "tools").is_dir()), key=version_key) \
+    if VENDORED.is_dir() else []
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -66,7 +68,7 @@ def test_audit_and_assignor_re_runs_find_nothing(vendored):
     result = replay_records(segment_records(folder))
     findings, _ = audit_events(result.events, config)
     reruns = [row for fold in result.groups.values() if fold.target_assignment_rows()
-              for row in audit_group(fold.target_assignment_rows())]
+              for row in audit_group(fold.target_assignment_rows(), kafka_version=config.broker.kafka_version)]
     findings += assignor_findings(reruns, config.rules)
     assert [(f.rule, f.group_id, f.message) for f in findings if f.severity in ("warning", "error")] == []
     scenarios = json.loads((folder / "scenarios.json").read_text())
@@ -74,3 +76,33 @@ def test_audit_and_assignor_re_runs_find_nothing(vendored):
         upgrade = [row for row in reruns if row["group_id"].endswith("-migration-upgraded")]
         assert upgrade[0]["kind"] == "not_rerun" and upgrade[0]["match"] is None
         assert all(row["match"] for row in upgrade[1:] if row["kind"] == "rerun")
+
+
+def _reruns(folder, kafka_version):
+    from offsets_audit.assignors.rerun import audit_group
+    from offsets_audit.replay import replay_records
+
+    result = replay_records(segment_records(folder))
+    return [row for fold in result.groups.values() if fold.target_assignment_rows()
+            for row in audit_group(fold.target_assignment_rows(), kafka_version=kafka_version)
+            if row["kind"] == "rerun"]
+
+
+def test_kafka_3_9_re_runs_its_own_uniform_assignor():
+    """Kafka 3.9's homogeneous uniform builder gives the extra partitions to the first members it iterates, even a
+    member that joined empty (4.0 and later let such a member pass its extra one on to an owner), and it iterates
+    a default ``HashMap`` of the members (4.0 and later: the group's table), so when two member ids share a bucket
+    the order they went in decides. The kept 3.9.1 logs hold targets where each matters (a KIP-848 member joining
+    a converted group; ``3.9.1-migration``: the converting heartbeat's own target, whose two converted members
+    share a bucket). Re-run as the brokers' release does, every target matches; re-run as 4.x would, those do not;
+    with the version not configured, the 3.x builder is tried after the newest and the row says so."""
+    expected = {"3.9.1": [("rk-migration-downgraded", 3)], "3.9.1-migration": [("rk-migration-upgraded", 3)]}
+    for name, differing in expected.items():
+        folder = VENDORED / name
+        assert all(row["match"] for row in _reruns(folder, "3.9")), name
+        assert [(row["group_id"], row["assignment_epoch"]) for row in _reruns(folder, "4.0")
+                if not row["match"]] == differing, name
+    unknown = _reruns(VENDORED / "3.9.1", None)
+    assert all(row["match"] for row in unknown)
+    assert [(row["group_id"], row["assignment_epoch"]) for row in unknown if "3.x" in (row["notes"] or "")] \
+        == [("rk-migration-downgraded", 3)]

@@ -254,7 +254,8 @@ def assignor_audit(spark, settings: Settings, checkpoint: str, runs: list[dict],
     choice = assignor_choice(settings.broker)
     resumed = assignor_spark.audit_resumed(targets, state, topics, what_if=what_if, offsets=offsets,
                                            default_consumer_assignor=choice["consumer"] or "uniform",
-                                           streams_assignors=choice["streams"]).persist()
+                                           streams_assignors=choice["streams"],
+                                           kafka_version=settings.broker.kafka_version).persist()
 
     def rows(kind):
         found = (resumed.filter(F.col("kind") == kind).select(F.from_json("payload", ASSIGNOR_AUDIT_DDL).alias("r"))

@@ -276,7 +276,8 @@ def _assignor_audit(spark, settings: Settings, replayed):
     return assignor_spark.audit(replayed.target_assignments, assignor_spark.topic_metadata(spark, settings),
                                 what_if=assignor_spark.what_if_assignors(settings), offsets=replayed.offsets,
                                 default_consumer_assignor=choice["consumer"] or "uniform",
-                                streams_assignors=choice["streams"])
+                                streams_assignors=choice["streams"],
+                                kafka_version=settings.broker.kafka_version)
 
 
 def _tallies(decoded_all):

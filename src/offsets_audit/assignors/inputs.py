@@ -38,6 +38,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from offsets_audit.assignors.common import HETEROGENEOUS, HOMOGENEOUS
 from offsets_audit.assignors.java_order import hashmap_order, java_string_hash
+from offsets_audit.assignors.uniform import BEFORE_4_0 as UNIFORM_BEFORE_4_0
 from offsets_audit.assignors.topic_metadata import (
     TopicMetadata,
     repair_partition_counts,
@@ -84,6 +85,17 @@ class AssignorRun:
     #: ``classic_conversion``: the target an online upgrade wrote, the classic group's own assignment carried over
     #: (``ConsumerGroup.fromClassicGroup``); no server assignor computed it
     origin: str | None = None
+    #: whether the group's coordinator predates Kafka 4.0 (``broker.kafka_version``); ``None`` when not configured
+    before_4_0: bool | None = None
+
+
+def predates_4_0(kafka_version: str | None) -> bool | None:
+    """Whether brokers of ``kafka_version`` (``"3.9"``, ``"3.9.1"``) predate Kafka 4.0, whose coordinator changed
+    how the uniform assignor hands out extra partitions; ``None`` when the version is not known."""
+    if kafka_version is None:
+        return None
+    head = str(kafka_version).strip().split(".")[0]
+    return int(head) < 4 if head.isdigit() else None
 
 
 def parse_row(row: Mapping) -> dict:
@@ -704,8 +716,10 @@ class GroupReconstruction:
     Small, and resumable: an incremental run keeps it between runs (``assignors.rerun.GroupRerun``)."""
 
     def __init__(self, default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
-                 streams_assignors: Mapping[str, str] | None = None) -> None:
+                 streams_assignors: Mapping[str, str] | None = None, kafka_version: str | None = None) -> None:
         self.default_consumer_assignor = default_consumer_assignor
+        #: the brokers' Kafka version (``broker.kafka_version``), ``None`` when not configured
+        self.kafka_version = kafka_version
         #: streams group id -> its task assignor (``""``: the default), from the group configs snapshot
         self.streams_assignors = dict(streams_assignors or {})
         self.member_order = MemberOrder()
@@ -729,9 +743,23 @@ class GroupReconstruction:
             self.previous_members = {}
             self.previous_resolved = None
         self.last_epoch = row["assignment_epoch"]
+        conversion = getattr(self.member_order, "replayed", None)  # (absent from an older version's state)
+        converting_join = conversion is not None and self.member_order._converting_join(list(row.get("members") or ()))
         row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
                                                         overlay=row["group_type"] != "share",
                                                         converted=target_origin(row) == "classic_conversion"))
+        before = predates_4_0(getattr(self, "kafka_version", None))  # (absent from an older version's state)
+        if before and row["group_type"] == "consumer":
+            # Kafka 3.x's TargetAssignmentBuilder puts the group's members, in its table's order, then the
+            # heartbeat's member into a new default HashMap, and its assignors iterate that map. The heartbeat
+            # that converted a classic group iterates the table ConsumerGroup.fromClassicGroup filled, in which
+            # order createConsumerGroupRecords wrote the conversion's records.
+            by_id = {m["member_id"]: m for m in row["members"]}
+            inserted = list(by_id)
+            if converting_join and conversion is not None:
+                first = [i for i in conversion if i in by_id]
+                inserted = first + [i for i in inserted if i not in set(first)]
+            row["members"] = [by_id[i] for i in hashmap_order(inserted)]
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
         snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
                                                snapshot.as_of(row.get("assignment_timestamp") or None))
@@ -748,6 +776,8 @@ class GroupReconstruction:
         else:
             case_input = consumer_case_input(row, topics_by_name, current,
                                              getattr(self, "previous_resolved", None))
+        if before and row["group_type"] == "consumer":
+            case_input[UNIFORM_BEFORE_4_0] = True
         self.previous_members = {m["member_id"]: m for m in row.get("members") or ()}
         self.previous_resolved = row.get("resolved_regular_expressions")
         return AssignorRun(
@@ -756,7 +786,7 @@ class GroupReconstruction:
             offset=row.get("offset"), assignor=assignor,
             case_input=case_input, recorded=recorded_result(row), confidence=confidence, metadata_source=source,
             metadata_hash_match=hash_match, notes=notes, snapshot_hash_match=snapshot_match,
-            tied_assignors=tied_assignors(row, assignor), origin=target_origin(row))
+            tied_assignors=tied_assignors(row, assignor), origin=target_origin(row), before_4_0=before)
 
 
 def in_log_order(rows: Iterable[Mapping]) -> list[dict]:
@@ -767,16 +797,18 @@ def in_log_order(rows: Iterable[Mapping]) -> list[dict]:
 def reconstruct_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *,
                       names_by_id: Mapping[str, str] | None = None,
                       default_consumer_assignor: str = DEFAULT_CONSUMER_ASSIGNOR,
-                      streams_assignors: Mapping[str, str] | None = None) -> Iterator[AssignorRun]:
+                      streams_assignors: Mapping[str, str] | None = None,
+                      kafka_version: str | None = None) -> Iterator[AssignorRun]:
     """Rebuild the assignor input of every recorded target assignment of one group (rows in log order).
 
     ``names_by_id`` maps topic ids to names (default: learned from all these rows, ``TopicNames``, with the
-    metadata hash when no snapshot is given).
+    metadata hash when no snapshot is given). ``kafka_version``: the brokers' (``broker.kafka_version``); a
+    coordinator before 4.0 marks its consumer groups' inputs ``before_4_0`` (uniform's older builder).
     """
     parsed = in_log_order(rows)
     if names_by_id is None:
         names_by_id = infer_topic_names(parsed, use_hash=snapshot is None)
-    reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors)
+    reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors, kafka_version)
     for row in parsed:
         run = reconstruction.build(row, snapshot, names_by_id)
         if run is not None:

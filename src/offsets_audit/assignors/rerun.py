@@ -53,6 +53,8 @@ from offsets_audit.assignors.inputs import (
     in_log_order,
     reconstruct_group,
 )
+from offsets_audit.assignors.common import HETEROGENEOUS
+from offsets_audit.assignors.uniform import BEFORE_4_0 as UNIFORM_BEFORE_4_0
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
 ASSIGNOR_AUDIT_COLUMNS = (
@@ -298,6 +300,14 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                    notes="; ".join(notes + [f"the group's assignor {run.assignor!r} is not one this installation "
                                             "runs (a custom assignor on the brokers): not re-run"]))
         return [row]
+    if (getattr(run, "before_4_0", None) and builtin_name(run.assignor) == "uniform"
+            and run.case_input.get("subscription_type") == HETEROGENEOUS):
+        row = _base_row(run)
+        row.update(kind="not_rerun", assignor=run.assignor, confidence=confidence, match=None, same_as_recorded=None,
+                   error=None, current_order=None, rerun_cpu_ms=None,
+                   notes="; ".join(notes + ["Kafka 3.x's uniform assignor for members with different subscriptions "
+                                            "is not the one this installation runs (4.0 replaced it): not re-run"]))
+        return [row]
     if run.group_type == "streams":
         notes.append("task offsets are reported in heartbeats, not written to the log: standby and "
                      "stickiness choices may differ")
@@ -328,6 +338,15 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                     alt_cmp = compare(run.recorded, alt[0], run.group_type)
                     if alt_cmp["same"]:
                         (result, java_order, current_order), cmp = alt, alt_cmp
+            if not cmp["same"] and getattr(run, "before_4_0", False) is None and builtin_name(assignor) == "uniform":
+                # The brokers' version is not configured: a target Kafka 3.x's uniform builder gives is no fault.
+                older = dict(case_input, **{UNIFORM_BEFORE_4_0: True})
+                older_result = _invoke(assignor, older)
+                older_cmp = compare(run.recorded, older_result, run.group_type)
+                if older_cmp["same"]:
+                    notes.append("the target is what Kafka 3.x's uniform assignor gives (broker.kafka_version is "
+                                 "not set; 4.0 and later hand out extra partitions otherwise)")
+                    result, cmp, java_order, current_order = older_result, older_cmp, None, ORDER_RECORDS
             for tied in getattr(run, "tied_assignors", None) or () if not cmp["same"] else ():
                 tied_result = _invoke(tied, case_input)
                 tied_cmp = compare(run.recorded, tied_result, run.group_type)
@@ -359,15 +378,16 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
 def audit_group(rows: Iterable[Mapping], snapshot: TopicMetadata | None = None, *, what_if: Sequence[str] = (),
                 offsets: Mapping[str, Mapping] | None = None, auto_offset_reset: str = "latest",
                 default_consumer_assignor: str = "uniform",
-                streams_assignors: Mapping[str, str] | None = None) -> list[dict]:
+                streams_assignors: Mapping[str, str] | None = None, kafka_version: str | None = None) -> list[dict]:
     """``assignor_audit`` rows of one group: a ``rerun`` row per recorded assignment, plus ``what_if`` rows.
 
     ``default_consumer_assignor``: the brokers' default consumer assignor; ``streams_assignors``: streams group id
-    -> its task assignor (``""``: the default) (``group_configs.assignor_choice``)."""
+    -> its task assignor (``""``: the default) (``group_configs.assignor_choice``); ``kafka_version``: the
+    brokers' (``broker.kafka_version``), which picks the uniform assignor's builder of that release."""
     out = []
     chain = RerunChain()
     for run in reconstruct_group(rows, snapshot, default_consumer_assignor=default_consumer_assignor,
-                                 streams_assignors=streams_assignors):
+                                 streams_assignors=streams_assignors, kafka_version=kafka_version):
         out += _audit_run(run, chain, what_if=what_if, offsets=offsets, auto_offset_reset=auto_offset_reset)
     return out
 
@@ -396,9 +416,9 @@ class GroupRerun:
     """
 
     def __init__(self, snapshot_given: bool, default_consumer_assignor: str = "uniform",
-                 streams_assignors: Mapping[str, str] | None = None) -> None:
+                 streams_assignors: Mapping[str, str] | None = None, kafka_version: str | None = None) -> None:
         self.names = TopicNames(use_hash=not snapshot_given)
-        self.reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors)
+        self.reconstruction = GroupReconstruction(default_consumer_assignor, streams_assignors, kafka_version)
         self.chain = RerunChain()
         self.pending: list[dict] = []
 

@@ -109,7 +109,7 @@ def what_if_assignors(settings: Settings) -> list[str]:
 
 def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
           *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform",
-          streams_assignors: Mapping[str, str] | None = None):
+          streams_assignors: Mapping[str, str] | None = None, kafka_version: str | None = None):
     """The ``assignor_audit`` DataFrame (``rerun.ASSIGNOR_AUDIT_DDL``) with the re-runs' timing beside it
     (``rerun.ASSIGNOR_AUDIT_TIMED_DDL``: the written table leaves that column out); the assignor choice as
     ``rerun.audit_group``. ``topic_metadata_df``: the topic-metadata snapshot, a DataFrame or its rows
@@ -118,7 +118,7 @@ def audit(target_assignments_df, topic_metadata_df=None, what_if: Sequence[str] 
     what_if = tuple(what_if or ())
     options: dict = {"what_if": what_if, "auto_offset_reset": auto_offset_reset,
                      "default_consumer_assignor": default_consumer_assignor,
-                     "streams_assignors": dict(streams_assignors or {})}
+                     "streams_assignors": dict(streams_assignors or {}), "kafka_version": kafka_version}
     columns = [c for c in _ROW_COLUMNS if c in target_assignments_df.columns]
     targets = target_assignments_df.select(*columns)
 
@@ -142,7 +142,7 @@ RESUMED_DDL = "group_id string, kind string, payload string, pending int, state 
 
 def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[str] = (), offsets=None,
                   *, auto_offset_reset: str = "latest", default_consumer_assignor: str = "uniform",
-                  streams_assignors: Mapping[str, str] | None = None):
+                  streams_assignors: Mapping[str, str] | None = None, kafka_version: str | None = None):
     """The assignor audit of an incremental run (``RESUMED_DDL`` rows): each group with new target rows, or with
     pending ones, resumes its ``GroupRerun`` from ``state`` (``RERUN_STATE_DDL``; None before the first run)
     and re-runs only those targets, giving the rows a batch re-run over the whole history gives them.
@@ -169,7 +169,8 @@ def audit_resumed(new_targets, state, topic_metadata_df=None, what_if: Sequence[
         stored = [bytes(b) for b in pdf.loc[pdf["kind"] == "state", "state"]]
         snapshot = TopicMetadata(topics) if topics else None
         rerun = GroupRerun.from_bytes(stored[0]) if stored else GroupRerun(bool(topics), default_consumer_assignor,
-                                                                            streams_choice)
+                                                                            streams_choice, kafka_version)
+        rerun.reconstruction.kafka_version = kafka_version  # this run's setting, as a batch run would take it
         offsets = _offsets_by_topic(offsets_pdf)
         rows = [json.loads(p) for p in pdf.loc[pdf["kind"] == "target", "payload"]]
         with fewer_collections():

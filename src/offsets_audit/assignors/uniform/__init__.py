@@ -52,6 +52,7 @@ from offsets_audit.assignors.uniform.orders import assignment_topic_order, integ
 from offsets_audit.assignors.uniform.vectorised import fast_heterogeneous, fast_homogeneous
 
 __all__ = [
+    "BEFORE_4_0",
     "MAX_ITERATION_COUNT",
     "NAME",
     "VECTORISE_FROM_PARTITIONS",
@@ -68,17 +69,22 @@ __all__ = [
 
 NAME = "uniform"
 
+#: Case-input key set (true) when the group's coordinator was Kafka 3.x (``inputs.consumer_case_input``'s caller
+#: knows the brokers' version): its homogeneous builder hands out the extra partitions another way.
+BEFORE_4_0 = "before_4_0"
+
 # Below this many partitions in the metadata, numpy's per-call overhead outweighs what it saves and run() uses
 # the reference builders (both give the same result).
 VECTORISE_FROM_PARTITIONS = 1000
 
 
-def assign(group: GroupSpec) -> dict:
-    """member id -> {topic id -> partitions}; raises ``PartitionAssignorException`` like Kafka."""
+def assign(group: GroupSpec, *, before_4_0: bool = False) -> dict:
+    """member id -> {topic id -> partitions}; raises ``PartitionAssignorException`` like Kafka. ``before_4_0``:
+    Kafka 3.x's homogeneous builder (:func:`assign_homogeneous`)."""
     if not group.members:
         return {}
     if group.subscription_type == HOMOGENEOUS:
-        return assign_homogeneous(group)
+        return assign_homogeneous(group, before_4_0=before_4_0)
     return assign_heterogeneous(group)
 
 
@@ -105,6 +111,9 @@ def _run(case_input: Mapping) -> dict:
     group = parse_group_spec(case_input)
     if not group.members:
         return {"error": None, "members": {}}
+    if case_input.get(BEFORE_4_0):
+        # Kafka 3.x's coordinator: only the reference builder carries its homogeneous variant.
+        return assignment_result(assign(group, before_4_0=True))
     if sum(topic.num_partitions for topic in group.topics.values()) < VECTORISE_FROM_PARTITIONS:
         return assignment_result(assign(group))
     fast = fast_homogeneous(group) if group.subscription_type == HOMOGENEOUS else fast_heterogeneous(group)

@@ -40,7 +40,8 @@ def assign_chained(case_input: Mapping, carried: Mapping | None = None) -> tuple
             current = {member_id: [(topic_id, partitions.keys()) for topic_id, partitions in old.items()]
                        for member_id, old in old_maps.items()}
             additions: dict = {}
-            target = assign_homogeneous(group, current, additions)
+            target = assign_homogeneous(group, current, additions,
+                                        before_4_0=bool(case_input.get("before_4_0")))
             final = _homogeneous_output_maps(old_maps, target, additions)
         else:
             journal: list = []

@@ -3,6 +3,9 @@
 Every member gets ``total // members`` partitions and ``total % members`` of them one more. Members keep what they
 own up to their quota (stickiness), in member iteration order; the extra slots go to members that already fill
 them, or to the last members that must take one. Freed and never-assigned partitions are then handed out in order.
+
+Kafka 3.x's builder (``before_4_0``) gives the extra slots to the first members in iteration order whether or not
+they own anything, so a member that joins empty can take one while an owner gives up a partition it held.
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ def current_iteration_order(assignment: dict) -> list:
     return [(topic_id, integer_set_order(assignment[topic_id])) for topic_id in assignment_topic_order(assignment)]
 
 
-def assign_homogeneous(group: GroupSpec, current: dict | None = None, additions: dict | None = None) -> dict:
+def assign_homogeneous(group: GroupSpec, current: dict | None = None, additions: dict | None = None, *,
+                       before_4_0: bool = False) -> dict:
     """``UniformHomogeneousAssignmentBuilder.build``.
+
+    ``before_4_0``: the builder of Kafka 3.x, whose extra slots go to the first members in iteration order (the
+    later builder lets a member that cannot fill its extra slot from what it owns pass it on).
 
     ``current`` maps a member id to its current assignment as ``[(topic id, partitions)]`` in Java iteration
     order (default: :func:`current_iteration_order` of the input). When ``additions`` is a dict, it receives
@@ -71,7 +78,7 @@ def assign_homogeneous(group: GroupSpec, current: dict | None = None, additions:
             if kept:
                 new[topic_id] = set(kept)
         # Mirrors Kafka's Java line by line (vectorised.fast_homogeneous has the array form).
-        if quota > 0 and has_extra and member_count - member_index > remaining_extra:
+        if not before_4_0 and quota > 0 and has_extra and member_count - member_index > remaining_extra:
             quota -= 1
             has_extra = False
         if quota > 0:
