@@ -1,5 +1,5 @@
 /*
- * Compiled fast path of the vectorised decoder (offsets_audit.codec.vectorized), optional like the other kernels.
+ * Compiled fast path of the vectorised decoder (offsets_audit.codec.vectorised), optional like the other kernels.
  *
  * read_flat reads one flat message layout at per-row positions of a binary column, the way _Reader.struct reads
  * it, for the layouts whose untagged fields are fixed-width integers, bools and strings and whose tagged fields
@@ -7,7 +7,7 @@
  * keys. It gives the values only, no JSON text (the caller builds none: codec.spark's json_text=False), and a row
  * is ok exactly where _Reader.struct leaves it ok and ends at the row's end: the same one- and two-byte varints,
  * the same length checks, the same strings (printable ASCII without a quote or backslash; any other string sends
- * the row to the generic decoder), the same tag checks. tests/test_codec_vectorized.py compares both readers.
+ * the row to the generic decoder), the same tag checks. tests/test_codec_vectorised.py compares both readers.
  *
  * Field codes: 'b' int8, '?' bool (its byte as it is), 'h' int16, 'H' uint16, 'i' int32, 'I' uint32, 'q' int64,
  * 's' string, 'S' nullable string; a tagged field: one of the integer codes or 'u' (uuid, 16 bytes).
