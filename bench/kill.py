@@ -7,8 +7,9 @@ every other kill anywhere in the run, the rest inside the write stage (after its
 reference's write time), where a half-written table is possible. After each kill:
 
 * the run must not look complete unless it is: if its manifest ``_runs/<run_id>.json`` exists, its tables
-  must already equal the reference's, and its summary and report must be this attempt's (written after it
-  started), not an earlier run's;
+  must already equal the reference's, and when the manifest is this attempt's, so must its summary and report be
+  (written after it started), not an earlier run's; a manifest older than the attempt means it was killed before
+  its write stage, where a run first removes its manifest, and the previous complete run is still there, untouched;
 * a plain rerun must succeed (exit 0) and its tables must equal the reference's: per table the row count
   and an order-independent content hash (the sum of ``xxhash64`` over every column of every row).
 
@@ -132,9 +133,17 @@ def run_and_kill(source: Path, output: Path, fmt: str, delay: float, in_write_st
             "started_at": attempt_started}
 
 
+def manifest_written_before(output: Path, started_at: float) -> bool:
+    """Whether the run manifest predates the attempt that started at ``started_at``: the attempt was killed before
+    its write stage, which is where a run first removes its manifest, so the output is still the previous complete
+    run's, untouched."""
+    manifest = output / "_runs" / f"{RUN_ID}.json"
+    return manifest.exists() and manifest.stat().st_mtime < started_at
+
+
 def stale_side_files(output: Path, started_at: float) -> list[str]:
     """The run's summary and report when they were not written by the attempt that started at ``started_at``
-    (a complete run's must be its own: the manifest is written after them)."""
+    although its manifest was (a complete run's must be its own: the manifest is written after them)."""
     return [str(p.relative_to(output)) for p in (output / "summary" / f"{RUN_ID}.json",
                                                   output / "report" / f"{RUN_ID}.html")
             if p.exists() and p.stat().st_mtime < started_at]
@@ -185,7 +194,7 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
     report(f"{label}: reference run {total_s:.1f} s (write stage {write_s:.1f} s); rows per table {rows}")
     output = root / f"killed-{label}"
     counts = {"kills": 0, "landed": 0, "in_write": 0, "complete_after_kill": 0, "complete_but_wrong": 0,
-              "complete_but_stale": 0, "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
+              "complete_but_stale": 0, "previous_run_untouched": 0, "incomplete_after_kill": 0, "rerun_equal": 0, "rerun_different": 0}
     for attempt in range(kills):
         in_write = (attempt + first_in_write) % 2 == 1
         delay = rng.uniform(0, write_s * 1.2) if in_write else rng.uniform(0, total_s)
@@ -197,10 +206,14 @@ def campaign(spark, root: Path, fmt: str, kills: int, rng: random.Random, report
         verdict = "incomplete"
         if complete:
             counts["complete_after_kill"] += 1
-            stale = stale_side_files(output, outcome["started_at"])
+            untouched = manifest_written_before(output, outcome["started_at"])
+            stale = [] if untouched else stale_side_files(output, outcome["started_at"])
             if fingerprint(spark, output, fmt) != reference:
                 counts["complete_but_wrong"] += 1
                 verdict = "COMPLETE BUT DIFFERENT"
+            elif untouched:
+                counts["previous_run_untouched"] += 1
+                verdict = "complete: the previous run's, untouched (killed before writing)"
             elif stale:
                 counts["complete_but_stale"] += 1
                 verdict = f"COMPLETE WITH AN EARLIER RUN'S {', '.join(stale)}"
