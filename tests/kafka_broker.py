@@ -507,12 +507,65 @@ def broker_versions(config) -> list[str]:
     return [v.strip() for v in option.split(",") if v.strip()]
 
 
+#: The session broker authorizes requests as a secured cluster does (``StandardAuthorizer``), but with no ACL every
+#: request is allowed (``allow.everyone.if.no.acl.found``), so the tests that need none see an open broker and a
+#: test can deny one operation on a resource pattern of its own (:func:`describe_configs_refused`). There is no
+#: super user: on PLAINTEXT every client, the broker's own requests included, is ``User:ANONYMOUS``, so making the
+#: broker's principal a super user would exempt the tests' clients too; the broker's own requests touch no resource
+#: with an ACL.
+SESSION_AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                      "allow.everyone.if.no.acl.found": "true"}
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory) -> Iterator[KafkaBroker]:
-    """One real broker of the default Kafka version for the whole session (started on first use)."""
+    """One real broker of the default Kafka version for the whole session (started on first use), with an
+    authorizer that allows everything until a test adds an ACL (``SESSION_AUTHORIZER``)."""
     require_jars(DEFAULT_KAFKA_VERSION)
-    with running_broker(tmp_path_factory.mktemp("kafka-broker")) as broker:
+    with running_broker(tmp_path_factory.mktemp("kafka-broker"), overrides=SESSION_AUTHORIZER) as broker:
         yield broker
+
+
+@contextmanager
+def describe_configs_refused(broker: KafkaBroker, group_prefix: str, timeout_s: float = 30.0) -> Iterator[None]:
+    """Inside the block, ``broker`` refuses DescribeConfigs on every group whose id starts with ``group_prefix``
+    (a PREFIXED ACL denying DESCRIBE_CONFIGS to ``User:ANONYMOUS``, beside one allowing everything else on those
+    groups: an authorizer that finds any ACL on a resource denies what none allows). The ACLs are removed on the
+    way out. ACLs reach the authorizer through the metadata log, so both ways wait until a probe group's
+    DescribeConfigs answers as expected."""
+    from kafka.admin import (
+        ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ConfigResourceType, KafkaAdminClient,
+        ResourcePattern, ResourcePatternFilter, ResourceType,
+    )
+
+    pattern = ResourcePattern(ResourceType.GROUP, group_prefix, ACLResourcePatternType.PREFIXED)
+    acls = [ACL("User:ANONYMOUS", "*", ACLOperation.ALL, ACLPermissionType.ALLOW, pattern),
+            ACL("User:ANONYMOUS", "*", ACLOperation.DESCRIBE_CONFIGS, ACLPermissionType.DENY, pattern)]
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="tests-acls", request_timeout_ms=15000)
+
+    def refused() -> bool:
+        from offsets_audit.group_configs import describe_groups
+
+        _, errors = describe_groups(admin, [(ConfigResourceType.GROUP.value, f"{group_prefix}probe")])
+        return bool(errors)
+
+    def wait(expected: bool) -> None:
+        deadline = time.monotonic() + timeout_s
+        while refused() != expected:
+            assert time.monotonic() < deadline, f"the ACLs on {group_prefix}* did not take effect"
+            time.sleep(0.2)
+
+    try:
+        result = admin.create_acls(acls)
+        assert not result.get("failed"), result
+        wait(True)
+        yield
+    finally:
+        admin.delete_acls([ACLFilter("User:ANONYMOUS", "*", ACLOperation.ANY, ACLPermissionType.ANY,
+                                     ResourcePatternFilter(ResourceType.GROUP, group_prefix,
+                                                           ACLResourcePatternType.PREFIXED))])
+        wait(False)
+        admin.close()
 
 
 @pytest.fixture(scope="session")

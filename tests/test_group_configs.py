@@ -3,7 +3,9 @@
 The capture runs end to end against the tests' real Kafka broker, with a group config set by Kafka's own
 ``kafka-configs``; the DescribeConfigs request and response are also checked byte for byte against the layout of
 Kafka's message definitions (``DescribeConfigsRequest.json`` / ``DescribeConfigsResponse.json``, version 4,
-flexible).
+flexible). The same broker, with an ACL denying DESCRIBE_CONFIGS on a few groups of the test's own, shows what a
+cluster that refuses some groups' configs gives: those groups are unknown, never on the defaults, and a run says
+so in one line.
 """
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ import pytest
 from offsets_audit.config import load_settings
 from offsets_audit.errors import UserError
 from offsets_audit.group_configs import (
+    UNKNOWN_ASSIGNOR,
     assignment_interval,
+    assignor_choice,
     capture_group_configs,
     configs_from_response,
     describe_configs_request,
     load_group_configs,
     parse_group_configs,
+    refused_groups,
     with_group_configs,
     write_group_configs,
 )
@@ -171,6 +176,68 @@ def test_capture_group_configs_from_a_real_broker(tmp_path, kafka_broker):
     assert (basis.interval_ms, basis.known) == (0, True)
     other = assignment_interval(cfg(group_configs=str(out)).broker, "never-configured", "consumer")
     assert other.interval_ms == 1000
+
+
+def test_refused_groups_round_trip_and_are_judged_as_not_known(tmp_path, capsys):
+    """A snapshot's refused groups survive JSON and Parquet; their interval is the default but not known (a group
+    config may override it), a streams group's assignor is unknown, and loading it prints one warning per run."""
+    snapshot = parse_group_configs({**SNAPSHOT, "refused": {"hidden": "GROUP_AUTHORIZATION_FAILED"}})
+    for suffix in (".json", ".parquet"):
+        loaded = load_group_configs(write_group_configs(snapshot, tmp_path / f"gc{suffix}"))
+        assert refused_groups(loaded) == {"hidden": "GROUP_AUTHORIZATION_FAILED"}, suffix
+        assert loaded["groups"] == snapshot["groups"], suffix
+    basis = assignment_interval(cfg(group_configs=snapshot).broker, "hidden", "consumer")
+    assert (basis.interval_ms, basis.known) == (2000, False) and "refused" in basis.source
+    assert assignment_interval(cfg(group_configs=snapshot).broker, "absent", "consumer").known   # complete snapshot
+    assert assignor_choice(cfg(group_configs=snapshot).broker)["streams"]["hidden"] == UNKNOWN_ASSIGNOR
+    settings = with_group_configs(cfg(group_configs=str(tmp_path / "gc.json")))
+    with_group_configs(with_group_configs(settings))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and "refused the configs of 1 group(s) (GROUP_AUTHORIZATION_FAILED)" in lines[0]
+    assert "DESCRIBE_CONFIGS" in lines[0] and "broker.group_configs" in lines[0]
+
+
+def test_a_group_whose_configs_the_cluster_refuses_is_unknown_never_the_default(kafka_broker, tmp_path, capsys):
+    """DescribeConfigs of two groups of the test's own answered with GROUP_AUTHORIZATION_FAILED (an ACL denying
+    DESCRIBE_CONFIGS on their prefix): the capture names them as refused instead of taking them for groups without
+    configs, their interval (set to 0 by kafka-configs) is not judged against the broker default, and
+    ``capture-group-configs`` and a run's loading of the configs print the warning once. Other groups' configs are
+    read as before."""
+    import uuid
+
+    from kafka_broker import describe_configs_refused
+    from offsets_audit.cli import main
+
+    if not kafka_broker.supports.assignment_interval:
+        pytest.skip(f"Kafka {kafka_broker.version} has no consumer.assignment.interval.ms group config")
+    prefix = f"refused-{uuid.uuid4().hex[:8]}-"
+    hidden, seen = [f"{prefix}a", f"{prefix}b"], f"seen-{uuid.uuid4().hex[:8]}"
+    kafka_broker.run_tools([kafka_broker.configs_invocation(
+        "--alter", "--entity-type", "groups", "--entity-name", group,
+        "--add-config", "consumer.assignment.interval.ms=0") for group in (*hidden, seen)])
+    out = tmp_path / "gc.json"
+    capsys.readouterr()
+    with describe_configs_refused(kafka_broker, prefix):
+        snapshot = capture_group_configs(kafka_broker.bootstrap, groups=hidden, timeout_ms=15000)
+        assert main(["capture-group-configs", "--bootstrap-server", kafka_broker.bootstrap, "--output", str(out),
+                     "--group", hidden[0], "--group", hidden[1], "--timeout-ms", "15000"]) == 0
+        live = load_settings().replace(source={"kind": "kafka", "options": {
+            "kafka.bootstrap.servers": kafka_broker.bootstrap}})
+        with_group_configs(with_group_configs(live))
+    assert {g: e for g, e in refused_groups(snapshot).items() if g in hidden} == \
+        {g: "GROUP_AUTHORIZATION_FAILED" for g in hidden}
+    assert not set(hidden) & set(snapshot["groups"]) and seen in snapshot["groups"]
+    basis = assignment_interval(cfg(group_configs=str(out)).broker, hidden[0], "consumer")
+    assert basis.known is False and "GROUP_AUTHORIZATION_FAILED" in basis.source
+    other = assignment_interval(cfg(group_configs=str(out)).broker, seen, "consumer")
+    assert (other.interval_ms, other.known) == (0, True)
+    err = [line for line in capsys.readouterr().err.splitlines() if "refused the configs" in line]
+    # one by capture-group-configs, one by the run's (two) loads, which name no group: ListConfigResources and
+    # ListGroups list the refused groups too
+    assert len(err) == 2, err
+    assert all("2 group(s) (GROUP_AUTHORIZATION_FAILED)" in line for line in err)
+    after = capture_group_configs(kafka_broker.bootstrap, groups=hidden, timeout_ms=15000)
+    assert not set(hidden) & set(refused_groups(after)) and set(hidden) <= set(after["groups"])
 
 
 def test_capture_of_an_unreachable_cluster_is_a_user_error():

@@ -18,9 +18,12 @@ JSON layout::
 
 A value may also be written bare (``"orders": {"consumer.assignment.interval.ms": 0}``). ``complete`` says the
 capture listed every group that had a dynamic config (ListConfigResources answered), so a group absent from
-``groups`` runs on the broker default. Parquet layout: one row per entry, columns ``resource_type``
-(``broker``/``group``), ``resource_name``, ``config_name``, ``config_value``, ``config_source``,
-``captured_at_ms``, ``complete``.
+``groups`` runs on the broker default. ``refused`` (``{"<group>": "GROUP_AUTHORIZATION_FAILED"}``) names the groups
+whose DescribeConfigs the cluster answered with an error (e.g. an ACL denying DESCRIBE_CONFIGS): their configs are
+unknown, never the defaults, so the rules that depend on them do not judge those groups against defaults. Parquet
+layout: one row per entry, columns ``resource_type`` (``broker``/``group``), ``resource_name``, ``config_name``,
+``config_value``, ``config_source``, ``captured_at_ms``, ``complete``; a refused group is one row with no
+``config_name``, ``config_source`` ``REFUSED`` and the error as ``config_value``.
 
 ``assignment_interval(broker, group_id, group_type)`` (``broker``: the run's ``BrokerSettings``) answers which interval a group ran with, whether that is
 known, and where the answer came from (each finding quotes it).
@@ -43,6 +46,10 @@ GROUP_TYPES = ("consumer", "share", "streams")
 #: Broker keys kept in a snapshot (``group.`` prefix): intervals, session timeouts, heartbeat intervals, ...
 BROKER_PREFIX = "group."
 DYNAMIC_GROUP_CONFIG = "DYNAMIC_GROUP_CONFIG"
+#: ``config_source`` of a Parquet snapshot's row for a group whose configs the cluster refused.
+REFUSED = "REFUSED"
+#: A streams group's task assignor when its configs were refused and the brokers offer more than one: not known.
+UNKNOWN_ASSIGNOR = "(unknown: the group's configs were refused)"
 
 
 def group_interval_key(group_type: str) -> str:
@@ -80,9 +87,19 @@ def parse_group_configs(obj: Any, where: str = "group configs") -> dict:
             raise UserError(f"{where}: group {group_id!r} must map config names to values",
                             fix='e.g. "orders": {"consumer.assignment.interval.ms": "0"}')
         out_groups[str(group_id)] = {str(k): _entry(v) for k, v in configs.items()}
+    refused = obj.get("refused") or {}
+    if not isinstance(refused, Mapping):
+        raise UserError(f"{where}: 'refused' must map group ids to the error the cluster gave",
+                        fix='e.g. "refused": {"orders": "GROUP_AUTHORIZATION_FAILED"}')
     return {"normalised": True, "where": obj.get("where") or where, "captured_at_ms": obj.get("captured_at_ms"),
             "bootstrap_server": obj.get("bootstrap_server"), "complete": bool(obj.get("complete", False)),
-            "broker": {str(k): _entry(v) for k, v in broker.items()}, "groups": out_groups}
+            "broker": {str(k): _entry(v) for k, v in broker.items()}, "groups": out_groups,
+            "refused": {str(g): str(e) for g, e in refused.items()}}
+
+
+def refused_groups(snapshot: Mapping | None) -> dict[str, str]:
+    """The snapshot's groups whose configs the cluster refused, with its error (none without a snapshot)."""
+    return dict((snapshot or {}).get("refused") or {})
 
 
 def _from_rows(rows: list[Mapping], where: str) -> dict:
@@ -92,6 +109,8 @@ def _from_rows(rows: list[Mapping], where: str) -> dict:
         entry = {"value": r.get("config_value"), "source": r.get("config_source")}
         if kind == "broker":
             snapshot["broker"][r["config_name"]] = entry
+        elif kind == "group" and r.get("config_source") == REFUSED and r.get("config_name") is None:
+            snapshot.setdefault("refused", {})[r["resource_name"]] = r.get("config_value")
         elif kind == "group":
             snapshot["groups"].setdefault(r["resource_name"], {})[r["config_name"]] = entry
         else:
@@ -139,6 +158,8 @@ def write_group_configs(snapshot: Mapping, path: str | Path) -> Path:
         rows += [{"resource_type": "group", "resource_name": g, "config_name": k, "config_value": e["value"],
                   "config_source": e["source"]}
                  for g, configs in sorted(snapshot["groups"].items()) for k, e in sorted(configs.items())]
+        rows += [{"resource_type": "group", "resource_name": g, "config_name": None, "config_value": error,
+                  "config_source": REFUSED} for g, error in sorted(refused_groups(snapshot).items())]
         for r in rows:
             r.update(captured_at_ms=snapshot.get("captured_at_ms"), complete=bool(snapshot.get("complete")))
         schema = pa.schema([("resource_type", pa.string()), ("resource_name", pa.string()),
@@ -147,6 +168,8 @@ def write_group_configs(snapshot: Mapping, path: str | Path) -> Path:
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), p)
         return p
     body = {k: snapshot.get(k) for k in ("captured_at_ms", "bootstrap_server", "complete", "broker", "groups")}
+    if refused_groups(snapshot):
+        body["refused"] = refused_groups(snapshot)
     p.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return p
 
@@ -227,6 +250,10 @@ def assignment_interval(broker: BrokerSettings, group_id: str | None,
             default = configured if configured is not None else KAFKA_DEFAULT_ASSIGNMENT_INTERVAL_MS
             default_source = (f"broker.{group_type}_assignment_interval_ms={default} in the config"
                               if configured is not None else f"Kafka's default {default} ms")
+        refused = refused_groups(snapshot).get(group_id or "")
+        if refused is not None:
+            return IntervalBasis(default, False, f"{default_source}; the cluster refused the group's configs "
+                                                 f"({refused}), so a group config may override it")
         if snapshot.get("complete"):
             return IntervalBasis(default, True, f"{default_source} (no group config for the group in {where})")
         return IntervalBasis(default, False, f"{default_source}; {where} does not list every group's configs, "
@@ -269,7 +296,8 @@ def assignor_choice(broker: BrokerSettings) -> dict[str, Any]:
     (``GroupCoordinatorConfig.consumerGroupAssignors``, the default of a consumer group whose members name none),
     ``None`` when not known; ``streams``, per streams group id its assignor (``GroupMetadataManager
     .streamsGroupAssignor``: the group config ``streams.assignor.name`` if the brokers' ``group.streams.assignors``
-    offer it, else their first), with ``""`` for the groups the snapshot does not name."""
+    offer it, else their first), with ``""`` for the groups the snapshot does not name and ``UNKNOWN_ASSIGNOR`` for
+    a group whose configs the cluster refused when the brokers may offer more than one."""
     snapshot = loaded_group_configs(broker) or {"broker": {}, "groups": {}}
     brokers = snapshot.get("broker") or {}
 
@@ -287,6 +315,10 @@ def assignor_choice(broker: BrokerSettings) -> dict[str, Any]:
         named = str(named).strip()
         # A name the brokers do not offer falls back to their default (when their list is known).
         streams[group_id] = named if not streams_offered or named in streams_offered else streams_default
+    if len(streams_offered) != 1:
+        # A refused group's streams.assignor.name is unknown; it matters unless the brokers offer one assignor only.
+        for group_id in refused_groups(snapshot):
+            streams.setdefault(group_id, UNKNOWN_ASSIGNOR)
     return {"consumer": consumer[0] if consumer else None, "streams": streams}
 
 
@@ -322,18 +354,38 @@ def with_group_configs(settings: Settings) -> Settings:
     import sys
 
     value = settings.broker.group_configs
+    snapshot: Mapping | None = None
     if isinstance(value, Mapping):
-        return settings.replace(broker={"group_configs": loaded_group_configs(settings.broker)})
-    if value is not None:
-        return settings.replace(broker={"group_configs": load_group_configs(value)})
-    bootstrap = settings.source.options.get("kafka.bootstrap.servers")
-    if settings.source.kind == "kafka" and bootstrap:
-        try:
-            return settings.replace(broker={"group_configs": capture_group_configs(bootstrap)})
-        except Exception as exc:  # an admin API the cluster refuses must not stop the audit
-            print(f"offsets-audit: could not fetch group configs from {bootstrap} ({type(exc).__name__}: {exc}); "
-                  "assignment intervals are judged as not known", file=sys.stderr)
-    return settings
+        snapshot = loaded_group_configs(settings.broker)
+    elif value is not None:
+        snapshot = load_group_configs(value)
+    else:
+        bootstrap = settings.source.options.get("kafka.bootstrap.servers")
+        if settings.source.kind == "kafka" and bootstrap:
+            try:
+                snapshot = capture_group_configs(bootstrap)
+            except Exception as exc:  # an admin API the cluster refuses must not stop the audit
+                print(f"offsets-audit: could not fetch group configs from {bootstrap} ({type(exc).__name__}: "
+                      f"{exc}); assignment intervals are judged as not known", file=sys.stderr)
+    if snapshot is None:
+        return settings
+    if refused_groups(snapshot) and not snapshot.get("refusal_reported"):
+        print(refusal_warning(snapshot), file=sys.stderr)
+        snapshot = {**snapshot, "refusal_reported": True}   # the run's later loads of it say nothing more
+    return settings.replace(broker={"group_configs": snapshot})
+
+
+def refusal_warning(snapshot: Mapping) -> str:
+    """The one line a run prints when the cluster refused some groups' configs: how many, Kafka's error, the fix."""
+    refused = refused_groups(snapshot)
+    errors = sorted(set(refused.values()))
+    where = snapshot.get("bootstrap_server") or snapshot.get("where") or "the cluster"
+    return (f"offsets-audit: warning: {where} refused the configs of {len(refused)} group(s) "
+            f"({', '.join(errors)}); their group configs are unknown, so the rules that depend on them (assignment "
+            "intervals, a streams group's task assignor) do not judge those groups against defaults. Fix: grant "
+            "this client's principal DESCRIBE_CONFIGS on those groups (kafka-acls --add --allow-principal "
+            "User:<principal> --operation DescribeConfigs --group <group>), or give a snapshot captured with that "
+            "right as broker.group_configs (--group-configs)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -407,12 +459,9 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
         resources = [(ConfigResourceType.GROUP.value, g) for g in sorted(named)]
         brokers = [b.get("broker_id", b.get("node_id")) for b in (admin.describe_cluster().get("brokers") or ())]
         group_configs: dict = {}
+        refused: dict[str, str] = {}
         if resources:
-            answered = admin.describe_configs(
-                [_resource(ConfigResourceType.GROUP, g) for _, g in resources], config_filter="all")
-            for group_id, configs in (answered.get("group") or {}).items():
-                group_configs[group_id] = {k: {"value": v.get("value"), "source": v.get("config_source")}
-                                    for k, v in configs.items()}
+            group_configs, refused = describe_groups(admin, resources)
         broker_configs: dict = {}
         for broker_id in brokers:
             try:
@@ -428,8 +477,48 @@ def capture_group_configs(bootstrap_server: str, *, groups: list[str] | tuple = 
         if own:
             admin.close()
     return parse_group_configs({"captured_at_ms": int(time.time() * 1000), "bootstrap_server": bootstrap_server,
-                                "complete": complete, "broker": broker_configs, "groups": group_configs},
+                                "complete": complete, "broker": broker_configs, "groups": group_configs,
+                                "refused": refused},
                                where=f"group configs captured from {bootstrap_server}")
+
+
+def describe_groups(admin, resources: list[tuple[int, str]]) -> tuple[dict, dict[str, str]]:
+    """DescribeConfigs of the ``GROUP`` resources: ``(configs per group, error per refused group)``.
+
+    The request is sent as is and each resource's error code read (``configs_from_response``): kafka-python's
+    ``describe_configs`` drops them, so a group the cluster refused (an ACL denying DESCRIBE_CONFIGS) would read as
+    a group without configs, i.e. one running on the defaults. An admin client without the protocol layer (a
+    stand-in) is asked through ``describe_configs``."""
+    manager = getattr(admin, "_manager", None)
+    if manager is None:
+        from kafka.admin import ConfigResourceType
+
+        answered = admin.describe_configs([_resource(ConfigResourceType.GROUP, g) for _, g in resources],
+                                          config_filter="all")
+        return ({group_id: {k: {"value": v.get("value"), "source": v.get("config_source")} for k, v in c.items()}
+                 for group_id, c in (answered.get("group") or {}).items()}, {})
+    request = describe_configs_request(resources)
+
+    async def send():
+        return await manager.send(request)
+
+    response = manager.run(send)
+    answered = configs_from_response(response)
+    configs = {name: entries for (_, name), entries in answered.items()}
+    refused = {}
+    for result in response.results:
+        if result.error_code and result.resource_name not in configs:
+            refused[result.resource_name] = _error_name(result.error_code)
+    return configs, refused
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of an error code (``GROUP_AUTHORIZATION_FAILED``), as its tools print it."""
+    from kafka import errors
+
+    error = errors.for_code(code)
+    name = getattr(error, "message", None)
+    return str(name) if name and name != "UNKNOWN" else f"error code {code}"
 
 
 def _resource(resource_type, name: str):
@@ -455,6 +544,8 @@ def run(args) -> int:
 
     snapshot = capture_group_configs(args.bootstrap_server, groups=args.groups, timeout_ms=args.timeout_ms)
     path = write_group_configs(snapshot, args.output)
+    if refused_groups(snapshot):
+        print(refusal_warning(snapshot), file=sys.stderr)
     overridden = sum(1 for configs in snapshot["groups"].values()
                      for e in configs.values() if e.get("source") == DYNAMIC_GROUP_CONFIG)
     print(f"captured configs of {len(snapshot['groups'])} groups ({overridden} group-level overrides) and "

@@ -55,6 +55,7 @@ from offsets_audit.assignors.inputs import (
 )
 from offsets_audit.assignors.common import HETEROGENEOUS
 from offsets_audit.assignors.uniform import BEFORE_4_0 as UNIFORM_BEFORE_4_0
+from offsets_audit.group_configs import UNKNOWN_ASSIGNOR
 from offsets_audit.assignors.topic_metadata import TopicMetadata
 
 ASSIGNOR_AUDIT_COLUMNS = (
@@ -292,6 +293,13 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                    notes="; ".join(notes + ["the classic group's assignment, carried over by its conversion to a "
                                             "consumer group (ConsumerGroup.fromClassicGroup): no server assignor "
                                             "computed it"]))
+        return [row]
+    if run.assignor == UNKNOWN_ASSIGNOR:
+        row = _base_row(run)
+        row.update(kind="not_rerun", assignor=None, confidence=confidence, match=None, same_as_recorded=None,
+                   error=None, current_order=None, rerun_cpu_ms=None,
+                   notes="; ".join(notes + ["the cluster refused the group's configs, so its task assignor "
+                                            "(streams.assignor.name) is not known: not re-run"]))
         return [row]
     if not _runnable(run.assignor):
         row = _base_row(run)
