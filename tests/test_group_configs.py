@@ -281,3 +281,49 @@ def test_run_with_a_missing_snapshot_exits_2_before_spark(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "capture-group-configs" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.full
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_a_run_on_a_cluster_that_refuses_some_group_configs_warns_once_and_judges_them_not(kafka_broker, spark,
+                                                                                           tmp_path, capsys):
+    """``offsets-audit run`` with the live topic as its source, on the session broker, while it refuses the configs
+    of a real KIP-848 group (its clients: the scenario driver's; its interval set to 0 by kafka-configs, below the
+    broker's default): the run prints the refusal once, and nothing it finds about that group at warning or above
+    rests on the defaults it could not check (``assignment_interval_violated`` would)."""
+    import uuid
+
+    import pyarrow.parquet as pq
+    import yaml
+
+    from kafka_broker import OFFSETS_TOPIC, describe_configs_refused
+    from offsets_audit.cli import main
+    from real_kafka import run_to_the_end
+
+    if not kafka_broker.supports.assignment_interval:
+        pytest.skip(f"Kafka {kafka_broker.version} has no consumer.assignment.interval.ms group config")
+    prefix = f"gcr{uuid.uuid4().hex[:6]}"
+    group = f"{prefix}-consumer_uniform-group"
+    kafka_broker.run_tools([kafka_broker.configs_invocation(
+        "--alter", "--entity-type", "groups", "--entity-name", group,
+        "--add-config", "consumer.assignment.interval.ms=0")])[0].check()
+    report = run_to_the_end(kafka_broker, tmp_path / "scenarios", prefix, ["consumer_uniform"])
+    assert report["consumer_uniform"]["status"] == "ok"
+    ending = json.dumps({OFFSETS_TOPIC: {str(p): o for p, o in kafka_broker.end_offsets().items()}})
+    config = tmp_path / "audit.yaml"
+    config.write_text(yaml.safe_dump({
+        "source": {"kind": "kafka", "options": {"kafka.bootstrap.servers": kafka_broker.bootstrap,
+                                                "startingOffsets": "earliest", "endingOffsets": ending}},
+        "broker": {"kafka_version": ".".join(kafka_broker.version.split(".")[:2])},
+        "output": {"html_report": False}}))
+    capsys.readouterr()
+    with describe_configs_refused(kafka_broker, f"{prefix}-"):
+        assert main(["run", "--config", str(config), "--output", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("refused the configs of") == 1, err
+    assert "(GROUP_AUTHORIZATION_FAILED)" in err
+    findings = [r for r in pq.read_table(tmp_path / "out" / "findings").to_pylist() if r["group_id"] == group]
+    assert [(f["rule"], f["message"]) for f in findings if f["severity"] in ("warning", "error")] == []
+    reruns = [r for r in pq.read_table(tmp_path / "out" / "assignor_audit").to_pylist() if r["group_id"] == group]
+    assert reruns and all(r["match"] is not False for r in reruns)
