@@ -178,3 +178,32 @@ def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_topic_ids_or
     case = consumer_case_input(row, topics, {})
     assert case["members"][0]["subscribed_topic_ids"] == ["AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"]
     assert [t["name"] for t in case["topics"]] == ["a", "b"]
+
+
+def test_kafka_3_x_heterogeneous_uniform_targets_are_not_judged():
+    """Kafka 3.x's uniform builder for members with different subscriptions is an algorithm 4.0 replaced: on a 3.x
+    cluster such a target gets a ``not_rerun`` row naming why, never a mismatch; on 4.x it is re-run."""
+    from offsets_audit.assignors.inputs import AssignorRun
+    from offsets_audit.assignors.rerun import RerunChain, _audit_run
+
+    case = {"subscription_type": "HETEROGENEOUS",
+            "topics": [{"id": "t1", "name": "a", "partitions": 2, "partition_racks": None},
+                       {"id": "t2", "name": "b", "partitions": 1, "partition_racks": None}],
+            "members": [{"member_id": "m1", "instance_id": None, "rack_id": None, "subscribed_topic_names": ["a"],
+                         "subscribed_topic_ids": ["t1"], "current_assignment": {}},
+                        {"member_id": "m2", "instance_id": None, "rack_id": None,
+                         "subscribed_topic_names": ["a", "b"], "subscribed_topic_ids": ["t1", "t2"],
+                         "current_assignment": {}}],
+            "assignable_partitions": None}
+    recorded = {"error": None, "members": {"m1": {"t1": [0, 1]}, "m2": {"t2": [0]}}}
+
+    def row(before_4_0):
+        target = AssignorRun(group_id="g", group_type="consumer", assignment_epoch=1, assignment_timestamp=None,
+                             partition=0, offset=1, assignor="uniform", case_input=dict(case), recorded=recorded,
+                             confidence="partition_metadata_record", metadata_source="partition_metadata_record",
+                             metadata_hash_match=None, before_4_0=before_4_0)
+        return _audit_run(target, RerunChain(), what_if=(), offsets=None, auto_offset_reset="latest")[0]
+
+    older = row(True)
+    assert (older["kind"], older["match"]) == ("not_rerun", None) and "Kafka 3.x" in older["notes"]
+    assert row(False)["kind"] == "rerun"
