@@ -380,12 +380,15 @@ def refusal_warning(snapshot: Mapping) -> str:
     refused = refused_groups(snapshot)
     errors = sorted(set(refused.values()))
     where = snapshot.get("bootstrap_server") or snapshot.get("where") or "the cluster"
+    if all(error.endswith("AUTHORIZATION_FAILED") for error in errors):
+        fix = ("grant this client's principal DESCRIBE_CONFIGS on those groups (kafka-acls --add --allow-principal "
+               "User:<principal> --operation DescribeConfigs --group <group>), or give a snapshot captured with that "
+               "right as broker.group_configs (--group-configs)")
+    else:  # not a permission: a cluster without group configs (before Kafka 3.8), or another answer
+        fix = "give a snapshot of the groups' configs as broker.group_configs (--group-configs)"
     return (f"offsets-audit: warning: {where} refused the configs of {len(refused)} group(s) "
             f"({', '.join(errors)}); their group configs are unknown, so the rules that depend on them (assignment "
-            "intervals, a streams group's task assignor) do not judge those groups against defaults. Fix: grant "
-            "this client's principal DESCRIBE_CONFIGS on those groups (kafka-acls --add --allow-principal "
-            "User:<principal> --operation DescribeConfigs --group <group>), or give a snapshot captured with that "
-            "right as broker.group_configs (--group-configs)")
+            f"intervals, a streams group's task assignor) do not judge those groups against defaults. Fix: {fix}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
