@@ -67,8 +67,6 @@ def test_check_by_name_judges_the_findings_it_reads_by_name(spark, namespace, lo
     assert not [p for p in files.iterdir() if p.name in tables.TABLES], "no table written under the path"
 
 
-@pytest.mark.xfail(strict=True, reason="incremental runs write no coordinator_load table yet (docs/assignment-intervals.md, "
-                   "Limits), so the run's tables by name are not every table of a batch run")
 def test_incremental_by_name_reruns_its_run_id_and_keeps_its_state_in_the_checkpoint(spark, namespace, log_dir,
                                                                                         tmp_path, capsys):
     from offsets_audit.cli import main

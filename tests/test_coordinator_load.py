@@ -152,3 +152,43 @@ def test_slices_read_in_order_give_the_whole_logs_load_and_finding(cut):
     neighbours = ["big", "small", "s"]
     assert (L.hogged_findings(load, sliced, neighbours, L.HoggedThresholds())
             == L.hogged_findings(load, whole, neighbours, L.HoggedThresholds()) != [])
+
+
+@pytest.mark.parametrize("cut", [1, 12, 30, 31])
+def test_an_incremental_run_recomputes_the_whole_load_from_the_stored_run_rows_and_its_slices(cut):
+    """What each incremental run does (``incremental.coordinator_load``): the per-partition core over the stored run
+    rows of earlier slices plus this slice's (in any order, as a union gives them) and the groups on the partition
+    now. A slice cut mid-minute leaves that minute's load, its groups on the partition and its finding to the run
+    that reads the rest: only the whole table, recomputed, is the batch run's."""
+    import json
+
+    import pyarrow as pa
+
+    from offsets_audit.audit.coordinator_spark import CoordinatorOptions, _partition_core
+
+    rows = _hog_minute() + [_row("s", 700, 1.0, offset=101, group_type="streams"),
+                            _row("s", 800, 1.0, offset=102, ts=T0 + 700, group_type="streams")]
+    rows.sort(key=lambda r: r["offset"])
+    types = {"partition": pa.int32(), "offset": pa.int64(), "timestamp": pa.int64(), "assignment_epoch": pa.int32(),
+             "assignment_timestamp": pa.int64(), "num_members": pa.int32(), "rerun_cpu_ms": pa.float64()}
+    source = pa.schema([("kind", pa.string()), *[(c, types.get(c, pa.string())) for c in L.RUN_COLUMNS]])
+    output = pa.schema([("partition", pa.int32()), ("kind", pa.string()), ("group_id", pa.string()),
+                        ("run_ms", pa.float64()), ("payload", pa.string())])
+    core = _partition_core(CoordinatorOptions(factors=FACTORS), output)
+
+    def run(run_rows, groups):
+        table = pa.Table.from_pylist([{"kind": "run", **r} for r in run_rows] +
+                                     [{"kind": "group", "group_id": g, "partition": 7} for g in groups], schema=source)
+        out = core(table).to_pylist()
+        return ([json.loads(o["payload"]) for o in out if o["kind"] == "load"],
+                [json.loads(o["payload"]) for o in out if o["kind"] == "finding"])
+
+    first_load, first_findings = run(rows[:cut], ["big", "small"])
+    load, findings = run(rows[cut:] + rows[:cut], ["big", "small", "s"])
+    whole = L.partition_load(L.runs_of(rows, FACTORS), groups_on_partition=3)
+    assert load == json.loads(json.dumps(whole)) and len(findings) == 1 and findings[0]["group_id"] == "big"
+    assert run(rows, ["big", "small", "s"]) == (load, findings)
+    # the first run's row of the minute is not the whole log's: fewer runs, and "s" had not joined the partition
+    assert first_load[0]["assignor_runs"] < load[0]["assignor_runs"]
+    assert first_load[0]["groups_on_partition"] < load[0]["groups_on_partition"] == 3
+    assert (first_findings == []) == (cut < 30)  # the busy part of the minute is over the threshold from the 30th run

@@ -53,7 +53,13 @@ def test_sections_say_so_when_there_is_nothing():
     assert "No run was timed" in coordinator_load_section(untimed)
 
 
-def test_an_incremental_runs_report_says_it_does_not_estimate_the_load():
-    page = render_report({"run_id": "i1", "summary": {"mode": "incremental"}, "coordinator_load": [],
-                          "assignment_interval_whatif": []})
-    assert page.count("Not estimated by an incremental run") == 1 and "No assignor runs" not in page
+def test_an_incremental_runs_report_shows_the_load_or_says_why_it_was_not_estimated():
+    page = render_report({"run_id": "i1", "summary": {"mode": "incremental", "stages": {
+        "coordinator_load": "ran (the whole log so far)"}}, "coordinator_load": _load_rows(),
+        "assignment_interval_whatif": []})
+    assert "Not estimated" not in page and "big-app" in page
+    page = render_report({"run_id": "i1", "summary": {"mode": "incremental", "stages": {
+        "coordinator_load": "skipped: this checkpoint's earlier runs kept no coordinator run rows"}},
+        "coordinator_load": [], "assignment_interval_whatif": []})
+    assert page.count("Not estimated by this run: this checkpoint&#x27;s earlier runs kept no coordinator run "
+                      "rows") == 1 and "No assignor runs" not in page

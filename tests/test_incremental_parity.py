@@ -101,11 +101,12 @@ def _incremental(spark, segments: Path, root: Path, k: int, overrides: dict, *, 
 
 def _assert_checkpoint_keeps_only_what_a_later_run_reads(checkpoint: Path) -> None:
     """The commit log keeps the last run's micro-batches only (a rerun of it reads them again); the offset-rule
-    and assignor states keep the last two runs' (a rerun of the last resumes from the one before)."""
+    and assignor states and the coordinator's run rows keep the last two runs' (a rerun of the last resumes from
+    the one before)."""
     runs = json.loads((checkpoint / "runs.json").read_text())
     kept = sorted(int(p.name.split("=")[1]) for p in (checkpoint / "commit_log").iterdir() if p.name.startswith("batch="))
     assert kept and min(kept) >= runs[-1]["records"][0]
-    for folder in ("offset_rules", "assignor_state"):
+    for folder in ("offset_rules", "assignor_state", "coordinator_costs", "coordinator_runs"):
         assert {p.name for p in (checkpoint / folder).iterdir()} == {f"run={r['run_id']}" for r in runs[-2:]}
     # the compact snapshots of the last two runs' chains (a full snapshot and the deltas on it)
     chains = {name for r in runs[-2:] for name in r["chain"]}
@@ -188,6 +189,7 @@ def test_sliced_incremental_runs_equal_one_batch_run_on_a_faulted_history(spark,
     assert _rows(rebalances) == _rows(expected_rebalances)
     assert _rows(reruns) == _rows(expected_reruns)
     _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root, root / f"out-{k}", f"slice-{k}")
+    _assert_whole_log_tables_are_the_batch_runs(spark, root, root / f"out-{k}", f"slice-{k}")
 
 
 def _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root: Path, output: Path, run_id: str) -> None:
@@ -248,21 +250,22 @@ def test_groups_a_run_does_not_touch_carry_their_provisional_rows_as_the_clock_m
     assert _rows(rebalances) == _rows(expected_rebalances)
     assert _rows(reruns) == _rows(expected_reruns)
     _assert_latency_daily_is_the_batch_runs_for_its_days(spark, root, root / "out-3-staggered", "slice-3")
-    _assert_whatif_is_the_batch_runs(spark, root, root / "out-3-staggered", "slice-3")
+    _assert_whole_log_tables_are_the_batch_runs(spark, root, root / "out-3-staggered", "slice-3")
 
 
-def _assert_whatif_is_the_batch_runs(spark, root: Path, output: Path, run_id: str) -> None:
+def _assert_whole_log_tables_are_the_batch_runs(spark, root: Path, output: Path, run_id: str) -> None:
     """The last run's ``assignment_interval_whatif`` (every group at the run's clock: the touched groups replayed
-    from the what-if history their audit state keeps, the others carried) is the batch run's, but for what comes
-    from measured times (``tables.without_measured``)."""
+    from the what-if history their audit state keeps, the others carried) and ``coordinator_load`` (every minute of
+    every partition, from the run rows the checkpoint keeps) are the batch run's, but for what comes from measured
+    times (``tables.without_measured``)."""
     from offsets_audit import sinks
     from offsets_audit.tables import without_measured
 
-    name = "assignment_interval_whatif"
-    got = without_measured(sinks.read_table(spark, str(output), name, run_id, "parquet"), name)
-    expected = without_measured(sinks.read_table(spark, str(root / "batch"), name, "batch", "parquet"), name)
-    assert expected.filter("level = 'group'").count() > 0
-    assert _rows(got) == _rows(expected)
+    for name, some in (("assignment_interval_whatif", "level = 'group'"), ("coordinator_load", "assignor_runs > 0")):
+        got = without_measured(sinks.read_table(spark, str(output), name, run_id, "parquet"), name)
+        expected = without_measured(sinks.read_table(spark, str(root / "batch"), name, "batch", "parquet"), name)
+        assert expected.filter(some).count() > 0, name
+        assert _rows(got) == _rows(expected), name
 
 
 @pytest.mark.spark
@@ -281,6 +284,7 @@ def test_sliced_incremental_runs_equal_one_batch_run_on_a_golden_history(spark, 
     assert _rows(findings) == _rows(expected_findings)
     assert _rows(rebalances) == _rows(expected_rebalances)
     assert _rows(reruns) == _rows(expected_reruns)
+    _assert_whole_log_tables_are_the_batch_runs(spark, tmp_path, tmp_path / "out-3", "slice-3")
 
 
 # -- the nightly gate ----------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ CHECKPOINT_FILE = "checkpoint.json"
 RUNS_FILE = "runs.json"
 #: What a run's entry lists, by folder: state a later run resumes from (kept for the last two runs) and the
 #: micro-batch outputs a rerun of the run reads again (kept for the last run).
-STATE_FOLDERS = ("compact", "offset_rules", "assignor_state", "rebalances")
+STATE_FOLDERS = ("compact", "offset_rules", "assignor_state", "coordinator_costs", "coordinator_runs", "rebalances")
 BATCH_FOLDERS = ("fold_rows", "counts", "quarantine", "commit_log")
 #: Spark's streaming checkpoints of the two queries (checked by Spark itself).
 STREAM_FOLDERS = ("fold", "records")
@@ -244,7 +244,7 @@ def pieces(checkpoint: str, entry: dict) -> dict:
     state: list[Path] = []
     for run in entry.get("chain") or []:
         state += _files(root / "compact" / f"run={run}")
-    for folder in ("offset_rules", "assignor_state", "coordinator_costs", "rebalances"):
+    for folder in ("offset_rules", "assignor_state", "coordinator_costs", "coordinator_runs", "rebalances"):
         state += _files(root / folder / f"run={entry['run_id']}")
     fold = range(entry["fold"][0], entry["fold"][1] + 1)
     records = range(entry["records"][0], entry["records"][1] + 1)

@@ -312,6 +312,60 @@ def run_costs(spark, settings: Settings, checkpoint: str, runs: list[dict], resu
     return new.select(F.col("group_id"), F.col("timed_runs").cast("long"), F.col("estimated_ms").cast("double"))
 
 
+#: ``PATH/coordinator_runs/run=<run_id>/``: every recorded target assignment so far as a coordinator run row
+#: (``coordinator_load.RUN_DDL``: the target with its re-run's assignor, member count and time), from which each run
+#: computes the whole log's ``coordinator_load``.
+COORDINATOR_RUNS_FOLDER = "coordinator_runs"
+
+
+def coordinator_runs(spark, checkpoint: str, runs: list[dict], target_assignments, resumed):
+    """``RUN_DDL`` rows of every recorded target assignment so far, each with its re-run's assignor, member count
+    and time: the last published run's stored rows plus this slice's targets, with this run's re-run rows
+    (``resumed``, those still waiting for a topic's name included: a stored row whose target is re-run now takes
+    its values). None when the last published run kept no run rows (its checkpoint's earlier runs predate them:
+    the load of the minutes they covered is not known)."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.assignors.rerun import ASSIGNOR_AUDIT_TIMED_DDL
+    from offsets_audit.audit.coordinator_load import RUN_DDL
+    from offsets_audit.audit.coordinator_spark import run_rows
+
+    stored = None
+    if runs:
+        if not runs[-1].get(COORDINATOR_RUNS_FOLDER):
+            return None
+        stored = spark.read.schema(RUN_DDL).parquet(
+            f"{checkpoint}/{COORDINATOR_RUNS_FOLDER}/run={runs[-1]['run_id']}")
+    reruns = None
+    if resumed is not None:
+        reruns = (resumed.filter(F.col("kind").isin("rerun", "provisional"))
+                  .select(F.from_json("payload", ASSIGNOR_AUDIT_TIMED_DDL).alias("r")).select("r.*"))
+    return run_rows(target_assignments, reruns, stored)
+
+
+def coordinator_load(run_rows, group_state, settings: Settings, stages: RunStages):
+    """``(load, hogged)``: the whole log's ``coordinator_load`` rows and ``coordinator_partition_hogged`` finding
+    rows (``FINDING_ROW_DDL``, ``time`` in ms) up to this run, from every run row so far (``coordinator_runs``).
+
+    A minute's load changes when a later slice of the log adds a run to it (a run's minute is its
+    ``AssignmentTimestamp``, which need not be its record's), and the groups on a partition change with every
+    group that joins it, so every run recomputes the whole table with the batch run's per-partition pass
+    (``coordinator_spark.partition_pass``) and the current ``group_state``. A streams refinement that repeats its
+    group's timestamp across a cut is left out by the pass itself, which sees the group's rows in log order. The
+    findings cite minutes anywhere in the log, so they are provisional: the next run replaces them."""
+    from pyspark.sql import functions as F
+
+    from offsets_audit.audit.coordinator_load import LOAD_DDL
+    from offsets_audit.audit.coordinator_spark import coordinator_options, partition_pass
+
+    per_partition = stages.kept(partition_pass(run_rows, group_state, coordinator_options(settings)))
+    load = (per_partition.filter(F.col("kind") == "load").select(F.from_json("payload", LOAD_DDL).alias("r"))
+            .select("r.*"))
+    hogged = (per_partition.filter(F.col("kind") == "finding")
+              .select(F.from_json("payload", FINDING_ROW_DDL).alias("f")).select("f.*"))
+    return load, hogged
+
+
 def _whatif(tail):
     """``assignment_interval_whatif`` of the run: every group's rows at the run's clock (recomputed for the groups
     the run touched, carried for the others, as the provisional tail is) and the cluster's rows over them."""
@@ -505,13 +559,16 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         if audited.offset_state is not None:
             with stages.stage("offset state"):
                 _write_offset_state(checkpoint, run_id, audited.offset_state)
-        if audited.rerun_state is not None or audited.costs is not None:
+        if audited.rerun_state is not None or audited.costs is not None or audited.coordinator_runs is not None:
             with stages.stage("assignor state"):  # one stage: a second block of the name would replace its time
                 if audited.rerun_state is not None:
                     audited.rerun_state.write.mode("overwrite").parquet(
                         f"{checkpoint}/{ASSIGNOR_STATE_FOLDER}/run={run_id}")
                 if audited.costs is not None:
                     audited.costs.write.mode("overwrite").parquet(f"{checkpoint}/{COST_FOLDER}/run={run_id}")
+                if audited.coordinator_runs is not None:
+                    audited.coordinator_runs.write.mode("overwrite").parquet(
+                        f"{checkpoint}/{COORDINATOR_RUNS_FOLDER}/run={run_id}")
         with stages.stage("compact"):
             compact(spark, checkpoint, run_id, covered, audited, snapshot)
         # Published, then marked complete: a run stopped in between is refused as the next run's base until it is
@@ -564,6 +621,8 @@ class AuditedRun:
     provisional_how: str
     #: each group's assignor runs timed so far and their estimated time (``COST_DDL``; None: not kept)
     costs: Any = None
+    #: every recorded target assignment so far as a coordinator run row (``coordinator_runs``; None: not kept)
+    coordinator_runs: Any = None
 
 
 @dataclass(frozen=True)
@@ -647,6 +706,11 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     costs = run_costs(spark, settings, checkpoint, covered.runs, resumed)
     if costs is not None:
         costs = stages.kept(costs)
+    coordinator_rows = coordinator_runs(spark, checkpoint, covered.runs, replayed.target_assignments, resumed)
+    load = hogged = None
+    if coordinator_rows is not None:
+        coordinator_rows = stages.kept(coordinator_rows)
+        load, hogged = coordinator_load(coordinator_rows, replayed.group_state, settings, stages)
     tail, how, due = provisional_tail(covered.history, new_rows if covered.fold_range else None, settings,
                                       covered.clock, covered.carry_tail, costs)
     tail = stages.kept(tail)
@@ -659,9 +723,9 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     offset_rules = offset_rule_findings(spark, settings, checkpoint, covered.runs, covered.record_range, new_rows,
                                         frames["group_events"], covered.clock, cached)
     findings, provisional = _findings_of_run(settings, new_rows, tail, offset_rules, audited, provisional_audited,
-                                             gaps)
+                                             gaps, hogged)
     rebalances = _rebalances_of_run(spark, checkpoint, covered, new_rows, tail)
-    frames.update(assignment_interval_whatif=_whatif(tail))
+    frames.update(assignment_interval_whatif=_whatif(tail), coordinator_load=load)
     frames.update(findings=findings, rebalances=rebalances["rebalances"], provisional_findings=provisional,
                   provisional_rebalances=rebalances["provisional_rebalances"],
                   latency_summary=rebalances["latency_summary"], rebalance_causes=rebalances["rebalance_causes"],
@@ -674,12 +738,13 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     if rerun_state is not None:
         rerun_state = stages.kept(rerun_state)
     with stages.part("audit:tables"):
-        materialize([*frames.values(), rerun_state])
+        materialize([*frames.values(), rerun_state, coordinator_rows])
     if rerun_state is not None:
         assert resumed is not None  # the re-runs' state is read from their rows
         resumed.unpersist()
     return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],
-                      rerun_state=rerun_state, due=due, provisional_how=how, costs=costs)
+                      rerun_state=rerun_state, due=due, provisional_how=how, costs=costs,
+                      coordinator_runs=coordinator_rows)
 
 
 def _unpersist(dfs: list) -> None:
@@ -687,9 +752,11 @@ def _unpersist(dfs: list) -> None:
         df.unpersist()
 
 
-def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, provisional_audited, gaps):
+def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, provisional_audited, gaps,
+                     hogged=None):
     """``(findings, provisional)``: the finding rows this run's records complete and those open at the end of
-    the log, of the group rules, the offset rules and the assignor re-runs, with the data-gap columns."""
+    the log, of the group rules, the offset rules and the assignor re-runs, with the data-gap columns; ``hogged``
+    (``coordinator_load``'s findings over the whole log so far) are provisional."""
     from pyspark.sql import functions as F
 
     from offsets_audit.audit.gaps import mark_data_gaps
@@ -710,6 +777,8 @@ def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, 
     mismatches = assignor_mismatches(provisional_audited, settings)
     if mismatches is not None:
         provisional = provisional.unionByName(timed(mismatches))
+    if hogged is not None:
+        provisional = provisional.unionByName(timed(hogged))
     trust = settings.check.trust_after_gap
     return (mark_data_gaps(findings, gaps, trust_after_gap=trust),
             mark_data_gaps(provisional, gaps, trust_after_gap=trust))
@@ -764,6 +833,9 @@ def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: Au
         ("skipped: this checkpoint's earlier runs kept no offset-rule state (start a new checkpoint to "
          "audit offsets incrementally): " + ", ".join(OFFSET_RULES)),
         "assignor_audit": "ran" if settings.assignors.audit else "skipped: assignors.audit is off",
+        "coordinator_load": "ran (the whole log so far)" if audited.coordinator_runs is not None else
+        ("skipped: this checkpoint's earlier runs kept no coordinator run rows (start a new checkpoint to have "
+         "coordinator_load and coordinator_partition_hogged incrementally)"),
         "provisional": audited.provisional_how,
         "history": (f"compact snapshot of run {chain[-1]}"
                     + (f" (delta {len(chain) - 1} on the full snapshot of run {chain[0]})" if len(chain) > 1 else "")
@@ -811,7 +883,7 @@ def publish_run(spark, settings: Settings, checkpoint: str, covered: Coverage, a
         "run_id": run_id, "fold": [start["fold"], max(covered.all_fold, default=start["fold"] - 1)],
         "records": [start["records"], max(covered.all_records, default=start["records"] - 1)], "clock": covered.clock,
         "offset_rules": audited.offset_state is not None, "assignor_state": audited.rerun_state is not None,
-        "coordinator_costs": audited.costs is not None,
+        "coordinator_costs": audited.costs is not None, COORDINATOR_RUNS_FOLDER: audited.coordinator_runs is not None,
         "compact": True, "chain": snapshot.next_chain, "tail_settings": covered.tail_settings, "source": identity,
         "output": {"path": output.path, "format": output.format, "catalog": output.catalog}}
     entry["pieces"] = checkpoint_guard.pieces(checkpoint, entry)
@@ -840,6 +912,7 @@ def _drop_unneeded(checkpoint: str, runs: list[dict], first_records_batch: int,
     published = {f"run={r['run_id']}" for r in runs}
     chains = {f"run={r}" for n in (len(runs), len(runs) - 1) for r in streaming.snapshot_chain(runs[:n])}
     for folder, keep in ((OFFSET_STATE_FOLDER, last_two), (ASSIGNOR_STATE_FOLDER, last_two), (COST_FOLDER, last_two),
+                         (COORDINATOR_RUNS_FOLDER, last_two),
                          (streaming.COMPACT_FOLDER, chains), (streaming.REBALANCE_STORE, published)):
         root = streaming.local_folder(checkpoint) / folder
         if root.is_dir():

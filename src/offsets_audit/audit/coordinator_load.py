@@ -43,6 +43,9 @@ LOAD_COLUMNS = ("partition", "minute_start_time", "assignor_runs", "timed_runs",
 #: The columns a run needs (``runs_of`` builds them from ``target_assignments`` and ``assignor_audit``).
 RUN_COLUMNS = ("group_id", "group_type", "partition", "offset", "timestamp", "assignment_epoch",
                "assignment_timestamp", "num_members", "assignor", "rerun_cpu_ms")
+#: Their types (an incremental checkpoint keeps them, ``incremental.COORDINATOR_RUNS_FOLDER``).
+RUN_DDL = ("group_id string, group_type string, partition int, offset long, timestamp long, assignment_epoch int, "
+           "assignment_timestamp long, num_members int, assignor string, rerun_cpu_ms double")
 
 
 @dataclass(frozen=True)

@@ -101,26 +101,47 @@ def coordinator_load(target_assignments, assignor_audit, group_state, options: C
 
 def partition_rows(target_assignments, assignor_audit, group_state, options: CoordinatorOptions):
     """The per-partition pass's ``_OUTPUT_DDL`` rows (``kind`` load, finding or cost)."""
+    return partition_pass(run_rows(target_assignments, assignor_audit), group_state, options)
+
+
+def run_rows(target_assignments, assignor_audit, stored=None):
+    """``RUN_DDL`` rows: each recorded target assignment with its re-run's assignor, member count and thread-CPU
+    time (``assignor_audit``'s ``rerun`` rows with the timing column; None or without it: not timed).
+
+    ``stored``: run rows of earlier slices of the log (an incremental checkpoint's), given the same way: a stored
+    row whose target this ``assignor_audit`` re-runs (one that waited for a topic's name) takes its re-run's
+    values, as the whole log's batch run would have given it."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType, _parse_datatype_string
 
     from offsets_audit.assignors.rerun import TIMING_COLUMN
 
     targets = target_assignments.select(
         "group_id", "group_type", "partition", "offset", "timestamp", "assignment_epoch", "assignment_timestamp",
-        F.expr("json_array_length(members)").cast("int").alias("target_members"))
-    if assignor_audit is not None and TIMING_COLUMN in assignor_audit.columns:
-        reruns = assignor_audit.filter(F.col("kind") == "rerun").select(
-            "group_id", "partition", "offset", "assignor", "num_members", F.col(TIMING_COLUMN).alias("rerun_cpu_ms"))
-        targets = targets.join(reruns, ["group_id", "partition", "offset"], "left")
-    else:
-        targets = targets.select("*", F.lit(None).cast("string").alias("assignor"),
-                                 F.lit(None).cast("int").alias("num_members"),
-                                 F.lit(None).cast("double").alias("rerun_cpu_ms"))
-    runs = targets.select(F.lit("run").alias("kind"), *[
-        F.coalesce("num_members", "target_members").alias("num_members") if c == "num_members" else F.col(c)
+        F.expr("json_array_length(members)").cast("int").alias("num_members"),
+        F.lit(None).cast("string").alias("assignor"), F.lit(None).cast("double").alias("rerun_cpu_ms"))
+    if stored is not None:
+        targets = stored.select(*RUN_COLUMNS).unionByName(targets)
+    if assignor_audit is None or TIMING_COLUMN not in assignor_audit.columns:
+        return targets.select(*RUN_COLUMNS)
+    reruns = assignor_audit.filter(F.col("kind") == "rerun").select(
+        "group_id", "partition", "offset", F.col("assignor").alias("r_assignor"),
+        F.col("num_members").alias("r_members"), F.col(TIMING_COLUMN).alias("r_cpu"))
+    joined = targets.join(reruns, ["group_id", "partition", "offset"], "left")
+    return joined.select(*[
+        F.coalesce("r_members", "num_members").alias("num_members") if c == "num_members" else
+        F.coalesce("r_assignor", "assignor").alias("assignor") if c == "assignor" else
+        F.coalesce("r_cpu", "rerun_cpu_ms").alias("rerun_cpu_ms") if c == "rerun_cpu_ms" else F.col(c)
         for c in RUN_COLUMNS])
+
+
+def partition_pass(runs, group_state, options: CoordinatorOptions):
+    """``_OUTPUT_DDL`` rows of ``run_rows``' rows and the groups of each partition (``group_state``): one
+    ``applyInArrow`` per ``__consumer_offsets`` partition over the pure core."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    runs = runs.select(F.lit("run").alias("kind"), *RUN_COLUMNS)
     groups = group_state.filter(F.col("partition").isNotNull()).select(
         F.lit("group").alias("kind"), "group_id", *[F.lit(None).cast(t).alias(c) for c, t in (
             ("group_type", "string"),)], "partition", *[F.lit(None).cast(t).alias(c) for c, t in (

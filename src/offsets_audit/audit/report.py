@@ -391,10 +391,9 @@ def _run_in_words(findings: list[dict], rebalances: list[dict], records: dict) -
             f'{_e(", ".join(parts))}.</p>')
 
 
-#: An incremental run leaves coordinator load out (a minute can straddle two runs): its report says so instead of
-#: showing an empty section as if no assignor had run. Its what-if rows are every group's at the run's clock.
-_NOT_INCREMENTAL = ("<p>Not estimated by an incremental run: a batch <code>offsets-audit run</code> over the period "
-                    "writes these tables (docs/assignment-intervals.md).</p>")
+#: A run that did not estimate the coordinator load (an incremental run on a checkpoint whose earlier runs kept no
+#: coordinator run rows) says so instead of showing an empty section as if no assignor had run.
+_NOT_ESTIMATED = "<p>Not estimated by this run: {why}.</p>"
 
 
 def render_report(data: dict) -> str:
@@ -405,7 +404,7 @@ def render_report(data: dict) -> str:
     rebalances = data.get("rebalances") or []
     summary = data.get("summary") or {}
     records = summary.get("records") or {}
-    incremental = summary.get("mode") == "incremental"
+    load_stage = str((summary.get("stages") or {}).get("coordinator_load") or "")
     severities = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
     kpis = [("records read", records.get("read")), ("quarantined", records.get("quarantined")),
             ("groups", sum((summary.get("groups") or {}).values()) if summary.get("groups") else None),
@@ -432,7 +431,7 @@ def render_report(data: dict) -> str:
         "<h2 id=\"timelines\">Epoch timelines of the worst groups</h2>",
         timelines or "<p>No group has findings or rebalances to show.</p>",
         "<h2 id=\"coordinator-load\">Coordinator load</h2>",
-        _NOT_INCREMENTAL if incremental else
+        _NOT_ESTIMATED.format(why=_e(load_stage[len("skipped: "):])) if load_stage.startswith("skipped") else
         coordinator_load_section(data.get("coordinator_load") or [], data.get("coordinator_load_totals")),
         "<h2 id=\"interval-whatif\">Assignment intervals: what if</h2>",
         interval_whatif_section(data.get("assignment_interval_whatif") or []),
