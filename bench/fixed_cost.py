@@ -358,16 +358,23 @@ def floor(src: Path) -> tuple[float, float]:
 
 def prepare_incremental(root: Path, case: str, src: Path) -> None:
     """``idle``: a first incremental run over the whole history (the timed runs then find nothing new). ``new1``: the
-    history's logs cut at 99 % of their batches, a first incremental run over them, then each timed run starts from
-    a copy of that checkpoint and output with the logs grown to 100 %."""
+    history's logs cut at 99 % of their batches, a first incremental run over them. Each timed or counted run then
+    starts from a copy of the checkpoint and output that first run left (``reset_incremental``), ``new1``'s with the
+    logs grown to 100 %: a checkpoint refuses a run id it published before the last run, and a kept folder serves
+    later invocations that reuse the same run ids."""
     sys.path.insert(0, str(BENCH))
     from incremental import cut_logs
 
     folder = root / case
     segments = root / HISTORY.get(case, case) / "sim" / "segments"
     live = folder / "live"
-    if (folder / "prepared").is_file():
+    if (folder / "prepared").is_file() and (folder / "checkpoint.base").is_dir():
         return
+    for stale in (folder / "prepared", folder / "checkpoint.base", folder / "out.base", root / "out" / case):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
     shutil.rmtree(folder / "checkpoint", ignore_errors=True)
     shutil.rmtree(live, ignore_errors=True)
     live.mkdir(parents=True)
@@ -377,16 +384,17 @@ def prepare_incremental(root: Path, case: str, src: Path) -> None:
     if code != 0:
         raise SystemExit(f"the first incremental run of {case} failed:\n{text}")
     print(f"  {case}: first incremental run over the history {seconds:.1f} s", flush=True)
+    shutil.copytree(folder / "checkpoint", folder / "checkpoint.base")
+    shutil.copytree(root / "out" / case, folder / "out.base")
     if case == "new1":
-        shutil.copytree(folder / "checkpoint", folder / "checkpoint.base")
-        shutil.copytree(root / "out" / case, folder / "out.base")
         cut_logs(segments, live, 1.0)
     (folder / "prepared").write_text("")
 
 
 def reset_incremental(root: Path, case: str) -> None:
-    """``new1``: the checkpoint and output as the first run left them, so that each timed run has the 1 % new."""
-    if case != "new1":
+    """An incremental case's checkpoint and output as its first run left them: every timed run finds the same new
+    records (none for ``idle``, the 1 % for ``new1``) and publishes its run id on a checkpoint that never saw it."""
+    if not CASES[case][3].startswith("incremental"):
         return
     folder = root / case
     for name, base in (("checkpoint", folder / "checkpoint.base"), ("out", folder / "out.base")):
