@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from pathlib import Path
 
@@ -40,6 +41,20 @@ def source_df(spark, records: list[dict]):
              dt.datetime.fromtimestamp(r["timestamp"] / 1000, tz=dt.timezone.utc), r["producer_id"],
              r["is_control"], r["control_type"]) for r in records]
     return spark.createDataFrame(rows, schema)
+
+
+@contextlib.contextmanager
+def planned_as_a_small_log(spark, records: int):
+    """What is planned and run inside, planned as the job plans it after reading ``records`` records on a local
+    session (``plans.plain_execution_for_a_small_log``); the session's setting given back after."""
+    from offsets_audit.plans import plain_execution_for_a_small_log
+
+    restore = plain_execution_for_a_small_log(spark, records, {})
+    try:
+        yield
+    finally:
+        if restore is not None:
+            restore()
 
 
 def audited_golden_log(spark, folder: Path, name: str, settings):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_audit.config import load_settings
-from replay_support import HISTORIES, audited_golden_log, load_expected
+from replay_support import HISTORIES, audited_golden_log, load_expected, planned_as_a_small_log
 
 pytestmark = pytest.mark.spark
 
@@ -15,9 +15,12 @@ NAME = "history-consumer-group"
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
-    out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, load_settings())
-    yield {name: [r.asDict(recursive=True) for r in out[name].collect()]
-           for name in ("rebalances", "rebalance_causes", "latency_summary")}
+    # planned and run as the job plans a log this small
+    with planned_as_a_small_log(spark, len(load_expected(HISTORIES / f"{NAME}-00000000000000000000.expected.jsonl"))):
+        out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, load_settings())
+        rows = {name: [r.asDict(recursive=True) for r in out[name].collect()]
+                for name in ("rebalances", "rebalance_causes", "latency_summary")}
+    yield rows
     out.release()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_audit.config import load_settings
-from replay_support import HISTORIES, audited_golden_log
+from replay_support import HISTORIES, audited_golden_log, load_expected, planned_as_a_small_log
 
 pytestmark = pytest.mark.spark
 
@@ -16,8 +16,11 @@ SETTINGS = load_settings().replace(broker={"group_overrides": {"batch-override-0
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
-    out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, SETTINGS)
-    yield {k: v.toPandas() for k, v in out.as_dict().items()}
+    # planned and run as the job plans a log this small
+    with planned_as_a_small_log(spark, len(load_expected(HISTORIES / f"{NAME}-00000000000000000000.expected.jsonl"))):
+        out = audited_golden_log(spark, tmp_path_factory.mktemp("logs"), NAME, SETTINGS)
+        tables = {k: v.toPandas() for k, v in out.as_dict().items()}
+    yield tables
     out.release()
 
 

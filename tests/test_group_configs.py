@@ -256,23 +256,27 @@ def test_spark_audit_reads_the_snapshot_on_the_executors(spark, tmp_path):
     from offsets_audit.codec import spark as codec_spark
     from offsets_audit.replay import spark as replay_spark
     from offsets_audit.sources import read
-    from replay_support import HISTORIES
+    from replay_support import HISTORIES, load_expected, planned_as_a_small_log
 
+    name = "history-assignment-batching"
     root = tmp_path / "logs" / "__consumer_offsets-0"
     root.mkdir(parents=True)
-    shutil.copy(HISTORIES / "history-assignment-batching-00000000000000000000.log", root / "00000000000000000000.log")
-    decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
-    tables = replay_spark.replay(decoded)
+    shutil.copy(HISTORIES / f"{name}-00000000000000000000.log", root / "00000000000000000000.log")
     snapshot = write_group_configs(parse_group_configs(
         {"complete": True, "broker": {}, "groups": {"batch-override-0": {"consumer.assignment.interval.ms": "0"},
                                                      "batch-override-3000": {"consumer.assignment.interval.ms": "3000"}}}),
         tmp_path / "gc.parquet")
-    with_snapshot = audit_spark.audit(tables, None, with_group_configs(cfg(group_configs=str(snapshot))), decoded=decoded)
-    without = audit_spark.audit(tables, None, with_group_configs(cfg()), decoded=decoded)
     rules = lambda out: sorted({(r.rule, r.severity, r.group_id) for r in out["findings"].collect()  # noqa: E731
                                 if r.rule != "offset_committed_backwards"})
-    assert rules(with_snapshot) == []
-    assert rules(without) == [("assignment_interval_overridden", "info", "batch-override-0")]
+    # planned and run as the job plans a log this small
+    with planned_as_a_small_log(spark, len(load_expected(HISTORIES / f"{name}-00000000000000000000.expected.jsonl"))):
+        decoded, _ = codec_spark.split(codec_spark.decode(read(spark, {"kind": "segments", "path": str(root.parent)})))
+        tables = replay_spark.replay(decoded)
+        with_snapshot = audit_spark.audit(tables, None, with_group_configs(cfg(group_configs=str(snapshot))),
+                                          decoded=decoded)
+        without = audit_spark.audit(tables, None, with_group_configs(cfg()), decoded=decoded)
+        assert rules(with_snapshot) == []
+        assert rules(without) == [("assignment_interval_overridden", "info", "batch-override-0")]
 
 
 def test_run_with_a_missing_snapshot_exits_2_before_spark(tmp_path):

@@ -10,6 +10,7 @@ a simulated history with every fault kind.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import json
 
@@ -19,7 +20,7 @@ from offsets_audit.audit import audit_events
 from offsets_audit.codec.records import encode_record
 from offsets_audit.config import load_settings
 from offsets_audit.replay import replay_records
-from replay_support import HISTORIES, load_expected, source_df
+from replay_support import HISTORIES, load_expected, planned_as_a_small_log, source_df
 
 pytestmark = pytest.mark.spark
 
@@ -83,12 +84,14 @@ def golden_records() -> list[dict]:
 
 
 def _both(spark, records, config, *, tallied_clock: bool = False, record_count: int | None = None,
-          segments=None):
+          segments=None, adaptive: bool = False):
     """The pure replay and audit of ``records``, and the Spark replay's tables and audit's findings; with
     ``tallied_clock`` the pending rule's clock bound is the job's (``offsets_spark.clock_blocks`` of its record
     tallies), else the rule's own aggregate of the events; ``record_count``: the log's size as the job tells the
     audit (``audit(..., records=...)``), unknown without it. ``segments``: a folder of the same records as log
-    segments, read as the job reads it (marked, compact, commits packed: ``codec.packing``)."""
+    segments, read as the job reads it (marked, compact, commits packed: ``codec.packing``). The replay and audit
+    plan as the job plans them on a log this small (``plans.plain_execution_for_a_small_log``), or with
+    ``adaptive`` as it plans a large log's."""
     from offsets_audit.audit import spark as audit_spark
     from offsets_audit.audit.offsets_spark import clock_blocks
     from offsets_audit.codec.source import read_decoded
@@ -107,12 +110,13 @@ def _both(spark, records, config, *, tallied_clock: bool = False, record_count: 
     else:
         decoded_all = compact(read_decoded(spark, {"kind": "segments", "path": str(segments)}, with_decoded_record=True,
                                            compact=True, pack_commits=True))
-    decoded, _ = split(decoded_all)
-    tables = replay_spark.replay(decoded)
-    audited = audit_spark.audit(tables, None, config, records=record_count,
-                                clock_blocks=clock_blocks(_tallies(decoded_all)) if tallied_clock else None)
-    got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
-    got["findings"] = audited["findings"].collect()
+    with contextlib.nullcontext() if adaptive else planned_as_a_small_log(spark, len(records)):
+        decoded, _ = split(decoded_all)
+        tables = replay_spark.replay(decoded)
+        audited = audit_spark.audit(tables, None, config, records=record_count,
+                                    clock_blocks=clock_blocks(_tallies(decoded_all)) if tallied_clock else None)
+        got = {name: tables[name].collect() for name in ("group_state", "members", "group_events", "offsets")}
+        got["findings"] = audited["findings"].collect()
     return pure, findings, got
 
 
@@ -159,7 +163,8 @@ def test_golden_histories_with_a_transactional_tail(spark):
     config = load_settings().replace(
         broker={"group_overrides": {"batch-override-0": {"assignment_interval_ms": 0}}},
         topic_ids={"orders": "tdSMm_pWjo9nwTbCqMDntA", "payments": "YEmEmknrDMNB0wEESWyKEA"})
-    pure, findings, got = _both(spark, golden_records(), config)
+    # planned as a large log's (adaptive execution), as Kafka-made records reach the audit at scale
+    pure, findings, got = _both(spark, golden_records(), config, adaptive=True)
     rules = sorted(f.rule for f in findings)
     # the tail's verdicts: two backwards commits (plain, then transactional), one by no owner, three pending
     assert rules.count("offset_committed_backwards") >= 2
@@ -452,31 +457,33 @@ def test_backwards_commit_of_a_group_without_members_follows_only_with_members(s
     records = [_commit(0, 0, t, "orders", 0, 100, group="reset-app"),
                _commit(0, 1, t + 1, "orders", 0, 90, group="reset-app")]
     pure = replay_records(records)
-    decoded, _ = split(decode(source_df(spark, records)))
-    tables = replay_spark.replay(decoded)
-    events = tables.group_events.select(*audit_spark.EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
-    # the walk's timeline does not depend on the offset rules' settings: walked once
-    timeline = audit_spark.walk_groups(events, load_settings(), t + 1).filter(
-        F.col("kind").isin("context", "ownership")).select(
-        "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]).persist()
-    # the incremental audit reads its commit log from the checkpoint (a leaf), not through the replay's lineage
-    commit_log = tables.offset_commits.persist()
-    for only in (True, False):
-        config = load_settings(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
-        expected = [] if only else ["offset_committed_backwards"]
-        assert [f.rule for f in audit_events(pure.events, config, end_time_ms=t + 1)[0]] == expected
-        audited = audit_spark.audit(tables, None, config)
-        assert [r["rule"] for r in audited["findings"].collect()] == expected
-        audited.release()
-        cached: list = []  # as the incremental audit calls it: the rules' intermediates persisted, read once each
-        incremental_form = offset_findings(
-            commit_log, events.select("group_id", "partition", "offset", "timestamp"), timeline,
-            config.rules, config.topic_ids, t + 1, cached=cached)
-        assert [r["rule"] for r in incremental_form.collect()] == expected
-        for frame in cached:
-            frame.unpersist()
-    timeline.unpersist()
-    commit_log.unpersist()
+    # planned as the job plans a log this small
+    with planned_as_a_small_log(spark, len(records)):
+        decoded, _ = split(decode(source_df(spark, records)))
+        tables = replay_spark.replay(decoded)
+        events = tables.group_events.select(*audit_spark.EVENT_COLUMNS).filter(F.col("group_id").isNotNull())
+        # the walk's timeline does not depend on the offset rules' settings: walked once
+        timeline = audit_spark.walk_groups(events, load_settings(), t + 1).filter(
+            F.col("kind").isin("context", "ownership")).select(
+            "group_id", "kind", *[c.split()[0] for c in TIMELINE_DDL.split(", ")]).persist()
+        # the incremental audit reads its commit log from the checkpoint (a leaf), not through the replay's lineage
+        commit_log = tables.offset_commits.persist()
+        for only in (True, False):
+            config = load_settings(overrides={"rules": {"offset_committed_backwards": {"only_with_members": only}}})
+            expected = [] if only else ["offset_committed_backwards"]
+            assert [f.rule for f in audit_events(pure.events, config, end_time_ms=t + 1)[0]] == expected
+            audited = audit_spark.audit(tables, None, config)
+            assert [r["rule"] for r in audited["findings"].collect()] == expected
+            audited.release()
+            cached: list = []  # as the incremental audit calls it: the rules' intermediates persisted, read once each
+            incremental_form = offset_findings(
+                commit_log, events.select("group_id", "partition", "offset", "timestamp"), timeline,
+                config.rules, config.topic_ids, t + 1, cached=cached)
+            assert [r["rule"] for r in incremental_form.collect()] == expected
+            for frame in cached:
+                frame.unpersist()
+        timeline.unpersist()
+        commit_log.unpersist()
 
 
 def _write_segments(root, records) -> None:

@@ -378,35 +378,38 @@ def test_the_reader_marks_the_commits_the_fold_and_the_digest_do_without(spark, 
     from offsets_audit.replay.commit_log import resolve_commits
 
     from offsets_audit.simulate import simulate
+    from replay_support import planned_as_a_small_log
 
-    simulate(tmp_path / "sim", groups=6, hours=0.2, seed=11, partitions=3)
+    info = simulate(tmp_path / "sim", groups=6, hours=0.2, seed=11, partitions=3)
     path = str(tmp_path / "sim" / "segments")
-    for options, per in (({}, ["source_file"]), ({"maxBytesPerPartition": 20_000}, ["batch_base_offset", "file_position"])):
-        marked = read_decoded(spark, {"kind": "segments", "path": path, **options},
-                              with_decoded_record=True).cache()
-        is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
-        read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull()
-                & F.col("group_id").isNotNull() & ~(is_commit & tombstone(marked)))
-        within = Window.partitionBy("partition", *per, "group_id").orderBy("offset")
-        expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
-            F.lag(is_commit).over(within), F.lit(False)))
-        assert expected.filter(F.col("_expected") != F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
-        assert marked.filter(~read & F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
-        marks, commits = marked.filter(COMMIT_AFTER_COMMIT_COLUMN).count(), marked.filter(is_commit).count()
-        mid = marked.filter(COMMIT_MID_RUN_COLUMN).count()
-        if options:  # ranges of a segment: marks per Kafka batch, none mid-run
-            assert marks > commits / 3 and mid == 0, (marks, commits, mid)  # 2,399 of 5,891 commits here
-        else:
-            assert marks > commits * 0.8 and mid > commits / 2, (marks, commits, mid)
-        decoded, _ = split(marked)
-        with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(*MARK_COLUMNS))
-        for name in ("group_state", "members", "group_events", "target_assignments"):
-            assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
-        assert_df_equality(resolve_commits(decoded, digest=True), resolve_commits(decoded.drop(*MARK_COLUMNS), digest=True),
-                           ignore_row_order=True)
-        with_mark.release()
-        without.release()
-        marked.unpersist()
+    # planned and run as the job plans a log this small
+    with planned_as_a_small_log(spark, info["records"]):
+        for options, per in (({}, ["source_file"]), ({"maxBytesPerPartition": 20_000}, ["batch_base_offset", "file_position"])):
+            marked = read_decoded(spark, {"kind": "segments", "path": path, **options},
+                                  with_decoded_record=True).cache()
+            is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
+            read = (~F.coalesce(F.col("is_control"), F.lit(False)) & F.col("error_code").isNull()
+                    & F.col("group_id").isNotNull() & ~(is_commit & tombstone(marked)))
+            within = Window.partitionBy("partition", *per, "group_id").orderBy("offset")
+            expected = marked.filter(read).withColumn("_expected", is_commit & F.coalesce(
+                F.lag(is_commit).over(within), F.lit(False)))
+            assert expected.filter(F.col("_expected") != F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+            assert marked.filter(~read & F.col(COMMIT_AFTER_COMMIT_COLUMN)).count() == 0
+            marks, commits = marked.filter(COMMIT_AFTER_COMMIT_COLUMN).count(), marked.filter(is_commit).count()
+            mid = marked.filter(COMMIT_MID_RUN_COLUMN).count()
+            if options:  # ranges of a segment: marks per Kafka batch, none mid-run
+                assert marks > commits / 3 and mid == 0, (marks, commits, mid)  # 2,399 of 5,891 commits here
+            else:
+                assert marks > commits * 0.8 and mid > commits / 2, (marks, commits, mid)
+            decoded, _ = split(marked)
+            with_mark, without = replay_spark.replay(decoded), replay_spark.replay(decoded.drop(*MARK_COLUMNS))
+            for name in ("group_state", "members", "group_events", "target_assignments"):
+                assert_df_equality(with_mark[name], without[name], ignore_row_order=True, ignore_nullable=True)
+            assert_df_equality(resolve_commits(decoded, digest=True), resolve_commits(decoded.drop(*MARK_COLUMNS), digest=True),
+                               ignore_row_order=True)
+            with_mark.release()
+            without.release()
+            marked.unpersist()
 
 
 @pytest.mark.spark
