@@ -15,7 +15,8 @@ The figures (histories, records, differences by kind, the histories that showed 
 and recorded with ``bench/results.py``; each history with a difference is kept in ``--keep`` (its scenario, for
 ``tests/oracle_minimise.py``) together with its log segment and Kafka's answers, since a history Kafka writes again
 from the same scenario need not be the same history (the coordinator's timers and the clients' order are not all
-seeded). A non-zero exit means a difference was found.
+seeded). A non-zero exit means a difference was found. SIGTERM stops a run early: the whole batches so far are
+recorded, marked ``stopped_early`` with the number asked.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import argparse
 import io
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -113,9 +115,6 @@ def main(argv: list[str]) -> int:
                         help="where the scenarios of histories with a difference are written")
     args = parser.parse_args(argv)
 
-    from offsets_audit.replay import replay_records
-    from offsets_audit.sources.segments import read_segment
-
     spark = None
     if args.spark_histories > 0:
         from offsets_audit.spark_session import get_spark
@@ -127,64 +126,103 @@ def main(argv: list[str]) -> int:
     failing: list[str] = []
     keep = Path(args.keep)
     started = time.monotonic()
-    for number, first in enumerate(range(0, args.histories, args.batch)):
-        count = min(args.batch, args.histories - first)
-        broker = BROKER_CONFIGS[number % len(BROKER_CONFIGS)]
-        scenarios = _batch(args.seed, first, count, args.version, broker)
-        with tempfile.TemporaryDirectory(prefix="oracle-bench-") as tmp:
-            out = Path(tmp)
-            t = time.monotonic()
-            summaries = oracle.write_histories(scenarios, out / "logs", version=args.version)
-            seconds["write"] += time.monotonic() - t
-            topics = [t for s in summaries for t in oracle.load_state(out / "logs", s["name"])["topics"]]
-            (out / "topics.json").write_text(json.dumps({"topics": topics}))
-            t = time.monotonic()
-            loaded = {s["partition"]: s for s in oracle.replay_folder(
-                out / "logs", out / "topics.json", epochs=True, version=args.version,
-                broker_configs={"*": broker})}
-            seconds["load"] += time.monotonic() - t
-            t = time.monotonic()
-            for s, summary in zip(scenarios, summaries):
-                records = list(read_segment(out / "logs" / f"__consumer_offsets-{s['partition']}"
-                                            / "00000000000000000000.log", s["partition"]))
-                lines = oracle_diff.replay_differences(records, loaded[s["partition"]])
-                lines += oracle_diff.audit_differences(replay_records(records), s,
-                                                       oracle.load_state(out / "logs", s["name"]), args.version)
-                lines += [f"client: {e}" for e in summary["error_list"]]
-                totals["records"] += summary["records"]
-                if lines:
-                    failing.append(s["name"])
-                    _keep(keep, args.version, s, out / "logs", lines)
-                for kind, n in oracle_diff.summarize(lines).items():
-                    by_kind[kind] = by_kind.get(kind, 0) + n
-            seconds["pure"] += time.monotonic() - t
-            if spark is not None and totals["spark_histories"] < args.spark_histories:
-                t = time.monotonic()
-                lines = _spark_check(spark, out, scenarios, args.version)
-                seconds["spark"] += time.monotonic() - t
-                totals["spark_histories"] += count
-                for kind, n in oracle_diff.summarize(lines).items():
-                    by_kind[kind] = by_kind.get(kind, 0) + n
-                if lines:
-                    failing.append(f"batch {number} (Spark): {lines[0]}")
-                    for s in scenarios:
-                        named = [line for line in lines if f" {s['name']}." in line]
-                        if named and s["name"] not in failing:
-                            _keep(keep, args.version, s, out / "logs", named)
-        totals["histories"] += count
-        totals["batches"] += 1
-        print(f"{totals['histories']} histories, {totals['records']} records, differences {by_kind or 0}, "
-              f"{time.monotonic() - started:.0f} s", flush=True)
+    stopped_early = False
+    # SIGTERM (or SIGINT) stops the run after recording the whole batches so far; a background run ignores SIGINT.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _run(args, spark, totals, seconds, by_kind, failing, keep, started)
+    except KeyboardInterrupt:
+        # An interrupted run records what finished (whole batches only), marked so, rather than nothing.
+        stopped_early = True
+    if spark is not None and totals["spark_histories"] < args.spark_histories:
+        spark.stop()
+    # The seconds are those of the whole batches the figures count (an interrupted batch's are left out).
+    elapsed = seconds.pop("whole_batches", 0.0)
     figures = {**totals, "kafka_version": args.version, "differences": sum(by_kind.values()),
                "differences_by_kind": by_kind, "histories_with_differences": len(failing),
-               "seconds": round(time.monotonic() - started, 1), **{f"{k}_s": round(v, 1) for k, v in seconds.items()}}
+               "seconds": round(elapsed, 1), **{f"{k}_s": round(v, 1) for k, v in seconds.items()}}
+    if stopped_early:
+        figures["stopped_early"] = True
+        figures["histories_asked"] = args.histories
     print(json.dumps(figures, indent=1))
     if failing:
         print("with differences (scenarios kept in " + str(keep) + "):", ", ".join(failing[:30]))
     record("oracle", figures)
-    if spark is not None:
-        spark.stop()
     return 1 if failing else 0
+
+
+def _run(args, spark, totals: dict, seconds: dict, by_kind: dict, failing: list, keep: Path, started: float) -> None:
+    for number, first in enumerate(range(0, args.histories, args.batch)):
+        before = (dict(totals), dict(seconds), dict(by_kind), len(failing))
+        try:
+            _one_batch(args, spark, totals, seconds, by_kind, failing, keep, number, first)
+        except KeyboardInterrupt:
+            # The interrupted batch counts for nothing: the figures stay those of the whole batches before it.
+            totals.update(before[0])
+            seconds.update(before[1])
+            by_kind.clear()
+            by_kind.update(before[2])
+            del failing[before[3]:]
+            raise
+        seconds["whole_batches"] = time.monotonic() - started
+        print(f"{totals['histories']} histories, {totals['records']} records, differences {by_kind or 0}, "
+              f"{seconds['whole_batches']:.0f} s", flush=True)
+
+
+def _one_batch(args, spark, totals: dict, seconds: dict, by_kind: dict, failing: list, keep: Path, number: int,
+               first: int) -> None:
+    from offsets_audit.replay import replay_records
+    from offsets_audit.sources.segments import read_segment
+
+    count = min(args.batch, args.histories - first)
+    broker = BROKER_CONFIGS[number % len(BROKER_CONFIGS)]
+    scenarios = _batch(args.seed, first, count, args.version, broker)
+    with tempfile.TemporaryDirectory(prefix="oracle-bench-") as tmp:
+        out = Path(tmp)
+        t = time.monotonic()
+        summaries = oracle.write_histories(scenarios, out / "logs", version=args.version)
+        seconds["write"] += time.monotonic() - t
+        topics = [t for s in summaries for t in oracle.load_state(out / "logs", s["name"])["topics"]]
+        (out / "topics.json").write_text(json.dumps({"topics": topics}))
+        t = time.monotonic()
+        loaded = {s["partition"]: s for s in oracle.replay_folder(
+            out / "logs", out / "topics.json", epochs=True, version=args.version,
+            broker_configs={"*": broker})}
+        seconds["load"] += time.monotonic() - t
+        t = time.monotonic()
+        for s, summary in zip(scenarios, summaries):
+            records = list(read_segment(out / "logs" / f"__consumer_offsets-{s['partition']}"
+                                        / "00000000000000000000.log", s["partition"]))
+            lines = oracle_diff.replay_differences(records, loaded[s["partition"]])
+            lines += oracle_diff.audit_differences(replay_records(records), s,
+                                                   oracle.load_state(out / "logs", s["name"]), args.version)
+            lines += [f"client: {e}" for e in summary["error_list"]]
+            totals["records"] += summary["records"]
+            if lines:
+                failing.append(s["name"])
+                _keep(keep, args.version, s, out / "logs", lines)
+            for kind, n in oracle_diff.summarize(lines).items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+        seconds["pure"] += time.monotonic() - t
+        if spark is not None and totals["spark_histories"] < args.spark_histories:
+            t = time.monotonic()
+            lines = _spark_check(spark, out, scenarios, args.version)
+            seconds["spark"] += time.monotonic() - t
+            totals["spark_histories"] += count
+            for kind, n in oracle_diff.summarize(lines).items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+            if lines:
+                failing.append(f"batch {number} (Spark): {lines[0]}")
+                for s in scenarios:
+                    named = [line for line in lines if f" {s['name']}." in line]
+                    if named and s["name"] not in failing:
+                        _keep(keep, args.version, s, out / "logs", named)
+            if totals["spark_histories"] >= args.spark_histories:
+                # The rest run through the pure core only: the Spark JVM's memory goes back now.
+                spark.stop()
+    totals["histories"] += count
+    totals["batches"] += 1
 
 
 if __name__ == "__main__":
