@@ -1,8 +1,10 @@
-"""The golden assignor vectors are Kafka's answers, remade by the oracle: scenarios whose later steps depend on
-the order Kafka's maps iterate (the previous step's output carried into the next) come out as stored."""
+"""The golden data is Kafka's answers, remade by the oracle (tests/golden_regen.py): assignor scenarios whose later
+steps depend on the order Kafka's maps iterate (the previous step's output carried into the next) come out as
+stored, and the codec vectors and segments are what the suite's Kafka release reads, writes back and prints."""
 from __future__ import annotations
 
 import golden_regen
+import pytest
 
 HISTORY_DEPENDENT = ("uniform-20260822-3", "uniform-20260822-13")
 
@@ -11,4 +13,23 @@ def test_uniform_scenarios_that_depend_on_the_carried_order_are_remade_as_stored
     cases, changed = golden_regen.regenerate("uniform", golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION,
                                              HISTORY_DEPENDENT)
     assert {c["case_id"].rsplit("-step", 1)[0] for c in cases} == set(HISTORY_DEPENDENT)
+    assert changed == []
+
+
+def test_the_codec_vectors_and_segments_are_what_kafka_reads_writes_and_prints():
+    """Every stored record and consumer protocol vector is what the suite's Kafka release makes of its bytes (the
+    serde reads and writes them back unchanged, the generated converters and kafka-dump-log print the stored JSON),
+    and so is every record of the codec segments and of one history (FileRecords' fields, kafka-dump-log's text)."""
+    files = [p for p in golden_regen.expected_files()
+             if p.parent.name == "segments" or p.name.startswith("history-simple-and-txn-commits")]
+    assert len(files) == 8
+    remade, changed = golden_regen.regenerate_codec(golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION, True, files)
+    assert len(remade) == 3 + 8 and sum(map(len, remade.values())) > 500
+    assert changed == []
+
+
+@pytest.mark.full
+def test_every_golden_segment_is_what_kafka_reads_and_prints():
+    remade, changed = golden_regen.regenerate_codec(golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION, False, None)
+    assert len(remade) == len(golden_regen.expected_files()) > 50
     assert changed == []

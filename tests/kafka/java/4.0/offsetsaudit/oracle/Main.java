@@ -34,6 +34,7 @@ import java.util.List;
  *   assign INPUTS.jsonl         run Kafka's server-side assignors on each input line; one result line each
  *   schemas                     every coordinator record type's key and value schemas as Kafka's generated classes
  *                               define them, as one JSON document
+ *   golden [records ...] [segment ...]  what the release's own classes make of the golden codec data (see Golden)
  * </pre>
  */
 public final class Main {
@@ -49,6 +50,7 @@ public final class Main {
             case "replay": Replayer.main(args, out); break;
             case "assign": Assignors.main(args, out); break;
             case "schemas": Schemas.main(args, out); break;
+            case "golden": Golden.main(args, out); break;
             case "version": out.println(Compat.KAFKA_LINE); break;
             default: usage();
         }
@@ -57,7 +59,7 @@ public final class Main {
 
     private static void usage() {
         System.err.println("usage: offsetsaudit.oracle.Main run SCENARIOS.jsonl OUT | replay DIR [TOPICS.json] | "
-            + "assign INPUTS.jsonl | schemas | version");
+            + "assign INPUTS.jsonl | schemas | golden [records ...] [segment ...] | version");
         System.exit(2);
     }
 

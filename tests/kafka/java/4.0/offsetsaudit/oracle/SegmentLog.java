@@ -85,6 +85,47 @@ final class SegmentLog {
         return out;
     }
 
+    /** Every record of a segment file with its batch's fields, as {@code FileRecords.batches()} gives them (legacy
+     *  magic 0 and 1 wrappers are iterated to their inner messages, as kafka-dump-log's deep iteration does). */
+    static List<com.fasterxml.jackson.databind.node.ObjectNode> describeSegment(File file) throws IOException {
+        List<com.fasterxml.jackson.databind.node.ObjectNode> out = new ArrayList<>();
+        java.util.Base64.Encoder b64 = java.util.Base64.getEncoder();
+        try (FileRecords records = FileRecords.open(file, false)) {
+            for (FileLogInputStream.FileChannelRecordBatch batch : records.batches()) {
+                for (Record record : batch) {
+                    com.fasterxml.jackson.databind.node.ObjectNode o =
+                        com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+                    o.put("offset", record.offset());
+                    o.put("timestamp", record.timestamp());
+                    o.put("timestamp_type", batch.timestampType().toString());
+                    o.put("batch_base_offset", batch.baseOffset());
+                    o.put("batch_last_offset", batch.lastOffset());
+                    o.put("batch_magic", batch.magic());
+                    o.put("compression", batch.compressionType().name);
+                    o.put("producer_id", batch.producerId());
+                    o.put("producer_epoch", batch.producerEpoch());
+                    o.put("base_sequence", batch.baseSequence());
+                    o.put("partition_leader_epoch", batch.partitionLeaderEpoch());
+                    o.put("is_transactional", batch.isTransactional());
+                    o.put("is_control", batch.isControlBatch());
+                    if (batch.isControlBatch()) {
+                        o.put("control_type", ControlRecordType.parse(record.key()) == ControlRecordType.COMMIT ? "COMMIT" : "ABORT");
+                        o.put("coordinator_epoch", EndTransactionMarker.deserialize(record).coordinatorEpoch());
+                    } else {
+                        o.putNull("control_type");
+                        o.putNull("coordinator_epoch");
+                    }
+                    if (record.hasKey()) o.put("key_b64", b64.encodeToString(bytes(record.key())));
+                    else o.putNull("key_b64");
+                    if (record.hasValue()) o.put("value_b64", b64.encodeToString(bytes(record.value())));
+                    else o.putNull("value_b64");
+                    out.add(o);
+                }
+            }
+        }
+        return out;
+    }
+
     private static byte[] bytes(ByteBuffer buffer) {
         byte[] out = new byte[buffer.remaining()];
         buffer.duplicate().get(out);
