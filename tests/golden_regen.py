@@ -18,12 +18,16 @@ Parts:
   --offsets-decoder`` (``dump_key``, ``dump_payload``); a record type the release no longer reads gets the serde's
   exception as ``current_serde_result`` and the tool's "Unknown record type" line. Consumer protocol vectors are read
   and written back by their generated message classes.
+- ``metadata_hash``: ``tests/golden/metadata_hash/*.jsonl.xz``. Each topic case's hash and each group case's topic
+  hashes and group hash, as ``Utils.computeTopicHash`` and ``computeGroupHash`` give them over a KRaft metadata
+  image of the case's topics and racks (releases from 4.2 on; the hash inputs stay as stored).
 - ``segments``: every ``*.expected.jsonl[.xz]`` beside a log segment under ``tests/golden/segments`` and
   ``tests/golden/histories``: each record's batch and record fields as ``FileRecords.batches()`` reads them, and
   ``dump_key``/``dump_payload`` as ``kafka-dump-log --offsets-decoder`` prints them. ``partition`` (chosen, not in
   the file) is kept.
 
-The random vectors themselves, the segment files and the histories' ``state.json``/``epochs.jsonl`` are inputs:
+The random vectors themselves, the segment files, the hash cases' inputs and the histories'
+``state.json``/``epochs.jsonl`` are inputs:
 they were written by Kafka's classes once and are re-read here, not rewritten. ``--write`` stores the release's
 answers in place (only files with a difference are rewritten). Exit status 1 when an answer differs (and
 ``--write`` was not given).
@@ -50,9 +54,10 @@ import oracle  # noqa: E402
 GOLDEN = Path(__file__).resolve().parent / "golden"
 ASSIGNORS = GOLDEN / "assignors"
 FILES = ("uniform", "range", "simple", "streams_sticky")
-CODEC = ("records", "segments")
+CODEC = ("records", "metadata_hash", "segments")
 RECORD_FILES = ("records/records.jsonl.xz", "records/records_removed_types.jsonl.xz",
                 "records/consumer_protocol.jsonl.xz")
+HASH_FILES = ("metadata_hash/topic_hash.jsonl.xz", "metadata_hash/group_hash.jsonl.xz")
 #: Stored answers the suite's release gives differently, for a known reason: reported, but not a failure.
 KNOWN = {
     "simple-20260822-17-step2": "the trunk build that wrote it threw NoSuchElementException; 4.4.0 assigns",
@@ -170,11 +175,11 @@ def _segment_of(expected: Path) -> Path:
     return expected.with_name(expected.name.split(".expected.jsonl")[0] + ".log")
 
 
-def regenerate_codec(version: str, records: bool = True, files: Sequence[Path] | None = ()
+def regenerate_codec(version: str, records: bool = True, files: Sequence[Path] | None = (), hashes: bool = False
                      ) -> tuple[dict[str | Path, list[dict]], list[str]]:
-    """The record and consumer protocol vectors (``records``) and the expected files of the golden segments
-    (``files``; None: all) with the release's answers, by file, and what differs. One oracle JVM and one
-    kafka-dump-log JVM do both."""
+    """The record and consumer protocol vectors (``records``), the metadata hash cases (``hashes``) and the
+    expected files of the golden segments (``files``; None: all) with the release's answers, by file, and what
+    differs. One oracle JVM and one kafka-dump-log JVM do them all."""
     files = list(files) if files is not None else expected_files()
     segments = [_segment_of(path) for path in files]
     stored = {name: _lines(GOLDEN / name) for name in RECORD_FILES} if records else {}
@@ -187,15 +192,23 @@ def regenerate_codec(version: str, records: bool = True, files: Sequence[Path] |
             segment = Path(tmp) / "records" / "00000000000000000000.log"
             args += ["records", str(vectors), str(segment)]
             dumped_segments.append(segment)
+        hash_cases = {name: _lines(GOLDEN / name) for name in HASH_FILES} if hashes else {}
+        if hashes:
+            for name in HASH_FILES:
+                (Path(tmp) / Path(name).name).write_text("".join(json.dumps(line) + "\n" for line in hash_cases[name]))
+            args += ["hash", *(str(Path(tmp) / Path(name).name) for name in HASH_FILES)]
         if segments:
             args += ["segment", *map(str, segments)]
         answers = _oracle_lines(version, *args)
-        dumped = kafka_dump_log(version, dumped_segments)
+        dumped = kafka_dump_log(version, dumped_segments) if dumped_segments else []
     out: dict[str | Path, list[dict]] = {}
     changed: list[str] = []
     if records:
-        vector_answers = iter([a for a in answers if "file" not in a])
+        vector_answers = iter([a for a in answers if "file" not in a and "topic_hash" not in a
+                               and "group_hash" not in a])
         _remake_records(stored, vector_answers, dumped[-1], out, changed)
+    if hashes:
+        _remake_hashes(hash_cases, [a for a in answers if "topic_hash" in a or "group_hash" in a], out, changed)
     by_file: dict[str, list[dict]] = {}
     for line in answers:
         if "file" in line:
@@ -229,6 +242,20 @@ def _remake_records(stored: dict[str, list[dict]], answers: Iterator[dict], dump
                 remade.update({"dump_key": key, "dump_payload": payload})
                 offset += 1
             changed += _changed(f"{name}[{index}] {line.get('record_name', '')}", line, remade)
+            out[name].append({**line, **remade})
+
+
+def _remake_hashes(stored: dict[str, list[dict]], answers: list[dict], out: dict[str | Path, list[dict]],
+                   changed: list[str]) -> None:
+    remade_lines = iter(answers)
+    for name in HASH_FILES:
+        out[name] = []
+        for line in stored[name]:
+            remade = dict(next(remade_lines))
+            for field in ("topic_hash", "group_hash"):
+                if f"{field}_hex" in line:
+                    remade[f"{field}_hex"] = f"{remade[field] & 0xFFFFFFFFFFFFFFFF:016x}"
+            changed += _changed(f"{name}[{line['case_id']}]", line, remade)
             out[name].append({**line, **remade})
 
 
@@ -281,9 +308,14 @@ def main(argv: Sequence[str]) -> int:
                 for case in cases:
                     handle.write(json.dumps(case, separators=(",", ":")) + "\n")
         differ |= bool(changed)
-    if "records" in parts or "segments" in parts:
-        files, changed = regenerate_codec(args.version, "records" in parts, None if "segments" in parts else ())
-        print(f"records and segments: {sum(map(len, files.values()))} lines in {len(files)} files on Kafka "
+    hashes = "metadata_hash" in parts and oracle_version_key(args.version) >= (4, 2)
+    if "metadata_hash" in parts and not hashes:
+        print(f"metadata_hash: Kafka {args.version} skipped: the oracle hashes with the metadata image interface "
+              "of Kafka 4.2 and later")
+    if "records" in parts or "segments" in parts or hashes:
+        files, changed = regenerate_codec(args.version, "records" in parts, None if "segments" in parts else (),
+                                          hashes)
+        print(f"{', '.join(p for p in CODEC if p in parts)}: {sum(map(len, files.values()))} lines in {len(files)} files on Kafka "
               f"{args.version}, {len(changed)} field(s) differ" + (": " + ", ".join(changed[:20]) if changed else ""))
         touched = {c.split("[")[0].split(" ")[0].rstrip(":") for c in changed}
         for key, lines in files.items():
