@@ -182,20 +182,21 @@ def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_topic_ids_or
 
 def test_kafka_3_x_heterogeneous_uniform_targets_are_not_judged():
     """Kafka 3.x's uniform builder for members with different subscriptions is an algorithm 4.0 replaced: on a 3.x
-    cluster such a target gets a ``not_rerun`` row naming why, never a mismatch; on 4.x it is re-run."""
+    cluster such a target gets a ``not_rerun`` row naming why, never a mismatch; on 4.x it is re-run; with the
+    brokers' version unknown a target 4.x's rule does not give is graded too low to raise a finding."""
     from offsets_audit.assignors.inputs import AssignorRun
     from offsets_audit.assignors.rerun import RerunChain, _audit_run
 
     case = {"subscription_type": "HETEROGENEOUS",
-            "topics": [{"id": "t1", "name": "a", "partitions": 2, "partition_racks": None},
-                       {"id": "t2", "name": "b", "partitions": 1, "partition_racks": None}],
+            "topics": [{"id": "AAAAAAAAAAAAAAAAAAAAAA", "name": "a", "partitions": 2, "partition_racks": None},
+                       {"id": "BBBBBBBBBBBBBBBBBBBBBB", "name": "b", "partitions": 1, "partition_racks": None}],
             "members": [{"member_id": "m1", "instance_id": None, "rack_id": None, "subscribed_topic_names": ["a"],
-                         "subscribed_topic_ids": ["t1"], "current_assignment": {}},
+                         "subscribed_topic_ids": ["AAAAAAAAAAAAAAAAAAAAAA"], "current_assignment": {}},
                         {"member_id": "m2", "instance_id": None, "rack_id": None,
-                         "subscribed_topic_names": ["a", "b"], "subscribed_topic_ids": ["t1", "t2"],
+                         "subscribed_topic_names": ["a", "b"], "subscribed_topic_ids": ["AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"],
                          "current_assignment": {}}],
             "assignable_partitions": None}
-    recorded = {"error": None, "members": {"m1": {"t1": [0, 1]}, "m2": {"t2": [0]}}}
+    recorded = {"error": None, "members": {"m1": {"AAAAAAAAAAAAAAAAAAAAAA": [0, 1]}, "m2": {"BBBBBBBBBBBBBBBBBBBBBB": [0]}}}
 
     def row(before_4_0):
         target = AssignorRun(group_id="g", group_type="consumer", assignment_epoch=1, assignment_timestamp=None,
@@ -207,3 +208,16 @@ def test_kafka_3_x_heterogeneous_uniform_targets_are_not_judged():
     older = row(True)
     assert (older["kind"], older["match"]) == ("not_rerun", None) and "Kafka 3.x" in older["notes"]
     assert row(False)["kind"] == "rerun"
+
+    # A target neither release's rule may give: on 4.x a fault, graded in full; with the version unknown it may
+    # be 3.x's, so graded low (no finding by default) with a note naming the setting that decides.
+    from offsets_audit.audit.rules.assignor import assignor_findings
+    from offsets_audit.audit.rules.registry import default_rule_settings
+
+    recorded["members"] = {"m1": {}, "m2": {"AAAAAAAAAAAAAAAAAAAAAA": [0, 1], "BBBBBBBBBBBBBBBBBBBBBB": [0]}}
+    newer, unknown = row(False), row(None)
+    assert (newer["match"], newer["error"], newer["confidence"]) == (False, None, "partition_metadata_record")
+    assert len(assignor_findings([newer], default_rule_settings())) == 1
+    assert (unknown["kind"], unknown["match"], unknown["confidence"]) == ("rerun", False, "inferred")
+    assert "broker.kafka_version is not set" in unknown["notes"]
+    assert assignor_findings([unknown], default_rule_settings()) == []
