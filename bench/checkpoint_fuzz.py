@@ -3,9 +3,10 @@
 A small simulated history (one damaged segment, so quarantine has rows) grows over three nights: nights 1 and 2
 build the checkpoint, night 3 runs on it. The reference is night 3 on an undamaged copy. Then, for every file of
 the checkpoint as night 2 left it (Spark's streaming folders, the fold's micro-batch outputs, the compact
-snapshots, the offset-rule and assignor states, ``runs.json``, ``checkpoint.json``, the ``.crc`` files beside
-them), and for each damage (``delete``; ``truncate`` to half its size; ``flip`` one byte in its middle), night 3
-runs on a copy of the checkpoint and of the output with that one damage, through the command line's ``main``:
+snapshots, the offset-rule and assignor states, the coordinator's run rows, ``runs.json``, ``checkpoint.json``,
+the ``.crc`` files beside them), and for each damage (``delete``; ``truncate`` to half its size; ``flip`` one
+byte in its middle), night 3 runs on a copy of the checkpoint and of the output with that one damage, through the
+command line's ``main``:
 
 * ``refused``: exit 2 and exactly one line on stderr (``offsets-audit: error: ...``), nothing else;
 * ``equal``: exit 0, and night 3's tables equal the reference's (row count and content hash per table);
@@ -41,7 +42,8 @@ NIGHTS = 3
 #: Tables compared (the run's own rows; ``decoded`` is not written).
 TABLES = ("group_events", "target_assignments", "group_state", "members", "offsets", "quarantine", "findings",
           "rebalances", "provisional_findings", "provisional_rebalances", "latency_summary", "rebalance_causes",
-          "latency_daily", "assignor_audit", "provisional_assignor_audit")
+          "latency_daily", "assignor_audit", "provisional_assignor_audit", "coordinator_load",
+          "assignment_interval_whatif")
 
 
 def command(live: Path, output: Path, checkpoint: Path, night: int, config: Path) -> list[str]:
@@ -78,10 +80,12 @@ def _run(argv: list[str]) -> tuple[int | str, list[str]]:
 
 
 def fingerprint(spark, output: Path, run_id: str) -> dict:
-    """{table: (rows, content hash)} of run ``run_id``'s rows."""
+    """{table: (rows, content hash)} of run ``run_id``'s rows, without what the run measured of its own re-runs
+    (``tables.without_measured``: it differs from any run to the next)."""
     from pyspark.sql import functions as F
 
     from offsets_audit import sinks
+    from offsets_audit.tables import without_measured
 
     out: dict = {}
     for name in TABLES:
@@ -89,6 +93,7 @@ def fingerprint(spark, output: Path, run_id: str) -> dict:
         if df is None:
             out[name] = None
             continue
+        df = without_measured(df, name)
         row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns])
                                                           .cast("decimal(38,0)")).alias("h")).first()
         out[name] = (row["n"], str(row["h"] or 0))

@@ -79,11 +79,12 @@ MEASURED_COLUMNS: dict[str, frozenset[str]] = {
 
 #: Rows that exist or hold what they hold because of those measurements: the what-if's cluster row of every
 #: group at its recommended interval (which interval each group is at follows from measured times), and the
-#: findings of ``coordinator_partition_hogged`` (judged on measured shares). ``without_measured`` leaves them out:
-#: table name -> (column, values that mark such a row).
+#: findings of ``coordinator_partition_hogged`` (judged on measured shares; an incremental run's are
+#: provisional). ``without_measured`` leaves them out: table name -> (column, values that mark such a row).
 MEASURED_ROWS: dict[str, tuple[str, tuple[str, ...]]] = {
     "assignment_interval_whatif": ("candidate", ("recommended",)),
     "findings": ("rule", ("coordinator_partition_hogged",)),
+    "provisional_findings": ("rule", ("coordinator_partition_hogged",)),
 }
 
 
