@@ -241,3 +241,39 @@ def test_a_log_that_breaks_its_interval_says_why_the_replay_differs():
                            end_time_ms=T0 + 9000)
     rows = W.what_if_rows(kept, W.GroupIntervals(1000, 5000), run_ms=1.0)
     assert all(r["replay_note"] is None for r in rows)
+
+
+@pytest.mark.parametrize("name", ["history-assignment-batching", "history-streams-group"])
+def test_the_what_if_history_keeps_each_member_id_once_and_resumes_a_state_that_kept_them_in_its_steps(name):
+    """The history's steps number the members (an incremental state would otherwise hold a member's id once per
+    heartbeat record of it), and a builder stored before they were numbered (its steps hold the ids) resumes to
+    the batch walk's rows."""
+    import pickle
+
+    from offsets_audit.config import load_settings
+
+    by_group, end = _groups(name)
+    settings = load_settings(overrides={"broker": {"group_overrides": {
+        g: {"consumer.assignment.interval.ms": ms} for g, ms in GOLDEN_INTERVALS.items()}}})
+    compared = 0
+    for group_id, events in by_group.items():
+        batch = W.what_if_rows_of_group(events, settings.broker, run_ms=1.5, end_time_ms=end)
+        builder = W.HistoryBuilder()
+        half = len(events) // 2
+        builder.feed(events[:half])
+        assert builder.ids is not None
+        stored = pickle.dumps(builder)
+        assert all(stored.count(member.encode()) == 1 for member in builder.ids), group_id
+        # the same builder as a state stored before members were numbered
+        names = {number: member for member, number in builder.ids.items()}
+        if builder.acc is not None:
+            builder.acc.steps = [(t, kind, names[s] if kind in (W._BEAT, W._GONE) and s is not None else s, flags)
+                                 for t, kind, s, flags in builder.acc.steps]
+        builder.members = {names[n] for n in builder.members}
+        del builder.ids
+        older = pickle.loads(pickle.dumps(builder))
+        assert older.ids is None
+        older.feed(events[half:])
+        assert W.what_if_rows_of_history(older.history(end), settings.broker, run_ms=1.5) == batch, group_id
+        compared += bool(batch)
+    assert compared >= 1

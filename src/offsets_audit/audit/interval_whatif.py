@@ -80,7 +80,8 @@ class GroupHistory:
     group_type: str | None
     partition: int | None = None
     #: (time, kind, subject, flags): bumps (new epoch; (group was empty before, written by a member's heartbeat)),
-    #: resets, heartbeats (member, or None for a recorded computation; (joined, its bump follows)) and departures
+    #: resets, heartbeats (member, or None for a recorded computation; (joined, its bump follows)) and departures;
+    #: a member is named by its number (``HistoryBuilder.ids``)
     steps: list[tuple] = field(default_factory=list)
     #: recorded computations: (AssignmentTimestamp, or the record's time where Kafka wrote 0, assignment epoch)
     computations: list[tuple[int, int]] = field(default_factory=list)
@@ -104,20 +105,54 @@ class HistoryBuilder:
     """``group_history`` cut anywhere: fed a group's events chunk by chunk in log order (an incremental run keeps
     it in the group's stored audit state), ``history(end_time_ms)`` gives what ``group_history`` gives for every
     event fed so far. It keeps one small step per trigger, heartbeat record and computation: the replay of another
-    interval starts from the group's first record, so nothing of the history can be folded away."""
+    interval starts from the group's first record, so nothing of the history can be folded away.
+
+    The steps name a member by a small number (``ids``, in the order members were first seen), never by its id: a
+    member's id, tens of characters, would otherwise be stored once per heartbeat record of it in the group's
+    stored state. The replay only tells members apart, so the numbers give it the same answers."""
+
+    #: Each member id seen, by its number. None on a builder stored before members were numbered: its steps and
+    #: ``members`` hold the ids themselves, numbered when it is next fed (``_numbered``).
+    ids: dict[str, int] | None = None
 
     def __init__(self) -> None:
         self.acc: GroupHistory | None = None
-        self.members: set[str] = set()
+        self.members: set[int] = set()
+        self.ids = {}
         self.last_ts = 0
         self.untimed = 0
         self.timed = 0
+
+    def _member(self, member_id: str) -> int:
+        ids = self.ids if self.ids is not None else self._numbered()
+        number = ids.get(member_id)
+        if number is None:
+            number = ids[member_id] = len(ids)
+        return number
+
+    def _numbered(self) -> dict[str, int]:
+        """Number the members of a builder stored before members were numbered, in its steps and ``members``."""
+        ids: dict[str, int] = {}
+
+        def number(member):
+            if not isinstance(member, str):
+                return member
+            return ids.setdefault(member, len(ids))
+
+        if self.acc is not None:
+            self.acc.steps = [(t, kind, number(subject) if kind in (_BEAT, _GONE) else subject, flags)
+                              for t, kind, subject, flags in self.acc.steps]
+        self.members = {number(m) for m in sorted(self.members, key=str)}
+        self.ids = ids
+        return ids
 
     def feed(self, events: Iterable[Event]) -> None:
         for ev in events:
             self.add(ev)
 
     def add(self, ev: Event) -> None:
+        if self.ids is None:
+            self._numbered()
         if self.acc is None:
             self.acc = GroupHistory(ev.group_id, None)
         history, members = self.acc, self.members
@@ -168,13 +203,15 @@ class HistoryBuilder:
         elif kind in _HEARTBEAT_EVENTS and ev.member_id is not None:
             if int(ev.get("member_epoch", 0) or 0) < 0:
                 return   # a static member's temporary leave (epoch -2) is not a heartbeat that can compute
-            joined = kind == EventKind.MEMBER_JOINED and ev.member_id not in members
-            history.steps.append((t, _BEAT, ev.member_id, (joined, False)))
-            members.add(ev.member_id)
+            member = self._member(ev.member_id)
+            joined = kind == EventKind.MEMBER_JOINED and member not in members
+            history.steps.append((t, _BEAT, member, (joined, False)))
+            members.add(member)
         elif kind in _GONE_EVENTS and ev.member_id is not None:
-            if ev.member_id in members:
-                members.discard(ev.member_id)
-                history.steps.append((t, _GONE, ev.member_id, None))
+            member = self._member(ev.member_id)
+            if member in members:
+                members.discard(member)
+                history.steps.append((t, _GONE, member, None))
 
     def history(self, end_time_ms: int | None = None) -> GroupHistory:
         """The history of the events fed so far for a log ending at ``end_time_ms`` (a copy: feeding goes on)."""
