@@ -180,44 +180,47 @@ def test_consumer_case_input_lists_each_subscribed_topic_id_once_in_topic_ids_or
     assert [t["name"] for t in case["topics"]] == ["a", "b"]
 
 
-def test_kafka_3_x_heterogeneous_uniform_targets_are_not_judged():
-    """Kafka 3.x's uniform builder for members with different subscriptions is an algorithm 4.0 replaced: on a 3.x
-    cluster such a target gets a ``not_rerun`` row naming why, never a mismatch; on 4.x it is re-run; with the
-    brokers' version unknown a target 4.x's rule does not give is graded too low to raise a finding."""
+def test_kafka_3_x_heterogeneous_uniform_targets_are_judged_by_3_x_rule():
+    """Kafka 3.x's uniform builder for members with different subscriptions is an algorithm 4.0 replaced: a 3.x
+    cluster's target is re-run with 3.x's rule, a 4.x cluster's with 4.x's; with the brokers' version unknown a
+    target only 3.x's rule gives is no fault (the row says why), and a target neither gives is a mismatch."""
     from offsets_audit.assignors.inputs import AssignorRun
     from offsets_audit.assignors.rerun import RerunChain, _audit_run
-
-    case = {"subscription_type": "HETEROGENEOUS",
-            "topics": [{"id": "AAAAAAAAAAAAAAAAAAAAAA", "name": "a", "partitions": 2, "partition_racks": None},
-                       {"id": "BBBBBBBBBBBBBBBBBBBBBB", "name": "b", "partitions": 1, "partition_racks": None}],
-            "members": [{"member_id": "m1", "instance_id": None, "rack_id": None, "subscribed_topic_names": ["a"],
-                         "subscribed_topic_ids": ["AAAAAAAAAAAAAAAAAAAAAA"], "current_assignment": {}},
-                        {"member_id": "m2", "instance_id": None, "rack_id": None,
-                         "subscribed_topic_names": ["a", "b"], "subscribed_topic_ids": ["AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"],
-                         "current_assignment": {}}],
-            "assignable_partitions": None}
-    recorded = {"error": None, "members": {"m1": {"AAAAAAAAAAAAAAAAAAAAAA": [0, 1]}, "m2": {"BBBBBBBBBBBBBBBBBBBBBB": [0]}}}
-
-    def row(before_4_0):
-        target = AssignorRun(group_id="g", group_type="consumer", assignment_epoch=1, assignment_timestamp=None,
-                             partition=0, offset=1, assignor="uniform", case_input=dict(case), recorded=recorded,
-                             confidence="partition_metadata_record", metadata_source="partition_metadata_record",
-                             metadata_hash_match=None, before_4_0=before_4_0)
-        return _audit_run(target, RerunChain(), what_if=(), offsets=None, auto_offset_reset="latest")[0]
-
-    older = row(True)
-    assert (older["kind"], older["match"]) == ("not_rerun", None) and "Kafka 3.x" in older["notes"]
-    assert row(False)["kind"] == "rerun"
-
-    # A target neither release's rule may give: on 4.x a fault, graded in full; with the version unknown it may
-    # be 3.x's, so graded low (no finding by default) with a note naming the setting that decides.
     from offsets_audit.audit.rules.assignor import assignor_findings
     from offsets_audit.audit.rules.registry import default_rule_settings
 
-    recorded["members"] = {"m1": {}, "m2": {"AAAAAAAAAAAAAAAAAAAAAA": [0, 1], "BBBBBBBBBBBBBBBBBBBBBB": [0]}}
-    newer, unknown = row(False), row(None)
-    assert (newer["match"], newer["error"], newer["confidence"]) == (False, None, "partition_metadata_record")
-    assert len(assignor_findings([newer], default_rule_settings())) == 1
-    assert (unknown["kind"], unknown["match"], unknown["confidence"]) == ("rerun", False, "inferred")
-    assert "broker.kafka_version is not set" in unknown["notes"]
-    assert assignor_findings([unknown], default_rule_settings()) == []
+    a, b = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"
+    case = {"subscription_type": "HETEROGENEOUS",
+            "topics": [{"id": a, "name": "a", "partitions": 2, "partition_racks": None},
+                       {"id": b, "name": "b", "partitions": 1, "partition_racks": None}],
+            "members": [{"member_id": "m1", "instance_id": None, "rack_id": None, "subscribed_topic_names": ["a"],
+                         "subscribed_topic_ids": [a], "current_assignment": {}},
+                        {"member_id": "m2", "instance_id": None, "rack_id": None,
+                         "subscribed_topic_names": ["a", "b"], "subscribed_topic_ids": [a, b],
+                         "current_assignment": {a: [0, 1]}}],
+            "assignable_partitions": None}
+    # m2 gives up one partition of a to the joiner: 3.x's rule moves the first in its order, 4.0's the last.
+    by_3_x = {"m1": {a: [0]}, "m2": {a: [1], b: [0]}}
+    by_4_x = {"m1": {a: [1]}, "m2": {a: [0], b: [0]}}
+
+    def row(recorded, before_4_0):
+        # (the case input carries the flag as inputs.GroupReconstruction sets it for a 3.x cluster)
+        target = AssignorRun(group_id="g", group_type="consumer", assignment_epoch=1, assignment_timestamp=None,
+                             partition=0, offset=1, assignor="uniform",
+                             case_input=dict(case, before_4_0=True) if before_4_0 else dict(case),
+                             recorded={"error": None, "members": recorded}, confidence="partition_metadata_record",
+                             metadata_source="partition_metadata_record", metadata_hash_match=None,
+                             before_4_0=before_4_0)
+        return _audit_run(target, RerunChain(), what_if=(), offsets=None, auto_offset_reset="latest")[0]
+
+    assert row(by_3_x, True)["match"] is True and row(by_4_x, True)["match"] is False
+    assert row(by_4_x, False)["match"] is True and row(by_3_x, False)["match"] is False
+    assert row(by_4_x, None)["match"] is True
+    unknown = row(by_3_x, None)
+    assert unknown["match"] is True and "Kafka 3.x's uniform assignor" in unknown["notes"]
+    neither = {"m1": {}, "m2": {a: [0, 1], b: [0]}}
+    for before_4_0 in (True, False, None):
+        judged = row(neither, before_4_0)
+        assert (judged["kind"], judged["match"], judged["error"]) == ("rerun", False, None)
+        assert len(assignor_findings([judged], default_rule_settings())) == 1
+

@@ -53,7 +53,6 @@ from offsets_audit.assignors.inputs import (
     in_log_order,
     reconstruct_group,
 )
-from offsets_audit.assignors.common import HETEROGENEOUS
 from offsets_audit.assignors.uniform import BEFORE_4_0 as UNIFORM_BEFORE_4_0
 from offsets_audit.group_configs import UNKNOWN_ASSIGNOR
 from offsets_audit.assignors.topic_metadata import TopicMetadata
@@ -308,21 +307,12 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                    notes="; ".join(notes + [f"the group's assignor {run.assignor!r} is not one this installation "
                                             "runs (a custom assignor on the brokers): not re-run"]))
         return [row]
-    if (getattr(run, "before_4_0", None) and builtin_name(run.assignor) == "uniform"
-            and run.case_input.get("subscription_type") == HETEROGENEOUS):
-        row = _base_row(run)
-        row.update(kind="not_rerun", assignor=run.assignor, confidence=confidence, match=None, same_as_recorded=None,
-                   error=None, current_order=None, rerun_cpu_ms=None,
-                   notes="; ".join(notes + ["Kafka 3.x's uniform assignor for members with different subscriptions "
-                                            "is not the one this installation runs (4.0 replaced it): not re-run"]))
-        return [row]
     if run.group_type == "streams":
         notes.append("task offsets are reported in heartbeats, not written to the log: standby and "
                      "stickiness choices may differ")
         confidence = INFERRED
     lags = lags_for(run.case_input, offsets) if run.group_type != "streams" else {}
     rec_lags = member_lags(run.recorded["members"], lags)
-    rerun_confidence = confidence
     kinds = [("rerun", run.assignor)]
     if run.group_type != "streams":
         kinds += [("what_if", name) for name in what_if if name != run.assignor]
@@ -354,7 +344,7 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                 older_cmp = compare(run.recorded, older_result, run.group_type)
                 if older_cmp["same"]:
                     notes.append("the target is what Kafka 3.x's uniform assignor gives (broker.kafka_version is "
-                                 "not set; 4.0 and later hand out extra partitions otherwise)")
+                                 "not set; 4.0 and later hand out partitions otherwise)")
                     result, cmp, java_order, current_order = older_result, older_cmp, None, ORDER_RECORDS
             for tied in getattr(run, "tied_assignors", None) or () if not cmp["same"] else ():
                 tied_result = _invoke(tied, case_input)
@@ -364,16 +354,6 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
                     assignor, result, cmp = tied, tied_result, tied_cmp
                     java_order, current_order = None, _order_used(tied, False)
                     break
-            if (not cmp["same"] and getattr(run, "before_4_0", False) is None and builtin_name(assignor) == "uniform"
-                    and case_input.get("subscription_type") == HETEROGENEOUS):
-                # Kafka 3.x hands out partitions to members with different subscriptions by another algorithm,
-                # which this installation does not run: with the brokers' version unknown, a target it may have
-                # given is no evidence of a fault. Graded low, so the default rule raises nothing; a cluster
-                # configured as 4.0 or later keeps the full grade and its faults are caught.
-                notes.append("broker.kafka_version is not set and Kafka 3.x's uniform assignor for members with "
-                             "different subscriptions (replaced in 4.0) is not run here: set it to judge this "
-                             "target at full confidence")
-                rerun_confidence = INFERRED
             chain.after(run, cmp["same"], current_order == ORDER_CHAINED, java_order)
         else:
             result, java_order, current_order = _invoke(assignor, case_input), None, _order_used(assignor, False)
@@ -382,7 +362,7 @@ def _audit_run(run: AssignorRun, chain: RerunChain, *, what_if: Sequence[str],
         res_lags = member_lags(result.get("members") or {}, lags) if result.get("error") is None else None
         row = _base_row(run)
         row.update(
-            kind=kind, assignor=assignor, confidence=rerun_confidence if kind == "rerun" else confidence,
+            kind=kind, assignor=assignor, confidence=confidence,
             match=cmp["same"] if kind == "rerun" else None, same_as_recorded=cmp["same"],
             moved_partitions=cmp["moved_partitions"], member_count_diff=cmp["member_count_diff"],
             recorded_spread=cmp["recorded_spread"], result_spread=cmp["result_spread"],

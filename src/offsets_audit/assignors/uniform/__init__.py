@@ -34,6 +34,9 @@ owners; the heterogeneous hand-out of unassigned partitions is computed per topi
 the subscribers sorted by (size, index), members with the same subscription share one subscriber array, and
 only topics whose subscribers differ by more than one partition run the sequential balancing loop.
 
+Kafka 3.x (``before_4_0``) ran a variant of the homogeneous builder and an older heterogeneous builder, which 4.0
+replaced (``heterogeneous_before_4_0``); only the reference path carries them.
+
 Modules, one algorithm each as Kafka splits them: ``homogeneous`` and ``heterogeneous`` (the reference builders),
 ``vectorised`` (the numpy path), ``chained`` (order-exact chaining), ``orders`` (Java iteration orders of the
 inputs). This front only picks the builder, as ``UniformAssignor.assign`` does.
@@ -47,6 +50,7 @@ from typing import Mapping
 from offsets_audit.assignors.common import HOMOGENEOUS, GroupSpec, assignment_result, parse_group_spec
 from offsets_audit.assignors.uniform.chained import assign_chained
 from offsets_audit.assignors.uniform.heterogeneous import MAX_ITERATION_COUNT, assign_heterogeneous
+from offsets_audit.assignors.uniform.heterogeneous_before_4_0 import assign_heterogeneous_before_4_0
 from offsets_audit.assignors.uniform.homogeneous import assign_homogeneous, current_iteration_order
 from offsets_audit.assignors.uniform.orders import assignment_topic_order, integer_set_order, subscribed_topic_order
 from offsets_audit.assignors.uniform.vectorised import fast_heterogeneous, fast_homogeneous
@@ -59,6 +63,7 @@ __all__ = [
     "assign",
     "assign_chained",
     "assign_heterogeneous",
+    "assign_heterogeneous_before_4_0",
     "assign_homogeneous",
     "assignment_topic_order",
     "current_iteration_order",
@@ -80,11 +85,13 @@ VECTORISE_FROM_PARTITIONS = 1000
 
 def assign(group: GroupSpec, *, before_4_0: bool = False) -> dict:
     """member id -> {topic id -> partitions}; raises ``PartitionAssignorException`` like Kafka. ``before_4_0``:
-    Kafka 3.x's homogeneous builder (:func:`assign_homogeneous`)."""
+    Kafka 3.x's builders (:func:`assign_homogeneous`'s variant, :func:`assign_heterogeneous_before_4_0`)."""
     if not group.members:
         return {}
     if group.subscription_type == HOMOGENEOUS:
         return assign_homogeneous(group, before_4_0=before_4_0)
+    if before_4_0:
+        return assign_heterogeneous_before_4_0(group)
     return assign_heterogeneous(group)
 
 

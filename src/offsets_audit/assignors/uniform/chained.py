@@ -18,6 +18,7 @@ from offsets_audit.assignors.common import (
 )
 from offsets_audit.assignors.java_hashmap import JavaHashMap, JavaHashSet, integer_hash
 from offsets_audit.assignors.uniform.heterogeneous import assign_heterogeneous
+from offsets_audit.assignors.uniform.heterogeneous_before_4_0 import assign_heterogeneous_before_4_0
 from offsets_audit.assignors.uniform.homogeneous import assign_homogeneous
 
 
@@ -43,6 +44,10 @@ def assign_chained(case_input: Mapping, carried: Mapping | None = None) -> tuple
             target = assign_homogeneous(group, current, additions,
                                         before_4_0=bool(case_input.get("before_4_0")))
             final = _homogeneous_output_maps(old_maps, target, additions)
+        elif case_input.get("before_4_0"):
+            # Kafka 3.x's heterogeneous builder never iterates a current assignment's maps, so the carried order
+            # cannot change its result: the record-order run is the answer, with no output order to carry.
+            return assignment_result(assign_heterogeneous_before_4_0(group)), {}
         else:
             journal: list = []
             target = assign_heterogeneous(group, journal)
