@@ -123,6 +123,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--spark-histories", type=int, default=1_000, help="how many of them go through Spark too")
     parser.add_argument("--batch", type=int, default=250, help="histories per JVM run (and per Spark job)")
     parser.add_argument("--seed", type=int, default=20251)
+    parser.add_argument("--first", type=int, default=0, help="the first history's number (a run continued from "
+                        "another's whole batches plays the same histories under the same broker configs)")
     parser.add_argument("--version", default="4.4.0", help="the Kafka version of the oracle")
     parser.add_argument("--keep", default=str(BENCH / "results" / "oracle-differences"),
                         help="where the scenarios of histories with a difference are written")
@@ -166,7 +168,8 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args, spark, totals: dict, seconds: dict, by_kind: dict, failing: list, keep: Path, started: float) -> None:
-    for number, first in enumerate(range(0, args.histories, args.batch)):
+    end = args.first + args.histories
+    for number, first in enumerate(range(args.first, end, args.batch), start=args.first // args.batch):
         before = (dict(totals), dict(seconds), dict(by_kind), len(failing))
         try:
             _one_batch(args, spark, totals, seconds, by_kind, failing, keep, number, first)
@@ -188,7 +191,7 @@ def _one_batch(args, spark, totals: dict, seconds: dict, by_kind: dict, failing:
     from offsets_audit.replay import replay_records
     from offsets_audit.sources.segments import read_segment
 
-    count = min(args.batch, args.histories - first)
+    count = min(args.batch, args.first + args.histories - first)
     broker = BROKER_CONFIGS[number % len(BROKER_CONFIGS)]
     scenarios = _batch(args.seed, first, count, args.version, broker)
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as tmp:

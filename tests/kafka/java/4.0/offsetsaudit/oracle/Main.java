@@ -45,6 +45,9 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         if (args.length == 0) usage();
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, "UTF-8");
+        // Standard output carries the oracle's JSON lines only: Kafka's own logging (log4j's default console
+        // output, e.g. a classic group's failed rebalance at ERROR) goes to standard error instead.
+        System.setOut(System.err);
         switch (args[0]) {
             case "run": run(args, out); break;
             case "replay": Replayer.main(args, out); break;
