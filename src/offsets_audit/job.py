@@ -16,7 +16,7 @@ from typing import Any
 
 from offsets_audit.config import load_settings, redacted, source_config
 from offsets_audit.errors import UserError
-from offsets_audit.plans import cached_leaf, materialize, plain_execution_for_a_small_log, side_by_side
+from offsets_audit.plans import cached_leaf, is_persisted, materialize, plain_execution_for_a_small_log, side_by_side
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import RecordCounts, RunSummary, write_summary
 from offsets_audit.spark_session import frees_its_plans
@@ -244,7 +244,7 @@ def publish(spark, settings: Settings, log: DecodedLog, figures: dict, paths: di
 
 def _materialized(df):
     """``df`` persisted and computed now (a stage boundary); one already persisted is left as it is."""
-    if df.is_cached:
+    if is_persisted(df):
         return df
     df = df.persist()
     df.count()
@@ -254,11 +254,17 @@ def _materialized(df):
 def _materialized_tables(tables, stage: str, stages: RunStages, latest=None):
     """``(tables, greatest)``: ``tables`` (a ``StageTables``) with each table but the lazy ones persisted, and they and
     the stage's cached intermediates computed in one Spark action (``plans.materialize``, which also takes the
-    greatest value of ``latest``), its time as ``"<stage>:tables"``."""
-    fresh = {name: df.persist() for name, df in tables.as_dict().items()
-             if df is not None and not df.is_cached and name not in tables.lazy()}
+    greatest value of ``latest``), its time as ``"<stage>:tables"``. The caller has registered ``tables.release``
+    with ``stages`` first (a failure half-way still frees the caches)."""
+    before = tables.as_dict()
+    fresh = {name: df.persist() for name, df in before.items()
+             if df is not None and name not in tables.lazy() and not is_persisted(df)}
     tables = dataclasses.replace(tables, **fresh)
-    stages.on_release(tables.release)  # the tables persisted here too, freed when the run ends
+    # The tables persisted here, freed when the run ends, unless the caller's release of ``tables`` frees them
+    # already (``persist`` returns the frame itself): on Spark Connect each unpersist is a round trip.
+    persisted_anew = [df for name, df in fresh.items() if df is not before[name]]
+    if persisted_anew:
+        stages.on_release(lambda: [df.unpersist() for df in persisted_anew])
     with stages.part(f"{stage}:tables"):
         greatest = materialize([*fresh.values(), *getattr(tables, "cached", ())], latest=latest)
     return tables, greatest

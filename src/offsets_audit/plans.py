@@ -48,25 +48,41 @@ def by_group(df, key: str = "group_id"):
 
 
 def cached_leaf(df):
-    """``df``, which must be persisted, as a DataFrame whose logical plan is its cache alone (Spark's
-    ``InMemoryRelation``), not the lineage that computed it.
+    """``df``, which must be persisted, as a DataFrame whose logical plan is a leaf holding its rows, not the
+    lineage that computed it.
 
     Every DataFrame operation analyses the whole logical plan again on the driver. The audit builds a few
     hundred operations over the replay's tables, and each of those tables carries the read, the decode and the
     replay's windows in its plan: building the audit's plans over them took several times the driver time they
-    take over leaves. The leaf still holds the
-    cache's physical plan, so blocks lost with an executor are recomputed from the lineage as before (unlike
-    ``localCheckpoint``); unpersisting ``df`` (the caller keeps that duty) frees the leaf's data too. Off the
-    classic JVM API (Spark Connect) ``df`` comes back unchanged (``spark_api.cached_relation``)."""
-    from offsets_audit.spark_api import cached_relation, is_connect
+    take over leaves.
 
-    if is_connect(df.sparkSession) or not df.is_cached:
+    On a classic session the leaf is the cache itself (Spark's ``InMemoryRelation``): it still holds the cache's
+    physical plan, so blocks lost with an executor are recomputed from the lineage as before; unpersisting ``df``
+    (the caller keeps that duty) frees the leaf's data too. On Spark Connect, where the client holds an unresolved
+    plan that it sends whole with every analysis, schema, persist or action, the leaf is a local checkpoint the
+    server keeps (``spark_api.checkpointed``): computed by the first action that reads it, from ``df``'s cache, and
+    not recomputed if an executor holding its blocks is lost (the query then fails and the run must be started
+    again)."""
+    from offsets_audit.spark_api import cached_relation, checkpointed, is_connect
+
+    if is_connect(df.sparkSession):
+        return checkpointed(df) if is_persisted(df) else df
+    if not df.is_cached:
         return df
     leaf = cached_relation(df)
     if leaf is None:
-        return df  # not served whole from the cache, or Spark Connect: plan over the lineage
+        return df  # not served whole from the cache: plan over the lineage
     leaf.is_cached = True  # its data is df's cache: persisting it again would cache a second copy
     return leaf
+
+
+def is_persisted(df) -> bool:
+    """Whether ``df``'s rows are kept by the session: persisted, or a leaf of ``cached_leaf`` (which must not be
+    persisted again: that would keep a second copy). On Spark Connect each ``is_cached`` is a round trip in which
+    the server analyses ``df``'s whole plan, so a leaf answers from its mark."""
+    from offsets_audit.spark_api import KEPT
+
+    return bool(getattr(df, KEPT, False)) or bool(df.is_cached)
 
 
 def cast_to(df, schema, extra=()):

@@ -15,6 +15,9 @@ import threading
 #: How Spark names a data source it cannot find (Spark 4's error class, then the older wording).
 _NOT_FOUND = ("DATA_SOURCE_NOT_FOUND", "Failed to find data source")
 
+#: Set on a DataFrame whose rows the session keeps without a cache of its own (``checkpointed``).
+KEPT = "_offsets_audit_kept"
+
 _refusals: dict[tuple[int, str, str], str | None] = {}
 _refusals_lock = threading.Lock()
 
@@ -142,6 +145,19 @@ def cached_relation(df):
         return DataFrame(jvm(spark).org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
     except (Py4JError, TypeError):  # py4j: a missing class is a JavaPackage, which is not callable
         return None
+
+
+def checkpointed(df):
+    """On Spark Connect: ``df`` as a leaf the server keeps (``DataFrame.localCheckpoint``, which Spark Connect
+    returns as a ``CachedRemoteRelation``: a plan of one id), marked as kept (``plans.is_persisted``).
+
+    Lazy: the checkpoint is computed by the first action that reads it, with ``df``'s cache, so a stage's tables are
+    still computed in one action (``plans.materialize``). The server releases it when the client drops the last
+    DataFrame planned over it. Unlike a cache, a local checkpoint's blocks are not recomputed from the lineage when
+    an executor holding them is lost."""
+    leaf = df.localCheckpoint(eager=False)
+    setattr(leaf, KEPT, True)
+    return leaf
 
 
 def collect_jvm_garbage() -> None:

@@ -181,6 +181,18 @@ def _file_writer(table: str, folder: str):
     return write
 
 
+def _written_schema(table: str, df):
+    """The columns ``df`` (table ``table``'s rows) is written with, run_id aside: a known table's own schema
+    (``tables.conform`` gave ``df`` exactly its columns and types; every column nullable, as Spark's writer stores
+    them) without asking the session, which on Spark Connect is a round trip analysing ``df``'s plan; else
+    ``df``'s."""
+    from offsets_audit import tables
+
+    if table in tables.TABLES and table not in tables.OPEN_TABLES:
+        return tables.schema(table)
+    return df.drop("run_id").schema
+
+
 def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dict | None:
     """Run ``run_id``'s rows of every table in ``frames`` (``{table: DataFrame}``, each as ``write_parquet_table``
     takes it) in one Spark action, each table aside and swapped in as ``write_parquet_table`` does; ``{table:
@@ -220,7 +232,7 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dic
         if table not in with_files:  # no rows: one empty file carries the schema
             import pyarrow.parquet as pq
 
-            schema = to_arrow_schema(df.drop("run_id").schema, timezone="UTC")
+            schema = to_arrow_schema(_written_schema(table, df), timezone="UTC")
             pq.write_table(schema.empty_table(), f"{staged[table]}/part-00000-empty.snappy.parquet",
                            compression="snappy")
         open(f"{staged[table]}/_SUCCESS", "wb").close()
