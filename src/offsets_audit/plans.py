@@ -82,7 +82,8 @@ def is_persisted(df) -> bool:
     the server analyses ``df``'s whole plan, so a leaf answers from its mark."""
     from offsets_audit.spark_api import KEPT
 
-    return bool(getattr(df, KEPT, False)) or bool(df.is_cached)
+    # the instance's own attributes: a Spark Connect DataFrame answers any other name with a column
+    return bool(vars(df).get(KEPT, False)) or bool(df.is_cached)
 
 
 def cast_to(df, schema, extra=()):

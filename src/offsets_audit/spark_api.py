@@ -18,6 +18,9 @@ _NOT_FOUND = ("DATA_SOURCE_NOT_FOUND", "Failed to find data source")
 #: Set on a DataFrame whose rows the session keeps without a cache of its own (``checkpointed``).
 KEPT = "_offsets_audit_kept"
 
+_checkpoints: dict[str, list[str]] = {}
+_checkpoints_lock = threading.Lock()
+
 _refusals: dict[tuple[int, str, str], str | None] = {}
 _refusals_lock = threading.Lock()
 
@@ -152,12 +155,45 @@ def checkpointed(df):
     returns as a ``CachedRemoteRelation``: a plan of one id), marked as kept (``plans.is_persisted``).
 
     Lazy: the checkpoint is computed by the first action that reads it, with ``df``'s cache, so a stage's tables are
-    still computed in one action (``plans.materialize``). The server releases it when the client drops the last
-    DataFrame planned over it. Unlike a cache, a local checkpoint's blocks are not recomputed from the lineage when
-    an executor holding them is lost."""
+    still computed in one action (``plans.materialize``). Unlike a cache, a local checkpoint's blocks are not
+    recomputed from the lineage when an executor holding them is lost.
+
+    PySpark releases a checkpoint when Python collects its plan object, with a call that can leave the client
+    waiting for good (seen on a local Connect server, at the collection that ends a run); that release is turned
+    off here and the leaf is released by ``release_checkpoints`` when the run ends (a leaf made outside a run
+    lives as long as the session)."""
     leaf = df.localCheckpoint(eager=False)
+    plan = leaf._plan
+    plan._spark_session = None  # PySpark's release on collection (``CachedRemoteRelation.__del__``) does nothing
+    with _checkpoints_lock:
+        _checkpoints.setdefault(_session_key(df.sparkSession), []).append(plan._relation_id)
     setattr(leaf, KEPT, True)
     return leaf
+
+
+def release_checkpoints(spark) -> None:
+    """Release on the server every leaf ``checkpointed`` made on ``spark`` (Spark Connect's
+    ``RemoveCachedRemoteRelationCommand``, sent as any other command); nothing on a classic session. A leaf the
+    server no longer knows (a server restarted, a session gone) is nothing to release."""
+    if spark is None or not is_connect(spark):
+        return
+    with _checkpoints_lock:
+        relation_ids = _checkpoints.pop(_session_key(spark), [])
+    if not relation_ids:
+        return
+    from pyspark.sql.connect.proto import Command
+
+    for relation_id in relation_ids:
+        command = Command()
+        command.remove_cached_remote_relation_command.relation.relation_id = relation_id
+        try:
+            spark.client.execute_command(command)
+        except Exception:  # noqa: BLE001 - already gone with its session: nothing left to free
+            pass
+
+
+def _session_key(spark) -> str:
+    return str(getattr(spark, "session_id", id(spark)))
 
 
 def collect_jvm_garbage() -> None:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from offsets_audit.plans import master_cores
-from offsets_audit.spark_api import collect_jvm_garbage, quiet_driver_logs
+from offsets_audit.spark_api import collect_jvm_garbage, quiet_driver_logs, release_checkpoints
 
 
 #: Generated classes a local session keeps compiled (``spark.sql.codegen.cache.maxEntries``): a few runs' worth.
@@ -303,6 +303,7 @@ def frees_its_plans(run):
         try:
             return run(*args, **kwargs)
         finally:
+            release_checkpoints(args[0] if args else kwargs.get("spark"))
             gc.collect()
             collect_jvm_garbage()
     return wrapper
