@@ -37,7 +37,8 @@ from kafka_broker import (
 
 #: Every scenario of the driver, and the Kafka versions whose clients and broker can run it.
 SCENARIOS = ("classic_eager", "classic_cooperative", "classic_static", "consumer_uniform", "consumer_range",
-             "consumer_static", "consumer_regex", "transactions", "migration", "admin_groups", "share", "streams")
+             "consumer_mixed", "consumer_static", "consumer_regex", "transactions", "migration", "admin_groups", "share",
+             "streams")
 
 
 def supported_scenarios(broker: KafkaBroker) -> list[str]:

@@ -88,6 +88,24 @@ def _reruns(folder, kafka_version):
             if row["kind"] == "rerun"]
 
 
+def test_kafka_3_9_re_runs_its_own_uniform_assignor_for_different_subscriptions():
+    """``3.9.1-mixed`` holds a uniform group whose members subscribe to different topics (``consumer_mixed``),
+    which Kafka 3.9 hands out with the heterogeneous builder 4.0 replaced: one of its targets is not what 4.0's rule
+    gives. Re-run as 3.9 every target matches; as 4.0 that one differs; with the version not configured 3.x's rule
+    is tried and the row says so (before, this was an ``assignor_mismatch`` on a healthy 3.9 cluster)."""
+    folder = VENDORED / "3.9.1-mixed"
+
+    def mixed(version):
+        return [row for row in _reruns(folder, version) if row["group_id"] == "rk-consumer_mixed-group"]
+
+    assert len(mixed("3.9")) >= 3 and all(row["match"] for row in mixed("3.9"))
+    differing = [row["assignment_epoch"] for row in mixed("4.0") if not row["match"]]
+    assert differing == [3]
+    unknown = mixed(None)
+    assert all(row["match"] for row in unknown)
+    assert [row["assignment_epoch"] for row in unknown if "3.x" in (row["notes"] or "")] == differing
+
+
 def test_kafka_3_9_re_runs_its_own_uniform_assignor():
     """Kafka 3.9's homogeneous uniform builder gives the extra partitions to the first members it iterates, even a
     member that joined empty (4.0 and later let such a member pass its extra one on to an owner), and it iterates

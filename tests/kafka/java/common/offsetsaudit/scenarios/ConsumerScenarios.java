@@ -21,6 +21,32 @@ final class ConsumerScenarios {
         return props;
     }
 
+    /** The uniform assignor over members with different subscriptions (its heterogeneous builder, which Kafka 4.0
+     *  replaced): one member reads a topic alone, a second also reads another topic, a third joins for the second
+     *  topic only, then leaves; two are held. */
+    static void mixed(Scenarios.Context context) throws Exception {
+        String first = context.topic("in", 4);
+        String second = context.topic("more", 3);
+        context.produce(first, 4, 5);
+        context.produce(second, 3, 5);
+        String group = context.group("group", "consumer");
+        Member a = context.hold(Member.subscribed("a", props(context, group, "uniform", "a"), List.of(first)));
+        a.awaitAssignment(owned -> owned.size() == 4, WAIT);
+        Member b = context.hold(Member.subscribed("b", props(context, group, "uniform", "b"),
+            List.of(first, second)));
+        context.awaitStable(group, 2, List.of(a, b), 7);
+        Member c = context.hold(Member.subscribed("c", props(context, group, "uniform", "c"), List.of(second)));
+        context.awaitStable(group, 3, List.of(a, b, c), 7);
+        for (Member member : List.of(a, b, c)) {
+            member.awaitCaughtUp(WAIT);
+            member.commit();
+        }
+        context.release(c);
+        context.awaitStable(group, 2, List.of(a, b), 7);
+        a.commit();
+        b.commit();
+    }
+
     /** The uniform assignor: members join one by one, one leaves, one crashes and is fenced after its session
      *  timeout; two are held. */
     static void uniform(Scenarios.Context context) throws Exception {

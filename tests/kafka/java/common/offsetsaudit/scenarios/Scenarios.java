@@ -67,6 +67,7 @@ public final class Scenarios {
         scenarios.put("classic_static", ClassicScenarios::staticMembers);
         scenarios.put("consumer_uniform", ConsumerScenarios::uniform);
         scenarios.put("consumer_range", ConsumerScenarios::range);
+        scenarios.put("consumer_mixed", ConsumerScenarios::mixed);
         scenarios.put("consumer_static", ConsumerScenarios::staticMember);
         scenarios.put("transactions", OtherScenarios::transactions);
         scenarios.put("migration", OtherScenarios::migration);
