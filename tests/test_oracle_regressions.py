@@ -178,3 +178,14 @@ def test_a_regex_joiner_after_its_regexs_last_user_left_keeps_the_stored_heterog
     row = next(r for r in result.groups[group].target_assignment_rows() if r["assignment_epoch"] == 4)
     assert any(not parts for parts in row["target"].values())
 
+
+
+@pytest.mark.xfail(strict=True, reason="known false alarm, not yet explained: the uniform re-run of epoch 8 places "
+                   "one partition on the other member (record_order, metadata_verified)")
+def test_a_two_member_uniform_target_after_interval_batching_is_rerun_as_kafka_placed_it():
+    """A Kafka-made segment kept whole (h06416 of the oracle bench): group consumer-0, a per-group
+    assignment interval under a broker interval of 0, two members at epoch 8; Kafka's uniform assignor gave one
+    partition to the other member than our re-run does. Kept so the fix has its case; the mark comes off with it."""
+    result, reruns = _kept("uniform-rerun-one-partition-moved")
+    reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == "h06416.consumer-0"]
+    assert reruns and all(r["match"] for r in reruns)
