@@ -471,10 +471,16 @@ def dump_log_invocation(version: str, segments: Sequence[Path]) -> list[str]:
 
 
 def _cluster_id() -> str:
-    """A Kafka ``Uuid`` as ``kafka-storage random-uuid`` prints it (URL-safe base64 of 16 bytes, no padding)."""
+    """A Kafka ``Uuid`` as ``kafka-storage random-uuid`` prints it (URL-safe base64 of 16 bytes, no padding).
+
+    Like Kafka's ``Uuid.randomUuid``, never one that starts with ``-``: a command line would read it as an option
+    (``kafka-storage format -t -abc...`` fails with "expected one argument")."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @contextmanager
