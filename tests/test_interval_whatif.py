@@ -192,17 +192,23 @@ def test_a_classic_group_or_a_group_without_bumps_has_no_rows():
                           run_ms=1.0) == []
 
 
+def _golden_interval_settings():
+    """Settings whose group overrides give each golden group the assignment interval it ran with."""
+    from offsets_audit.config import load_settings
+
+    return load_settings(overrides={"broker": {"group_overrides": {
+        g: {"consumer.assignment.interval.ms": ms} for g, ms in GOLDEN_INTERVALS.items()}}})
+
+
 @pytest.mark.parametrize("k", [2, 5])
 @pytest.mark.parametrize("name", ["history-assignment-batching", "history-streams-group", "history-many-groups"])
 def test_the_what_if_kept_in_an_incremental_state_gives_the_batch_rows(name, k):
     """An incremental run keeps each group's what-if history in its stored audit state (``GroupAudit``, cut into
     ``k`` slices, through bytes each time): its rows at the log's end are the batch walk's, field for field."""
     from offsets_audit.audit.engine import GroupAudit
-    from offsets_audit.config import load_settings
 
     by_group, end = _groups(name)
-    settings = load_settings(overrides={"broker": {"group_overrides": {
-        g: {"consumer.assignment.interval.ms": ms} for g, ms in GOLDEN_INTERVALS.items()}}})
+    settings = _golden_interval_settings()
     compared = 0
     for group_id, events in by_group.items():
         batch = W.what_if_rows_of_group(events, settings.broker, run_ms=1.5, end_time_ms=end)
@@ -250,11 +256,8 @@ def test_the_what_if_history_keeps_each_member_id_once_and_resumes_a_state_that_
     the batch walk's rows."""
     import pickle
 
-    from offsets_audit.config import load_settings
-
     by_group, end = _groups(name)
-    settings = load_settings(overrides={"broker": {"group_overrides": {
-        g: {"consumer.assignment.interval.ms": ms} for g, ms in GOLDEN_INTERVALS.items()}}})
+    settings = _golden_interval_settings()
     compared = 0
     for group_id, events in by_group.items():
         batch = W.what_if_rows_of_group(events, settings.broker, run_ms=1.5, end_time_ms=end)
