@@ -743,12 +743,15 @@ class GroupReconstruction:
             self.previous_members = {}
             self.previous_resolved = None
         self.last_epoch = row["assignment_epoch"]
-        conversion = getattr(self.member_order, "replayed", None)  # (absent from an older version's state)
+        before = predates_4_0(getattr(self, "kafka_version", None))  # (absent from an older version's state)
+        # Only Kafka 3.x's member order needs to know whether this heartbeat converted the group, and only before
+        # ``order`` moves the table on.
+        conversion = (getattr(self.member_order, "replayed", None)  # (absent from an older version's state)
+                      if before and row["group_type"] == "consumer" else None)
         converting_join = conversion is not None and self.member_order._converting_join(list(row.get("members") or ()))
         row = dict(row, members=self.member_order.order(list(row.get("members") or ()),
                                                         overlay=row["group_type"] != "share",
                                                         converted=target_origin(row) == "classic_conversion"))
-        before = predates_4_0(getattr(self, "kafka_version", None))  # (absent from an older version's state)
         if before and row["group_type"] == "consumer":
             # Kafka 3.x's TargetAssignmentBuilder puts the group's members, in its table's order, then the
             # heartbeat's member into a new default HashMap, and its assignors iterate that map. The heartbeat
@@ -758,7 +761,8 @@ class GroupReconstruction:
             inserted = list(by_id)
             if converting_join and conversion is not None:
                 first = [i for i in conversion if i in by_id]
-                inserted = first + [i for i in inserted if i not in set(first)]
+                converted = set(first)
+                inserted = first + [i for i in inserted if i not in converted]
             row["members"] = [by_id[i] for i in hashmap_order(inserted)]
         topics_by_name, confidence, source, hash_match, notes = choose_topics(row, snapshot, names_by_id)
         snapshot_match = (verify_metadata_hash(row.get("metadata_hash"), hashed_topic_names(row),
