@@ -180,12 +180,15 @@ def test_a_regex_joiner_after_its_regexs_last_user_left_keeps_the_stored_heterog
 
 
 
-@pytest.mark.xfail(strict=True, reason="known false alarm, not yet explained: the uniform re-run of epoch 8 places "
-                   "one partition on the other member (record_order, metadata_verified)")
-def test_a_two_member_uniform_target_after_interval_batching_is_rerun_as_kafka_placed_it():
-    """A Kafka-made segment kept whole (h06416 of the oracle bench): group consumer-0, a per-group
-    assignment interval under a broker interval of 0, two members at epoch 8; Kafka's uniform assignor gave one
-    partition to the other member than our re-run does. Kept so the fix has its case; the mark comes off with it."""
+def test_a_target_the_epoch_already_called_for_uses_the_stored_subscription_type():
+    """A Kafka-made segment kept whole (h06416 of the oracle bench): group consumer-0's static member with a
+    regular expression times out; its records and then the expression's tombstone bump the epoch to 8, and a later
+    heartbeat (no bump) computes the target with the subscription type ConsumerGroup stored at the member's
+    removal, which still counts the expression's topics: heterogeneous, though the two members left subscribe
+    alike. Recomputed as homogeneous, one partition went to the other member."""
     result, reruns = _kept("uniform-rerun-one-partition-moved")
     reruns = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == "h06416.consumer-0"]
     assert reruns and all(r["match"] for r in reruns)
+    rows = {r["assignment_epoch"]: r for r in result.groups["h06416.consumer-0"].target_assignment_rows()}
+    assert list(rows[8]["counted_regular_expressions"]) == ["h06416\\.t[02468]"]
+    assert not rows[8]["resolved_regular_expressions"] and rows[7]["counted_regular_expressions"] is None

@@ -57,6 +57,7 @@ PARTITION_METADATA_RECORD = "partition_metadata_record"
 INFERRED = "inferred"
 
 _JSON_FIELDS = ("members", "target", "previous_target", "topology", "resolved_regular_expressions",
+                "counted_regular_expressions",
                 "partition_metadata", "assignment_configs", "initialized_topics")
 
 
@@ -608,14 +609,23 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
                                               and m.get("subscribed_topic_regex")
                                               and not m.get("subscribed_topic_names")
                                               and (resolved or {}).get(m["subscribed_topic_regex"]) is None)]
+        # The replay names the resolutions the stored type counted when they are not the current ones
+        # (``counted_regular_expressions``): a heartbeat that did not bump the epoch computed this target.
+        stored = row.get("counted_regular_expressions")
         if len(counted) < len(members):
             # That stored type was last computed when the last member record before the joiner's was replayed
             # (ConsumerGroup updates it on member updates and removals only). A member leaving is replayed before
             # the tombstone of a regular expression it was the last to use, so the type counted that
             # expression's topics (by regex, by no name): a resolution dropped since the previous target counts.
-            earlier = {r: e for r, e in (previous_resolved or {}).items() if r not in (resolved or {})}
-            subscription_type = consumer_subscription_type(counted, {**earlier, **(resolved or {})},
-                                                           every_resolution=True)
+            if stored is None:
+                earlier = {r: e for r, e in (previous_resolved or {}).items() if r not in (resolved or {})}
+                stored = {**earlier, **(resolved or {})}
+            subscription_type = consumer_subscription_type(counted, stored, every_resolution=True)
+        elif stored is not None:
+            # A target the epoch already called for (a member timed out or left in an earlier append, the
+            # assignment interval deferred the computation): TargetAssignmentBuilder got the stored type, which
+            # still counts a resolution tombstoned after the last member record.
+            subscription_type = consumer_subscription_type(counted, stored, every_resolution=True)
         else:
             subscription_type = consumer_subscription_type(counted, resolved)
         assignable = None

@@ -27,7 +27,8 @@ from offsets_audit.workers import fewer_collections
 
 _ROW_COLUMNS = ("group_id", "group_type", "assignment_epoch", "assignment_timestamp", "partition", "offset",
                 "group_epoch", "metadata_hash", "members", "target", "previous_target", "topology",
-                "resolved_regular_expressions", "partition_metadata", "assignment_configs", "initialized_topics")
+                "resolved_regular_expressions", "partition_metadata", "assignment_configs", "initialized_topics",
+                "counted_regular_expressions")
 
 
 def _plain(value):

@@ -84,14 +84,18 @@ class ConsumerGroup(ModernGroup):
 
     def _regular_expression(self, key: dict, value: dict | None) -> list[tuple]:
         regex = key["regularExpression"]
+        # A new dict rather than an update in place: the fold keeps the one a member record saw (the
+        # resolutions the group's stored subscription type counted), without a copy per member record.
+        resolved = dict(self.resolved_regular_expressions)
         if value is None:
-            self.resolved_regular_expressions.pop(regex, None)
+            resolved.pop(regex, None)
         else:
-            self.resolved_regular_expressions[regex] = {
+            resolved[regex] = {
                 "topics": sorted(value.get("topics") or ()),
                 "version": value.get("version"),
                 "timestamp": value.get("timestamp"),
             }
+        self.resolved_regular_expressions = resolved
         return [(EventKind.REGEX_RESOLUTION_CHANGED, None, {
             "regular_expression": regex,
             "topics": None if value is None else sorted(value.get("topics") or ()),

@@ -20,6 +20,7 @@ from .share import ShareGroup
 from .state import (
     GROUP_TYPE_BY_RECORD_TYPE,
     OFFSET_RECORD_TYPES,
+    SUBSCRIPTION_TYPE_RECORD_TYPES,
     TARGET_MEMBER_RECORD_TYPES,
     TARGET_METADATA_RECORD_TYPES,
     Anomaly,
@@ -103,6 +104,9 @@ class GroupFold:
         self._previous_target: dict[str, Any] = {}
         self._target_rows: list[dict] = []
         self._target_json: dict[str, tuple[Any, Any]] = {}
+        #: (append of the last consumer member record, the resolutions it saw, those the last member record of an
+        #: earlier append saw): what the group's stored subscription type counted (``_member_record_seen``)
+        self._type_counted: tuple[int | None, dict, dict | None] | None = None
 
     # -- serialisation for a state store --------------------------------------------------------
 
@@ -168,6 +172,8 @@ class GroupFold:
         if self.group is not None and getattr(self.group, "group_epoch", None) != epoch_before:
             # where the group epoch last moved: a heartbeat that bumps it recomputes the group's subscription type
             self._epoch_moved = (record.get("batch_base_offset"), record.get("offset"))
+        if record_type in SUBSCRIPTION_TYPE_RECORD_TYPES and isinstance(self.group, ConsumerGroup):
+            self._member_record_seen(record.get("batch_base_offset"), self.group.resolved_regular_expressions)
         for kind, member_id, _ in raw:
             if kind == EventKind.MEMBER_JOINED and member_id is not None:
                 joined: dict[str, int | None] | None = getattr(self, "_joined_batch", None)  # (older folds lack it)
@@ -225,6 +231,7 @@ class GroupFold:
         self._targets_changed = set()
         self._previous_target = {}
         self._target_json = {}
+        self._type_counted = None
         if old_type is None:
             return [(EventKind.GROUP_CREATED, None, {"simple": simple})]
         return [(EventKind.GROUP_TYPE_CHANGED, None, {"old_type": old_type, "new_type": family})]
@@ -263,6 +270,40 @@ class GroupFold:
         for member_id in sorted(old_members - set(new_members)):
             events.append((EventKind.MEMBER_LEFT, member_id, {}))
         return events
+
+    def _member_record_seen(self, batch: int | None, resolved: dict[str, dict]) -> None:
+        """A consumer member record was replayed: ``ConsumerGroup.updateMember`` / ``removeMember`` recompute the
+        group's stored subscription type, counting the regular expressions resolved at that moment (a resolution
+        record alone does not recompute it). Kept: the resolutions this record saw, and those the last member
+        record of an earlier append saw (what a heartbeat of this append found stored)."""
+        seen = getattr(self, "_type_counted", None)  # (absent from an older fold's state)
+        if seen is None or seen[0] != batch:
+            self._type_counted = (batch, resolved, None if seen is None else seen[1])
+        else:
+            self._type_counted = (batch, resolved, seen[2])
+
+    def _counted_regular_expressions(self, batch: int | None) -> dict | None:
+        """The resolutions the subscription type of this append's target counted, when they are not the group's
+        current ones; None otherwise.
+
+        A heartbeat that bumps the group epoch recomputes the type (``GroupMetadataManager.consumerGroupHeartbeat``
+        through ``updateSubscriptionMetadata``); one that only computes a target the epoch already called for
+        (a session timeout or a left member bumped it in an earlier append, the assignment interval deferred
+        it) hands ``TargetAssignmentBuilder`` the type ``ConsumerGroup`` stored when the last member record
+        before it was replayed. A regular expression whose last member left is tombstoned after that member's
+        records, so the stored type still counts the topics it resolved to."""
+        moved_batch, _ = getattr(self, "_epoch_moved", None) or (None, None)
+        seen = getattr(self, "_type_counted", None)
+        if batch is None or seen is None or moved_batch == batch:
+            return None
+        counted = seen[2] if seen[0] == batch else seen[1]
+        current = getattr(self.group, "resolved_regular_expressions", None) or {}
+        if counted is None or counted is current:
+            return None
+        topics = {regex: entry.get("topics") for regex, entry in counted.items()}
+        if topics == {regex: entry.get("topics") for regex, entry in current.items()}:
+            return None
+        return counted
 
     def _target_assignment_computed(self, record: dict) -> list[tuple]:
         """A target-assignment metadata record completes the target assignment whose member records came
@@ -333,6 +374,7 @@ class GroupFold:
             "assignment_configs": jsonable(getattr(group, "last_assignment_configs", None)),
             "initialized_topics": jsonable(
                 (getattr(group, "state_partition_metadata", None) or {}).get("initializedTopics")),
+            "counted_regular_expressions": jsonable(self._counted_regular_expressions(batch)),
         }
 
     def _target_as_json(self, target_assignment: dict[str, Any]) -> dict[str, Any]:

@@ -57,9 +57,11 @@ TARGET_ASSIGNMENTS_DDL = (
     "group_id string, group_type string, assignment_epoch int, assignment_timestamp long, partition int, "
     "offset long, timestamp long, group_epoch int, metadata_hash long, members_changed array<string>, "
     "members string, target string, previous_target string, topology string, resolved_regular_expressions string, "
-    "partition_metadata string, assignment_configs string, initialized_topics string"
+    "partition_metadata string, assignment_configs string, initialized_topics string, "
+    "counted_regular_expressions string"
 )
 _JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", "resolved_regular_expressions",
+                            "counted_regular_expressions",
                             "partition_metadata", "assignment_configs", "initialized_topics")
 
 

@@ -36,6 +36,9 @@ STREAMS_RECORD_TYPES = frozenset({
 TARGET_MEMBER_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
                                         R.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
                                         R.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER})
+#: The consumer-group records whose replay makes ``ConsumerGroup`` recompute its stored subscription type
+#: (``updateMember`` / ``removeMember``): a member's metadata and its current assignment, values and tombstones.
+SUBSCRIPTION_TYPE_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_MEMBER_METADATA, R.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT})
 TARGET_METADATA_RECORD_TYPES = frozenset({R.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
                                           R.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
                                           R.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA})
