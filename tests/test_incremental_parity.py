@@ -316,3 +316,6 @@ def test_check_incremental_gates_each_night_on_its_own_records(spark, faulted, t
     second = capsys.readouterr().out
     assert "PASS run night-2" in second and "input: 0 quarantined, 0 lost" in second
     assert 'name="offset_commit_by_non_owner"' in junit.read_text() and "not evaluated" not in junit.read_text()
+    # nothing new: its tables and state are night 1's (tests/test_incremental_idle.py), no audit ran again
+    stages = json.loads((tmp_path / "out" / "summary" / "night-2.json").read_text())["stages"]
+    assert stages["provisional"].startswith("carried from the last run (nothing new, the clock did not move)")

@@ -549,13 +549,20 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         restore = plain_execution_for_a_small_log(spark, covered.counts["decoded"], settings.spark.conf)
         if restore is not None:
             stages.on_release(restore)
+        carried = idle_run_carries(settings, covered)
         with stages.stage("audit"):
-            audited = audit_run(spark, settings, checkpoint, covered, stages)
+            audited = (carried_audit(spark, settings, checkpoint, covered) if carried else
+                       audit_run(spark, settings, checkpoint, covered, stages))
         snapshot = next_snapshot(run_id, covered, audited)
         with stages.stage("write"):
             paths = write_tables(spark, settings, audited.frames, stages)
         summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages)
         write_summary(spark, settings, summary)
+        if carried:
+            with stages.stage("carried state"):
+                carry_state(spark, checkpoint, run_id, covered)
+            publish_run(spark, settings, checkpoint, covered, audited, snapshot, identity, paths)
+            return summary
         if audited.offset_state is not None:
             with stages.stage("offset state"):
                 _write_offset_state(checkpoint, run_id, audited.offset_state)
@@ -745,6 +752,105 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
     return AuditedRun(frames=frames, tail=tail, gaps=gaps, offset_state=None if offset_rules is None else offset_rules[2],
                       rerun_state=rerun_state, due=due, provisional_how=how, costs=costs,
                       coordinator_runs=coordinator_rows)
+
+
+# -- a run with nothing new -------------------------------------------------------------------------------------
+
+def idle_run_carries(settings: Settings, covered: Coverage) -> bool:
+    """Whether this run, which read no new record, can take its tables and the state it leaves from the last
+    published run instead of auditing again (``carried_audit``, ``carry_state``).
+
+    With no new record the clock stands where the last run left it, every group's audit, offset-rule and re-run
+    state is the one that run stored, and its provisional tail was finished at that same clock with the same
+    settings (``Coverage.carry_tail``): recomputing a group whose timer the clock reached gives the rows the last
+    run carried or recomputed for it. So the run's tables are the last run's whole-log tables, the provisional ones
+    included, and empty tables of what this run's records complete. That holds when the last run kept every piece
+    an idle run would resume (offset-rule state, the re-runs' state and costs as the assignor audit asks, the
+    coordinator's run rows), its tables sit where this run writes, and this run's snapshot would be a delta on its
+    chain (``next_snapshot``); otherwise the run audits as any other."""
+    from offsets_audit.sinks import Output
+
+    runs = covered.runs
+    if not covered.nothing_new or not runs or not covered.carry_tail:
+        return False
+    last = runs[-1]
+    audit = bool(settings.assignors.audit)
+    return (covered.clock == last.get("clock") and bool(last.get("compact")) and "chain" in last
+            and 0 < len(covered.chain) <= streaming.DELTAS_BEFORE_FULL
+            and bool(last.get("offset_rules")) and bool(last.get(COORDINATOR_RUNS_FOLDER))
+            and bool(last.get("assignor_state")) == audit and bool(last.get("coordinator_costs")) == audit
+            and bool(last.get("output")) and Output.of(last["output"]) == Output.of(settings.output))
+
+
+#: Tables an idle run takes whole from the last published run (``carried_audit``): what the end of the log and the
+#: whole log so far give, which no new record changed.
+CARRIED_TABLES = ("provisional_findings", "provisional_assignor_audit", "coordinator_load")
+
+
+def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage) -> AuditedRun:
+    """The audit stage of a run with nothing new (``idle_run_carries``): the replay's tables of the state so far and
+    the provisional rebalances, what-if rows and latency tables from the snapshot's tails as any run plans them;
+    ``CARRIED_TABLES`` read from the last run's tables; the tables of this run's records empty. No Python pass, no
+    re-run and no offset-rule plan runs. The state it hands on is the last run's (``carry_state`` copies it)."""
+    from offsets_audit.assignors import spark as assignor_spark
+    from offsets_audit import tables
+    from offsets_audit.audit.coordinator_load import RUN_DDL
+    from offsets_audit.sinks import Output
+
+    last = covered.runs[-1]
+    replayed, _ = streaming.replay_tables(spark, checkpoint, [], covered.history, [])
+    frames: dict = {**replayed.as_dict(outputs_only=True), "quarantine": None}
+    back = {new: old for old, new in streaming.TAIL_KINDS.items()}
+    tail = streaming.latest_tails(covered.history).select(streaming.renamed_kinds(back).alias("kind"), "group_id",
+                                                          "payload")
+    output = Output.of(last["output"])
+    earlier = {name: output.read_table(spark, name, last["run_id"]) for name in CARRIED_TABLES}
+    rebalances = _rebalances_of_run(spark, checkpoint, covered, streaming.fold_rows(spark, checkpoint, []), tail)
+    frames.update(findings=tables.empty(spark, "findings"), rebalances=rebalances["rebalances"],
+                  provisional_findings=earlier["provisional_findings"],
+                  provisional_rebalances=rebalances["provisional_rebalances"],
+                  latency_summary=rebalances["latency_summary"], rebalance_causes=rebalances["rebalance_causes"],
+                  latency_daily=rebalances["latency_daily"], assignment_interval_whatif=_whatif(tail),
+                  coordinator_load=earlier["coordinator_load"])
+    if settings.assignors.audit:
+        frames.update(assignor_audit=tables.empty(spark, "assignor_audit"),
+                      provisional_assignor_audit=earlier["provisional_assignor_audit"])
+    else:
+        frames.update(assignor_audit=None, provisional_assignor_audit=None)
+    folder = f"{checkpoint}/{{}}/run={last['run_id']}"
+    rerun_state = costs = None
+    if settings.assignors.audit:
+        rerun_state = spark.read.schema(assignor_spark.RERUN_STATE_DDL).parquet(folder.format(ASSIGNOR_STATE_FOLDER))
+        costs = spark.read.schema(COST_DDL).parquet(folder.format(COST_FOLDER))
+    return AuditedRun(
+        frames=frames, tail=tail, gaps=None, offset_state=_offset_state(spark, checkpoint, covered.runs),
+        rerun_state=rerun_state, due=spark.createDataFrame([], "group_id string"),
+        provisional_how="carried from the last run (nothing new, the clock did not move): every group's rows",
+        costs=costs,
+        coordinator_runs=spark.read.schema(RUN_DDL).parquet(folder.format(COORDINATOR_RUNS_FOLDER)))
+
+
+def carry_state(spark, checkpoint: str, run_id: str, covered: Coverage) -> None:
+    """What a run with nothing new leaves for the next (``idle_run_carries``): the last run's offset-rule state,
+    re-run state, costs and coordinator run rows under this run's id (copied: no new record changed them), an empty
+    delta snapshot on the last run's chain (every group's newest rows and tail are already in it) and an empty
+    store of completed rebalances."""
+    import shutil
+
+    root = streaming.local_folder(checkpoint)
+    last = covered.runs[-1]
+    for folder, kept in ((OFFSET_STATE_FOLDER, last.get("offset_rules")),
+                         (ASSIGNOR_STATE_FOLDER, last.get("assignor_state")),
+                         (COST_FOLDER, last.get("coordinator_costs")),
+                         (COORDINATOR_RUNS_FOLDER, last.get(COORDINATOR_RUNS_FOLDER))):
+        target = root / folder / f"run={run_id}"
+        shutil.rmtree(target, ignore_errors=True)
+        if kept:
+            shutil.copytree(root / folder / f"run={last['run_id']}", target)
+    nothing = streaming.fold_rows(spark, checkpoint, [])
+    streaming.write_compact(spark, checkpoint, run_id, nothing.select("group_id", "payload", "batch", "kind"),
+                            spark.createDataFrame([], streaming.GAPS_DDL))
+    streaming.write_rebalances(checkpoint, run_id, nothing)
 
 
 def _unpersist(dfs: list) -> None:
