@@ -549,10 +549,12 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         restore = plain_execution_for_a_small_log(spark, covered.counts["decoded"], settings.spark.conf)
         if restore is not None:
             stages.on_release(restore)
-        carried = idle_run_carries(settings, covered)
         with stages.stage("audit"):
-            audited = (carried_audit(spark, settings, checkpoint, covered) if carried else
-                       audit_run(spark, settings, checkpoint, covered, stages))
+            audited = carried_audit(spark, settings, checkpoint, covered) if idle_run_carries(settings, covered) \
+                else None
+            carried = audited is not None
+            if audited is None:
+                audited = audit_run(spark, settings, checkpoint, covered, stages)
         snapshot = next_snapshot(run_id, covered, audited)
         with stages.stage("write"):
             paths = write_tables(spark, settings, audited.frames, stages)
@@ -560,7 +562,7 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
         write_summary(spark, settings, summary)
         if carried:
             with stages.stage("carried state"):
-                carry_state(spark, checkpoint, run_id, covered)
+                carry_state(checkpoint, run_id, covered)
             publish_run(spark, settings, checkpoint, covered, audited, snapshot, identity, paths)
             return summary
         if audited.offset_state is not None:
@@ -784,14 +786,16 @@ def idle_run_carries(settings: Settings, covered: Coverage) -> bool:
 
 #: Tables an idle run takes whole from the last published run (``carried_audit``): what the end of the log and the
 #: whole log so far give, which no new record changed.
-CARRIED_TABLES = ("provisional_findings", "provisional_assignor_audit", "coordinator_load")
+CARRIED_TABLES = ("group_state", "members", "offsets", "provisional_findings", "provisional_assignor_audit",
+                  "coordinator_load", "assignment_interval_whatif")
 
 
-def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage) -> AuditedRun:
-    """The audit stage of a run with nothing new (``idle_run_carries``): the replay's tables of the state so far and
-    the provisional rebalances, what-if rows and latency tables from the snapshot's tails as any run plans them;
-    ``CARRIED_TABLES`` read from the last run's tables; the tables of this run's records empty. No Python pass, no
-    re-run and no offset-rule plan runs. The state it hands on is the last run's (``carry_state`` copies it)."""
+def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage) -> AuditedRun | None:
+    """The audit stage of a run with nothing new (``idle_run_carries``): ``CARRIED_TABLES`` read from the last run's
+    tables; the provisional rebalances and the latency tables of them from the snapshot's tails as any run plans
+    them; the tables of this run's records empty. No replay, Python pass, re-run or offset-rule plan runs. The state
+    it hands on is the last run's (``carry_state`` copies it). None when a table of the last run is not there to
+    read (the run then audits as any other)."""
     from offsets_audit.assignors import spark as assignor_spark
     from offsets_audit import tables
     from offsets_audit.audit.coordinator_load import RUN_DDL
@@ -799,18 +803,22 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
 
     last = covered.runs[-1]
     replayed, _ = streaming.replay_tables(spark, checkpoint, [], covered.history, [])
+    output = Output.of(last["output"])
+    earlier = {name: output.read_table(spark, name, last["run_id"]) for name in CARRIED_TABLES}
+    if any(df is None for df in earlier.values()):
+        return None
     frames: dict = {**replayed.as_dict(outputs_only=True), "quarantine": None}
+    frames.update({name: earlier[name] for name in ("group_state", "members", "offsets")})
     back = {new: old for old, new in streaming.TAIL_KINDS.items()}
     tail = streaming.latest_tails(covered.history).select(streaming.renamed_kinds(back).alias("kind"), "group_id",
                                                           "payload")
-    output = Output.of(last["output"])
-    earlier = {name: output.read_table(spark, name, last["run_id"]) for name in CARRIED_TABLES}
     rebalances = _rebalances_of_run(spark, checkpoint, covered, streaming.fold_rows(spark, checkpoint, []), tail)
     frames.update(findings=tables.empty(spark, "findings"), rebalances=rebalances["rebalances"],
                   provisional_findings=earlier["provisional_findings"],
                   provisional_rebalances=rebalances["provisional_rebalances"],
                   latency_summary=rebalances["latency_summary"], rebalance_causes=rebalances["rebalance_causes"],
-                  latency_daily=rebalances["latency_daily"], assignment_interval_whatif=_whatif(tail),
+                  latency_daily=rebalances["latency_daily"],
+                  assignment_interval_whatif=earlier["assignment_interval_whatif"],
                   coordinator_load=earlier["coordinator_load"])
     if settings.assignors.audit:
         frames.update(assignor_audit=tables.empty(spark, "assignor_audit"),
@@ -830,7 +838,7 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
         coordinator_runs=spark.read.schema(RUN_DDL).parquet(folder.format(COORDINATOR_RUNS_FOLDER)))
 
 
-def carry_state(spark, checkpoint: str, run_id: str, covered: Coverage) -> None:
+def carry_state(checkpoint: str, run_id: str, covered: Coverage) -> None:
     """What a run with nothing new leaves for the next (``idle_run_carries``): the last run's offset-rule state,
     re-run state, costs and coordinator run rows under this run's id (copied: no new record changed them), an empty
     delta snapshot on the last run's chain (every group's newest rows and tail are already in it) and an empty
@@ -847,10 +855,7 @@ def carry_state(spark, checkpoint: str, run_id: str, covered: Coverage) -> None:
         shutil.rmtree(target, ignore_errors=True)
         if kept:
             shutil.copytree(root / folder / f"run={last['run_id']}", target)
-    nothing = streaming.fold_rows(spark, checkpoint, [])
-    streaming.write_compact(spark, checkpoint, run_id, nothing.select("group_id", "payload", "batch", "kind"),
-                            spark.createDataFrame([], streaming.GAPS_DDL))
-    streaming.write_rebalances(checkpoint, run_id, nothing)
+    streaming.write_empty_delta(checkpoint, run_id)
 
 
 def _unpersist(dfs: list) -> None:

@@ -665,6 +665,28 @@ def write_compact(spark, checkpoint: str, run_id: str, rows, gaps) -> None:
     gaps.coalesce(1).write.mode("overwrite").parquet(f"{folder}/gaps")
 
 
+def write_empty_delta(checkpoint: str, run_id: str) -> None:
+    """Write what ``write_compact`` and ``write_rebalances`` write for a run that changed nothing (a delta snapshot
+    without rows, no quarantined row, no completed rebalance), as plain files: no Spark job for three empty
+    writes. A partitioned write without rows leaves its folder with only ``_SUCCESS``; the gaps, one empty
+    Parquet file with their schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}
+    root = local_folder(checkpoint)
+    folders = [root / COMPACT_FOLDER / f"run={run_id}" / "rows", root / COMPACT_FOLDER / f"run={run_id}" / "gaps",
+               root / REBALANCE_STORE / f"run={run_id}"]
+    _remove_tree(root / COMPACT_FOLDER / f"run={run_id}")
+    _remove_tree(root / REBALANCE_STORE / f"run={run_id}")
+    for folder in folders:
+        folder.mkdir(parents=True)
+    schema = pa.schema([(name, arrow[kind]) for name, kind in (c.split() for c in GAPS_DDL.split(", "))])
+    pq.write_table(schema.empty_table(), str(folders[1] / "part-00000-empty.snappy.parquet"), compression="snappy")
+    for folder in folders:
+        (folder / "_SUCCESS").touch()
+
+
 def drop_batches_before(checkpoint: str, first_fold: int, first_records: int) -> None:
     """Remove ``fold_rows/batch=N`` before ``first_fold`` and ``quarantine/batch=N``, ``counts/batch=N.json``
     before ``first_records``: once a run's compact snapshot is published, only its own micro-batches are read
