@@ -37,12 +37,17 @@ check: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python tools/check_imports.py src/offsets_audit
 
+# The suite in TEST_WORKERS processes (pytest-xdist), each module whole on one of them, the longest modules first
+# (tests/conftest.py); TEST_WORKERS=0 runs it in this process. docs/testing.md says how to run a part of it.
+TEST_WORKERS ?= 2
+PYTEST_SPLIT := -n $(TEST_WORKERS) --dist loadfile
+
 test: $(STAMP) check browser kafka
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_SPLIT)
 
 # The default suite plus its long runs (tests marked full, and every parity cut): several times longer.
 test-full: $(STAMP) check browser kafka
-	OFFSETS_AUDIT_FULL=1 OFFSETS_AUDIT_FULL_PARITY=1 $(BIN)/python -m pytest
+	OFFSETS_AUDIT_FULL=1 OFFSETS_AUDIT_FULL_PARITY=1 $(BIN)/python -m pytest $(PYTEST_SPLIT)
 
 # The real-Kafka tests (a KRaft broker, Kafka's clients and tools) on every Kafka version of the matrix
 # (tests/kafka_jars.py KAFKA_VERSIONS); `make test` runs them on the newest only.

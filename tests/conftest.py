@@ -34,6 +34,76 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+#: Test modules in the order ``make test``'s workers start them, the longest first: the run ends when the last
+#: module ends, so the long ones must not be left for the end (a module's tests and its fixtures stay on one worker).
+#: The rest follow in collection order. Measured by ``--durations``; a module that grows long belongs here.
+LONGEST_FIRST = (
+    "test_offsets_parity.py",
+    "test_incremental_parity.py",
+    "test_real_kafka.py",
+    "test_replay_incremental.py",
+    "test_kill.py",
+    "test_connect.py",
+    "test_spark_submit.py",
+    "test_segments_spark.py",
+    "test_group_configs.py",
+    "test_clean_run_e2e.py",
+    "test_oracle.py",
+    "test_audit_causes_spark.py",
+    "test_audit_check.py",
+    "test_kafka_source.py",
+    "test_coordinator_load_spark.py",
+    "test_notebooks.py",
+    "test_tables.py",
+)
+
+#: Modules that share a session fixture with another module run on that module's worker, so the fixture's work
+#: (a broker's scenarios, killed and restarted) is done once.
+SAME_WORKER = {
+    "test_real_kafka_faults.py": "test_real_kafka.py",
+}
+
+
+class _LongestFirst:
+    """``--dist loadfile`` (pytest-xdist) with this suite's order: one work unit per module (or per group of
+    modules sharing a session fixture, ``SAME_WORKER``), the longest handed out first (``LONGEST_FIRST``)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config, log):
+        if config.getvalue("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
+
+        class Scheduling(LoadFileScheduling):
+            ordered = False
+
+            def _split_scope(self, nodeid: str) -> str:
+                path = super()._split_scope(nodeid)
+                folder, _, name = path.rpartition("/")
+                return f"{folder}/{SAME_WORKER[name]}" if name in SAME_WORKER else path
+
+            def _assign_work_unit(self, node) -> None:
+                # The work queue is complete before its first unit is handed out: order it then, once.
+                if not self.ordered:
+                    self.ordered = True
+                    units = sorted(self.workqueue.items(), key=lambda unit: _rank(unit[0]))
+                    self.workqueue.clear()
+                    self.workqueue.update(units)
+                super()._assign_work_unit(node)
+
+        return Scheduling(config, log)
+
+
+def _rank(scope: str) -> int:
+    name = scope.rpartition("/")[2]
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_LongestFirst(), "offsets-audit-longest-first")
+
+
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
