@@ -57,10 +57,13 @@ LONGEST_FIRST = (
     "test_tables.py",
 )
 
-#: Modules that share a session fixture with another module run on that module's worker, so the fixture's work
-#: (a broker's scenarios, killed and restarted) is done once.
+#: Modules that share a costly session fixture run on one worker, as one work unit named after the first, so the
+#: fixture's work is done once: the session broker (started, formatted) and its run of the scenarios (killed and
+#: restarted in the middle).
 SAME_WORKER = {
-    "test_real_kafka_faults.py": "test_real_kafka.py",
+    name: "test_real_kafka.py"
+    for name in ("test_real_kafka_faults.py", "test_group_configs.py", "test_kafka_source.py",
+                 "test_kafka_source_dump.py", "test_kafka_stream.py", "test_topic_metadata.py")
 }
 
 
