@@ -38,20 +38,18 @@ def pytest_collection_modifyitems(config, items):
 #: module ends, so the long ones must not be left for the end (a module's tests and its fixtures stay on one worker).
 #: The rest follow in collection order. Measured by ``--durations``; a module that grows long belongs here.
 LONGEST_FIRST = (
+    "test_real_kafka.py",
     "test_offsets_parity.py",
     "test_incremental_parity.py",
-    "test_real_kafka.py",
     "test_replay_incremental.py",
-    "test_kill.py",
     "test_connect.py",
+    "test_kill.py",
     "test_spark_submit.py",
     "test_segments_spark.py",
-    "test_group_configs.py",
     "test_clean_run_e2e.py",
     "test_oracle.py",
     "test_audit_causes_spark.py",
     "test_audit_check.py",
-    "test_kafka_source.py",
     "test_coordinator_load_spark.py",
     "test_notebooks.py",
     "test_tables.py",
