@@ -62,7 +62,8 @@ schema-drift: $(STAMP)
 	$(BIN)/python tests/schema_drift.py 4.0.2 4.2.1 4.4.0
 
 # tests/golden's Kafka-judged parts remade by a Kafka release through the oracle (tests/golden_regen.py): assignor
-# answers, record vectors read, written back and printed, segments read and dumped. `make golden` compares the stored
+# answers, record vectors read, written back and printed, segments read and dumped, histories' state loaded.
+# `make golden` compares the stored
 # data with GOLDEN_KAFKA's answers (one line per part, exit 1 on a difference); GOLDEN_FLAGS=--write stores them in
 # tests/golden (review the diff). `make golden-versions` writes 4.0's, 4.2's and 4.4's into .cache/golden/<version>.
 GOLDEN_KAFKA ?= 4.4.0

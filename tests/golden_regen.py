@@ -25,9 +25,13 @@ Parts:
   ``tests/golden/histories``: each record's batch and record fields as ``FileRecords.batches()`` reads them, and
   ``dump_key``/``dump_payload`` as ``kafka-dump-log --offsets-decoder`` prints them. ``partition`` (chosen, not in
   the file) is kept.
+- ``histories``: each golden history's ``NAME.state.json`` and ``NAME.epochs.jsonl[.xz]``, remade from its log
+  segment by the release's loader (``tests/oracle.py replay --golden``): every batch replayed as
+  ``CoordinatorLoaderImpl`` does, the coordinator's view after each data batch, then ``onLoaded`` with the stored
+  topics and the stored clock, and what ListGroups, each describe and OffsetFetch answer for the groups the stored
+  state asked about, in its order. The stored ``topics``, ``events`` and clock are inputs and stay.
 
-The random vectors themselves, the segment files, the hash cases' inputs and the histories'
-``state.json``/``epochs.jsonl`` are inputs:
+The random vectors themselves, the segment files and the hash cases' inputs are inputs:
 they were written by Kafka's classes once and are re-read here, not rewritten. ``--write`` stores the release's
 answers in place (only files with a difference are rewritten). Exit status 1 when an answer differs (and
 ``--write`` was not given).
@@ -55,6 +59,14 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 ASSIGNORS = GOLDEN / "assignors"
 FILES = ("uniform", "range", "simple", "streams_sticky")
 CODEC = ("records", "metadata_hash", "segments")
+HISTORY_PARTS = ("histories",)
+HISTORIES = GOLDEN / "histories"
+#: Histories whose stored files hold what a loaded coordinator cannot know: reported, not a failure, kept as stored.
+KNOWN_HISTORIES = {
+    "history-streams-group.state.json": "the members' taskOffsets/taskEndOffsets come in heartbeats and are not "
+    "written to the log, and the changelog topics' partitions are set when a heartbeat configures the topology; "
+    "the release's describe also has fields the writing release lacked (assignorName, topologyDescription*)",
+}
 RECORD_FILES = ("records/records.jsonl.xz", "records/records_removed_types.jsonl.xz",
                 "records/consumer_protocol.jsonl.xz")
 HASH_FILES = ("metadata_hash/topic_hash.jsonl.xz", "metadata_hash/group_hash.jsonl.xz")
@@ -275,18 +287,64 @@ def _remake_segment(path: Path, remade_lines: list[dict], dump: dict[int, tuple[
     out[path] = lines
 
 
+def _text(path: Path) -> str:
+    if path.suffix == ".xz":
+        with lzma.open(path, "rt", encoding="utf-8") as handle:
+            return handle.read()
+    return path.read_text(encoding="utf-8")
+
+
+def history_files(names: Sequence[str] | None = None) -> list[Path]:
+    """The golden histories' stored states (``NAME.state.json``), or those of ``names`` only."""
+    found = sorted(HISTORIES.rglob("*.state.json"))
+    return [p for p in found if names is None or p.name[:-len(".state.json")] in names]
+
+
+def regenerate_histories(version: str, states: Sequence[Path]) -> tuple[dict[Path, str], list[str]]:
+    """Each history's ``state.json`` and ``epochs.jsonl`` as the release's loader remakes them from its segment
+    (path -> text, the stored compression kept), and the files whose text differs from the stored one."""
+    remade: dict[Path, str] = {}
+    changed: list[str] = []
+    for state in states:
+        name = state.name[:-len(".state.json")]
+        stored = json.loads(state.read_text(encoding="utf-8"))
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / f"__consumer_offsets-{stored.get('partition', 0)}"
+            folder.mkdir()
+            shutil.copyfile(state.parent / f"{name}-00000000000000000000.log", folder / "00000000000000000000.log")
+            answer = oracle.replay_folder(tmp, golden=state, version=version)[0]
+        remade[state] = answer["golden_state"]
+        epochs = [p for p in (state.parent / f"{name}.epochs.jsonl", state.parent / f"{name}.epochs.jsonl.xz")
+                  if p.exists()]
+        if epochs:
+            remade[epochs[0]] = answer["golden_epochs"]
+        for path in [state, *epochs]:
+            if remade[path] != _text(path):
+                changed.append(str(path.relative_to(GOLDEN)))
+    return remade, changed
+
+
+def _store_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".xz":
+        with lzma.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", help=f"any of {', '.join(FILES + CODEC)} (default: all)")
+    parser.add_argument("parts", nargs="*", help=f"any of {', '.join(FILES + CODEC + HISTORY_PARTS)} (default: all)")
     parser.add_argument("--version", default=kafka_jars.DEFAULT_KAFKA_VERSION)
     parser.add_argument("--write", action="store_true", help="store the release's answers in tests/golden")
     parser.add_argument("--out", type=Path, help="write every remade file under this folder (the layout of "
                         "tests/golden) instead of comparing: one release's golden data beside the stored one")
     args = parser.parse_args(argv)
-    unknown = [name for name in args.parts if name not in FILES + CODEC]
+    unknown = [name for name in args.parts if name not in FILES + CODEC + HISTORY_PARTS]
     if unknown:
-        parser.error(f"no golden part {unknown[0]!r}: choose from {', '.join(FILES + CODEC)}")
-    parts = args.parts or FILES + CODEC
+        parser.error(f"no golden part {unknown[0]!r}: choose from {', '.join(FILES + CODEC + HISTORY_PARTS)}")
+    parts = args.parts or FILES + CODEC + HISTORY_PARTS
     differ = False
     for name in [p for p in parts if p in FILES]:
         if name == "streams_sticky" and oracle_version_key(args.version) < (4, 2):
@@ -326,6 +384,20 @@ def main(argv: Sequence[str]) -> int:
                 _write_lines(target, lines)
             elif args.write and (str(key) in touched or path.name in touched):
                 _write_lines(path, lines)
+        differ |= bool(changed)
+    if "histories" in parts:
+        remade, changed = regenerate_histories(args.version, history_files())
+        known = [c for c in changed if Path(c).name in KNOWN_HISTORIES]
+        changed = [c for c in changed if c not in known]
+        print(f"histories: {len(remade)} state and epochs files on Kafka {args.version}, {len(changed)} differ"
+              + (": " + ", ".join(changed[:20]) if changed else "")
+              + "".join(f"; known: {c} ({KNOWN_HISTORIES[Path(c).name]})" for c in known))
+        for path, text in remade.items():
+            relative = str(path.relative_to(GOLDEN))
+            if args.out is not None:
+                _store_text(args.out / relative, text)
+            elif args.write and relative in changed:
+                _store_text(path, text)
         differ |= bool(changed)
     return 1 if differ and not (args.write or args.out) else 0
 

@@ -17,7 +17,7 @@ Command line (one JVM per call; ``--version`` picks the Kafka version, default t
 
     python tests/oracle.py write SCENARIOS.jsonl OUT [--version V]
     python tests/oracle.py generate SEED COUNT [--version V] [--first N] > SCENARIOS.jsonl
-    python tests/oracle.py replay DIR [TOPICS.json] [--epochs] [--broker-configs CONFIGS.json] [--version V]
+    python tests/oracle.py replay DIR [TOPICS.json] [--epochs] [--broker-configs CONFIGS.json] [--golden STATE.json] [--version V]
     python tests/oracle.py assign INPUTS.jsonl [--chain] [--version V]
     python tests/oracle.py schemas [--version V]
 """
@@ -77,14 +77,17 @@ def load_epochs(out: str | Path, name: str) -> list[dict[str, Any]]:
 
 
 def replay_folder(folder: str | Path, topics: str | Path | None = None, *, epochs: bool = False,
-                  broker_configs: dict[str, dict[str, str]] | None = None,
+                  broker_configs: dict[str, dict[str, str]] | None = None, golden: str | Path | None = None,
                   version: str = kafka_jars.DEFAULT_KAFKA_VERSION) -> list[dict[str, Any]]:
     """Kafka's state after loading each ``__consumer_offsets-P`` of ``folder`` (one dict per partition).
 
     ``topics``: a topic-metadata snapshot (the writer's ``topics``) for the loaded coordinator's metadata image;
-    ``broker_configs``: the broker configs each partition's coordinator runs with (``{"P": {...}}``, ``"*"`` for all).
+    ``broker_configs``: the broker configs each partition's coordinator runs with (``{"P": {...}}``, ``"*"`` for all);
+    ``golden``: a golden history's stored ``state.json``, whose inputs (topics, clock, groups asked about) the load
+    uses; the answer then also holds the remade files' text (``golden_state``, ``golden_epochs``).
     """
-    args = ["replay", str(folder)] + ([str(topics)] if topics else []) + (["--epochs"] if epochs else [])
+    args = (["replay", str(folder)] + ([str(topics)] if topics else []) + (["--epochs"] if epochs else [])
+            + (["--golden", str(golden)] if golden else []))
     with tempfile.TemporaryDirectory() as tmp:
         if broker_configs:
             path = Path(tmp) / "broker-configs.json"

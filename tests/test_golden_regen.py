@@ -35,3 +35,21 @@ def test_every_golden_segment_is_what_kafka_reads_and_prints():
     remade, changed = golden_regen.regenerate_codec(golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION, False, None)
     assert len(remade) == len(golden_regen.expected_files()) > 50
     assert changed == []
+
+
+def test_golden_histories_state_and_epochs_are_what_kafkas_loader_answers():
+    """A golden history's state.json and epochs.jsonl, remade from its segment by the release's loader with the
+    stored topics, clock and groups asked about, are the stored files to the byte: a consumer group's history, and
+    one whose offsets expired by a timer after the last record (groups no longer listed, still asked about)."""
+    states = golden_regen.history_files(["history-consumer-group", "history-simple-and-txn-commits"])
+    remade, changed = golden_regen.regenerate_histories(golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION, states)
+    assert len(states) == 2 and len(remade) == 4
+    assert changed == []
+
+
+@pytest.mark.full
+def test_every_golden_history_is_what_kafkas_loader_answers():
+    states = golden_regen.history_files()
+    remade, changed = golden_regen.regenerate_histories(golden_regen.kafka_jars.DEFAULT_KAFKA_VERSION, states)
+    assert len(states) > 50
+    assert [c for c in changed if c.rsplit("/", 1)[-1] not in golden_regen.KNOWN_HISTORIES] == []

@@ -1,6 +1,7 @@
 package offsetsaudit.oracle;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -72,6 +73,8 @@ final class Coordinator {
     final boolean recordEpochs;
     long nextOffset;
     long records;
+    /** Whether each group view in an epochs line shows the member table's order and capacity (golden files predate them). */
+    boolean memberTable = true;
 
     Coordinator(int partition, Map<String, Object> brokerProps, long startMs, String compression, boolean recordEpochs,
                 ArrayNode events) {
@@ -310,11 +313,13 @@ final class Coordinator {
         ArrayNode members = view.putArray("members");
         Map<?, ?> byId = (Map<?, ?>) Reflect.call(group, "members");
         // the member table's own iteration order (a TimelineHashMap): what the assignor's inputs are built in
-        ArrayNode table = view.putArray("member_table_order");
-        for (Object id : byId.keySet()) table.add(String.valueOf(id));
-        Object table0 = Reflect.field(group, "members");
-        Object elements = table0 == null ? null : Reflect.field(table0, "elements");
-        if (elements instanceof Object[]) view.put("member_table_capacity", ((Object[]) elements).length);
+        if (memberTable) {
+            ArrayNode table = view.putArray("member_table_order");
+            for (Object id : byId.keySet()) table.add(String.valueOf(id));
+            Object table0 = Reflect.field(group, "members");
+            Object elements = table0 == null ? null : Reflect.field(table0, "elements");
+            if (elements instanceof Object[]) view.put("member_table_capacity", ((Object[]) elements).length);
+        }
         for (Object m : new TreeMap<>(byId).values()) {
             ObjectNode mv = members.addObject();
             mv.put("member_id", (String) Reflect.call(m, "memberId"));
@@ -340,9 +345,26 @@ final class Coordinator {
 
     /** The final state in the golden {@code *.state.json} layout (Kafka JSON of each describe, list and fetch). */
     ObjectNode state() {
+        return state(true, null);
+    }
+
+    private static List<String> askedOr(JsonNode asked, String field, List<String> otherwise) {
+        if (!asked.has(field)) return otherwise;
+        List<String> ids = new ArrayList<>();
+        for (JsonNode g : asked.get(field)) ids.add(g.path("groupId").asText());
+        return ids;
+    }
+
+    /**
+     * What Kafka answers at the end: ListGroups, each type's describe of the listed groups, OffsetFetch of every
+     * group. {@code sorted}: groups by id, topics by name and partitions by index; otherwise in the order Kafka
+     * answers. {@code asked}: null, or a state in this layout whose describe and offset lists name the groups to
+     * ask about, in that order (a list it lacks: the listed groups of that type).
+     */
+    ObjectNode state(boolean sorted, JsonNode asked) {
         ObjectNode out = JSON.objectNode();
         List<ListGroupsResponseData.ListedGroup> listed = new ArrayList<>(listGroups());
-        listed.sort((a, b) -> a.groupId().compareTo(b.groupId()));
+        if (sorted) listed.sort((a, b) -> a.groupId().compareTo(b.groupId()));
         List<String> consumer = new ArrayList<>();
         List<String> share = new ArrayList<>();
         List<String> streams = new ArrayList<>();
@@ -356,6 +378,12 @@ final class Coordinator {
                 case "streams": streams.add(g.groupId()); break;
                 default: classic.add(g.groupId()); break;
             }
+        }
+        if (asked != null) {
+            consumer = askedOr(asked, "consumer_group_describe", consumer);
+            share = askedOr(asked, "share_group_describe", share);
+            streams = askedOr(asked, "streams_group_describe", streams);
+            classic = askedOr(asked, "classic_group_describe", classic);
         }
         if (!consumer.isEmpty()) {
             ArrayNode a = out.putArray("consumer_group_describe");
@@ -377,17 +405,22 @@ final class Coordinator {
                 a.add(DescribeGroupsResponseDataJsonConverter.DescribedGroupJsonConverter.write(g, (short) 5));
         }
         ArrayNode offsets = out.putArray("committed_offsets");
-        for (ListGroupsResponseData.ListedGroup g : listed) {
+        List<String> fetchedGroups = new ArrayList<>();
+        for (ListGroupsResponseData.ListedGroup g : listed) fetchedGroups.add(g.groupId());
+        if (asked != null) fetchedGroups = askedOr(asked, "committed_offsets", fetchedGroups);
+        for (String groupId : fetchedGroups) {
             OffsetFetchResponseData.OffsetFetchResponseGroup fetched = Compat.fetchAllOffsets(shard,
-                new OffsetFetchRequestData.OffsetFetchRequestGroup().setGroupId(g.groupId()).setTopics(null), LATEST);
-            List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>(fetched.topics());
-            topics.sort((a, b) -> a.name().compareTo(b.name()));
-            for (OffsetFetchResponseData.OffsetFetchResponseTopics t : topics) {
-                List<OffsetFetchResponseData.OffsetFetchResponsePartitions> ps = new ArrayList<>(t.partitions());
-                ps.sort((a, b) -> Integer.compare(a.partitionIndex(), b.partitionIndex()));
-                t.setPartitions(ps);
+                new OffsetFetchRequestData.OffsetFetchRequestGroup().setGroupId(groupId).setTopics(null), LATEST);
+            if (sorted) {
+                List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>(fetched.topics());
+                topics.sort((a, b) -> a.name().compareTo(b.name()));
+                for (OffsetFetchResponseData.OffsetFetchResponseTopics t : topics) {
+                    List<OffsetFetchResponseData.OffsetFetchResponsePartitions> ps = new ArrayList<>(t.partitions());
+                    ps.sort((a, b) -> Integer.compare(a.partitionIndex(), b.partitionIndex()));
+                    t.setPartitions(ps);
+                }
+                fetched.setTopics(topics);
             }
-            fetched.setTopics(topics);
             offsets.add(OffsetFetchResponseDataJsonConverter.OffsetFetchResponseGroupJsonConverter.write(fetched, (short) 9));
         }
         out.set("list_groups", list);
