@@ -124,7 +124,7 @@ def checked(spark, written):
                      "--group-configs", str(out / "group-configs.json")])
     tables = {name: [r.asDict() for r in sinks.read_table(spark, str(out / "tables"), name, "oracle", "parquet")
                      .collect()]
-              for name in ("findings", "rebalances", "assignor_audit", "group_state")}
+              for name in ("findings", "rebalances", "assignor_audit", "group_state", "target_assignments")}
     return code, tables
 
 
@@ -153,6 +153,24 @@ def test_sparks_replay_equals_the_pure_replay(checked, replayed):
     pure = sorted(tuple(row.get(c) for c in columns) for result in replayed.values()
                   for row in (fold.state_row() for fold in result.groups.values()))
     spark_rows = sorted(tuple(row.get(c) for c in columns) for row in tables["group_state"])
+    assert spark_rows == pure
+
+
+@pytest.mark.spark
+def test_sparks_target_rows_know_each_append_as_the_pure_ones_do(checked, replayed):
+    """The fold in Spark sees each record's Kafka batch, as the pure one does: its target rows' members (who joined
+    in the target's append) and the resolutions the stored subscription type counted are the pure rows'."""
+    _, tables = checked
+
+    def facts(group_id, offset, members, counted):
+        return group_id, offset, json.dumps(members, sort_keys=True), json.dumps(counted, sort_keys=True)
+
+    pure = sorted(facts(r["group_id"], r["offset"], r["members"], r["counted_regular_expressions"])
+                  for result in replayed.values() for fold in result.groups.values()
+                  for r in fold.target_assignment_rows())
+    spark_rows = sorted(facts(r["group_id"], r["offset"], json.loads(r["members"]),
+                              json.loads(r["counted_regular_expressions"] or "null"))
+                        for r in tables["target_assignments"])
     assert spark_rows == pure
 
 

@@ -192,3 +192,15 @@ def test_a_target_the_epoch_already_called_for_uses_the_stored_subscription_type
     rows = {r["assignment_epoch"]: r for r in result.groups["h06416.consumer-0"].target_assignment_rows()}
     assert list(rows[8]["counted_regular_expressions"]) == ["h06416\\.t[02468]"]
     assert not rows[8]["resolved_regular_expressions"] and rows[7]["counted_regular_expressions"] is None
+
+
+def test_a_first_target_whose_member_joined_in_its_append_is_rerun_from_the_log():
+    """A Kafka-made segment kept whole (h00242 of the second oracle bench): the pure re-run of consumer-0's
+    epoch 4 matched, the one through Spark did not (6 partitions placed differently), because the Spark fold did
+    not see each record's Kafka batch and so not which members joined in the target's append. The Spark edge now
+    carries ``batch_base_offset`` to the fold (tests/test_oracle.py compares its target rows with the pure ones)."""
+    result, reruns = _kept("spark-batch-facts-h00242")
+    rows = [r for r in reruns if r["kind"] == "rerun" and r["group_id"] == "h00242.consumer-0"]
+    assert rows and all(r["match"] for r in rows)
+    targets = result.groups["h00242.consumer-0"].target_assignment_rows()
+    assert all(m["joined_in_batch"] is not None for r in targets for m in r["members"])

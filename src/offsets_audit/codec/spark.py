@@ -438,10 +438,11 @@ def without_decoded_record(df):
 
 
 #: Columns of the decoded log the replay, the audit and the record counts read on every row (``compact``).
-WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "producer_id", "is_control", "control_type",
-                   "read_error_code", "records_lost", "record_type", "record_name", "group_id", "topic_name",
-                   "topic_partition", "error_code", "error_message", "offset_commit_value", DECODED_RECORD_COLUMN,
-                   *MARK_COLUMNS, PACKED_COLUMN)
+#: ``batch_base_offset``: the replay's fold tells from it which records one append (one heartbeat) wrote.
+WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "batch_base_offset", "producer_id",
+                   "is_control", "control_type", "read_error_code", "records_lost", "record_type", "record_name",
+                   "group_id", "topic_name", "topic_partition", "error_code", "error_message", "offset_commit_value",
+                   DECODED_RECORD_COLUMN, *MARK_COLUMNS, PACKED_COLUMN)
 #: ``compact``'s struct of the other columns, on quarantine rows only; its metadata keeps the column order.
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 

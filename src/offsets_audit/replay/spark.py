@@ -66,20 +66,26 @@ _JSON_COLUMNS_OF_TARGETS = ("members", "target", "previous_target", "topology", 
 
 
 def fold_rows(fold: GroupFold, keys: list, values: list, partitions: list, offsets: list,
-              timestamps: list, decoded_records: list | None = None) -> Iterator[tuple[str, dict]]:
+              timestamps: list, decoded_records: list | None = None,
+              batch_offsets: list | None = None) -> Iterator[tuple[str, dict]]:
     """Apply one group's records (parallel lists, already in log order) to ``fold``; yields ``(kind, row)``
     with ``kind`` "event" (an ``EVENTS_DDL`` row) or "target" (a ``TARGET_ASSIGNMENTS_DDL`` row computed
     meanwhile), their values already as the tables hold them (``details`` and the targets' JSON columns as
     JSON text). The one place the Spark edges turn fold output into table rows.
 
     ``decoded_records``: the codec's ``DECODED_RECORD_COLUMN`` of the same rows, so that a record the codec
-    stage decoded is not decoded again (a null entry: the fold decodes the bytes)."""
+    stage decoded is not decoded again (a null entry: the fold decodes the bytes). ``batch_offsets``: each record's
+    Kafka batch (its ``batch_base_offset``), which tells the fold which records one append wrote."""
     from offsets_audit.codec.spark import decoded_record_of
 
     blobs: Iterable[bytes | None] = itertools.repeat(None) if decoded_records is None else decoded_records
-    for key, value, partition, offset, ts, blob in zip(keys, values, partitions, offsets, timestamps, blobs):
+    bases: Iterable[Any] = itertools.repeat(None) if batch_offsets is None else batch_offsets
+    for key, value, partition, offset, ts, blob, base in zip(keys, values, partitions, offsets, timestamps, blobs,
+                                                             bases):
         record = {"key": None if key is None else bytes(key), "value": None if value is None else bytes(value),
                   "partition": int(partition), "offset": int(offset), "timestamp": None if _isnull(ts) else int(ts)}
+        if not _isnull(base):
+            record["batch_base_offset"] = int(base)
         for event in fold.apply(record, None if blob is None else decoded_record_of(blob)):
             event["details"] = _SORTED_JSON.encode(event["details"])
             yield "event", event
@@ -199,6 +205,8 @@ def _fold_group(group_id: str, batches: Iterator[pa.RecordBatch], schema: pa.Sch
             names = ["key", "value", "partition", "offset", "timestamp_ms"]
             if batch.schema.get_field_index(DECODED_RECORD_COLUMN) >= 0:
                 names.append(DECODED_RECORD_COLUMN)
+            if batch.schema.get_field_index("batch_base_offset") >= 0:
+                names.append("batch_base_offset")
             columns = {name: batch.column(name).to_pylist() for name in names}
             positions = list(zip(columns["partition"], columns["offset"]))
             _check_log_order(group_id, positions, last)
@@ -206,7 +214,8 @@ def _fold_group(group_id: str, batches: Iterator[pa.RecordBatch], schema: pa.Sch
             for start in range(0, batch.num_rows, CHUNK_ROWS):
                 chunk = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
                 rows = list(fold_rows(fold, chunk["key"], chunk["value"], chunk["partition"], chunk["offset"],
-                                      chunk["timestamp_ms"], chunk.get(DECODED_RECORD_COLUMN)))
+                                      chunk["timestamp_ms"], chunk.get(DECODED_RECORD_COLUMN),
+                                      chunk.get("batch_base_offset")))
                 if rows:
                     yield _fold_batch(rows, schema)
         yield _fold_batch([("state", fold.state_row()), *(("member", m) for m in fold.member_rows())], schema)
@@ -246,6 +255,10 @@ def _group_inputs(decoded_df):
         "group_id", *[F.when(~is_commit & group_record.isNull(), F.col(c)).alias(c) for c in ("key", "value")],
         F.when(is_commit, stand_in).otherwise(group_record).alias(DECODED_RECORD_COLUMN), "partition", "offset",
         "record_type", record_time_ms().alias("timestamp_ms"),
+        # which records one append wrote (a batch a heartbeat wrote): the fold's target rows tell from it how the
+        # coordinator computed them
+        (F.col("batch_base_offset") if "batch_base_offset" in decoded_df.columns
+         else F.lit(None).cast("long")).alias("batch_base_offset"),
     )
     w = Window.partitionBy("group_id").orderBy("partition", "offset")
     previous_is_commit = F.lag("record_type").over(w).isin(*_COMMIT_STAND_INS)
