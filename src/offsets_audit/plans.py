@@ -41,10 +41,12 @@ def by_group(df, key: str = "group_id"):
     long as the larger one, the other core idle for the difference. Four tasks per core, taken by whichever core is
     free, even that out. Off a local master the session's own shuffle
     partitions (a cluster's are many) partition ``df`` as before."""
-    cores = session_cores(df.sparkSession)
+    spark = df.sparkSession
+    cores = session_cores(spark)
     if cores is None:
         return df.repartition(key)
-    return df.repartition(GROUP_TASKS_PER_CORE * cores, key)
+    per_core = spark.conf.get(_GROUP_TASKS, None)
+    return df.repartition((int(per_core) if per_core else GROUP_TASKS_PER_CORE) * cores, key)
 
 
 def cached_leaf(df):
@@ -142,8 +144,13 @@ def materialize(frames, *, latest=None):
 #: Below this many decoded records a run on a local session plans its later stages without adaptive execution
 #: (``plain_execution_for_a_small_log``).
 ADAPTIVE_MIN_RECORDS = 2_000_000
+#: Below this many decoded records a run on a local session also plans its per-group stages (``by_group``) in one
+#: task per core (``plain_execution_for_a_small_log``).
+SPREAD_MIN_RECORDS = 500_000
 
 _ADAPTIVE = "spark.sql.adaptive.enabled"
+#: The session setting ``by_group`` reads its tasks per core from while a small log's stages are planned.
+_GROUP_TASKS = "offsets_audit.group_tasks_per_core"
 
 
 def plain_execution_for_a_small_log(spark, records: int, conf: Mapping[str, Any]):
@@ -158,14 +165,30 @@ def plain_execution_for_a_small_log(spark, records: int, conf: Mapping[str, Any]
     is uneven ask for their own partition count (``by_group``), and the joins that must broadcast say so. A large log
     keeps it (partitions coalesced, skew handled), as does a cluster's session and one whose ``spark.conf`` sets it.
     Persisted frames are planned when persisted: the setting must change before the stages plan them, not around
-    their action."""
+    their action.
+
+    Below ``SPREAD_MIN_RECORDS`` the per-group stages (``by_group``) run one task per core instead of
+    ``GROUP_TASKS_PER_CORE``: their work is a fraction of a second, while each task costs the executor the
+    deserialisation of the stage's task binary, and every later stage reading their cached output ran as many
+    tasks again."""
     if records >= ADAPTIVE_MIN_RECORDS or _ADAPTIVE in conf or session_cores(spark) is None:
         return None
+    restores = []
     before = spark.conf.get(_ADAPTIVE, "true")
-    if str(before).lower() == "false":
+    if str(before).lower() != "false":
+        spark.conf.set(_ADAPTIVE, "false")
+        restores.append(lambda: spark.conf.set(_ADAPTIVE, before))
+    if records < SPREAD_MIN_RECORDS and spark.conf.get(_GROUP_TASKS, None) is None:
+        spark.conf.set(_GROUP_TASKS, "1")
+        restores.append(lambda: spark.conf.unset(_GROUP_TASKS))
+    if not restores:
         return None
-    spark.conf.set(_ADAPTIVE, "false")
-    return lambda: spark.conf.set(_ADAPTIVE, before)
+
+    def restore() -> None:
+        for undo in restores:
+            undo()
+
+    return restore
 
 
 #: Spark jobs ``side_by_side`` runs at once.
