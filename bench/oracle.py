@@ -100,9 +100,12 @@ def _spark_check(spark, out: Path, scenarios: list[dict], version: str) -> list[
               "check": {"fail_on": "info", "json_summary": str(out / "check.json")}}
     (out / "check.yaml").write_text(yaml.safe_dump(config))
     with redirect_stdout(io.StringIO()):
-        main(["check", "--config", str(out / "check.yaml"), "--input", str(out / "logs"), "--input-format", "segments",
-              "--run-id", "bench", "--topic-metadata", str(out / "topics.json"),
-              "--group-configs", str(out / "group-configs.json")])
+        code = main(["check", "--config", str(out / "check.yaml"), "--input", str(out / "logs"), "--input-format",
+                     "segments", "--run-id", "bench", "--topic-metadata", str(out / "topics.json"),
+                     "--group-configs", str(out / "group-configs.json")])
+    if code == 130:
+        # the command caught the SIGTERM/SIGINT meant for the bench (its exit status 130): the batch stops here
+        raise KeyboardInterrupt
 
     def rows(name):
         return [r.asDict() for r in sinks.read_table(spark, str(out / "tables"), name, "bench", "parquet").collect()]
