@@ -109,13 +109,15 @@ def _isnull(value) -> bool:
 
 
 def fold_frame(fold: GroupFold, pdf: pd.DataFrame) -> list[tuple]:
-    """``fold_rows`` over a pandas frame (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``) as
+    """``fold_rows`` over a pandas frame (``key``, ``value``, ``partition``, ``offset``, ``timestamp_ms``, and
+    ``batch_base_offset`` when the input has it) as
     ``(kind, group_id, payload)`` rows with a JSON payload: the form the streaming fold
     (``replay.streaming``) keeps in its state store. The batch replay exchanges typed Arrow columns instead
     (``_fold_groups_arrow``)."""
+    batches = pdf["batch_base_offset"].tolist() if "batch_base_offset" in pdf.columns else None
     return [(kind, fold.group_id, json.dumps(row)) for kind, row in fold_rows(
         fold, pdf["key"].tolist(), pdf["value"].tolist(), pdf["partition"].tolist(), pdf["offset"].tolist(),
-        pdf["timestamp_ms"].tolist())]
+        pdf["timestamp_ms"].tolist(), batch_offsets=batches)]
 
 
 def state_rows(fold: GroupFold) -> list[tuple]:

@@ -122,9 +122,11 @@ def fold_input(decoded):
         (F.coalesce(F.col("is_control"), F.lit(False)) == F.lit(False))
         & F.col("error_code").isNull() & F.col("group_id").isNotNull())
     is_commit = F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS)
+    # batch_base_offset: which records one append wrote, as the batch replay's fold sees it (``_group_inputs``)
+    batch = ["batch_base_offset"] if "batch_base_offset" in decoded.columns else []
     return rows.filter(~is_commit | F.col("value").isNotNull()).select(
         "group_id", "key", "value", "partition", "offset", "record_type",
-        record_time_ms().alias("timestamp_ms"))
+        record_time_ms().alias("timestamp_ms"), *batch)
 
 
 # -- offsets: a snapshot per micro-batch ---------------------------------------------------------------------
