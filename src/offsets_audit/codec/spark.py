@@ -443,6 +443,11 @@ WORKING_COLUMNS = ("key", "value", "partition", "offset", "timestamp", "batch_ba
                    "is_control", "control_type", "read_error_code", "records_lost", "record_type", "record_name",
                    "group_id", "topic_name", "topic_partition", "error_code", "error_message", "offset_commit_value",
                    DECODED_RECORD_COLUMN, *MARK_COLUMNS, PACKED_COLUMN)
+#: Of a decoded offset commit, the working columns ``compact`` leaves out: its key and value (its fields are columns)
+#: and its Kafka batch, which only the fold reads and only of group records. A commit keeping its batch would differ
+#: from the next commit of its key in that column alone, and the reader could no longer pack a run's commits
+#: (``codec.packing``), each one an append of its own.
+_NOT_KEPT_OF_A_COMMIT = ("key", "value", "batch_base_offset")
 #: ``compact``'s struct of the other columns, on quarantine rows only; its metadata keeps the column order.
 QUARANTINE_ONLY_COLUMN = "_quarantine_only"
 
@@ -477,7 +482,7 @@ def compact(decoded_df):
         return decoded_df
     decoded_commit = ~kept & F.coalesce(F.col("record_type").isin(*OFFSET_COMMIT_TYPE_IDS),
                                         F.lit(False))
-    working = [F.when(~decoded_commit, F.col(c)).alias(c) if c in ("key", "value") else c
+    working = [F.when(~decoded_commit, F.col(c)).alias(c) if c in _NOT_KEPT_OF_A_COMMIT else c
                for c in decoded_df.columns if c in WORKING_COLUMNS]
     return decoded_df.select(
         *working, F.col("value").isNull().alias(TOMBSTONE_COLUMN),
@@ -511,6 +516,8 @@ def compact_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
         if name in ("key", "value") and commit is not None and column.null_count < n:
             # empty, not null: a tombstone's value stays null, and the array keeps no bytes of the rows emptied
             arrays.append(pc.if_else(pc.and_(commit, pc.is_valid(column)), pa.scalar(b"", column.type), column))
+        elif name in _NOT_KEPT_OF_A_COMMIT and commit is not None and column.null_count < n:
+            arrays.append(pc.if_else(commit, pa.scalar(None, column.type), column))
         elif name in WORKING_COLUMNS or column.null_count == n:
             arrays.append(column)
         elif kept is None:
