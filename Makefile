@@ -63,9 +63,9 @@ schema-drift: $(STAMP)
 
 # tests/golden's Kafka-judged parts remade by a Kafka release through the oracle (tests/golden_regen.py): assignor
 # answers, record vectors read, written back and printed, segments read and dumped, histories' state loaded.
-# `make golden` compares the stored
-# data with GOLDEN_KAFKA's answers (one line per part, exit 1 on a difference); GOLDEN_FLAGS=--write stores them in
-# tests/golden (review the diff). `make golden-versions` writes 4.0's, 4.2's and 4.4's into .cache/golden/<version>.
+# `make golden` compares the stored data with GOLDEN_KAFKA's answers (one line per part, exit 1 on a difference);
+# GOLDEN_FLAGS=--write stores them in tests/golden (review the diff). `make golden-versions` writes 4.0's, 4.2's and
+# 4.4's into .cache/golden/<version>.
 GOLDEN_KAFKA ?= 4.4.0
 GOLDEN_FLAGS ?=
 golden: $(STAMP)
