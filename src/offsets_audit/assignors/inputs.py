@@ -620,11 +620,10 @@ def consumer_case_input(row: Mapping, topics_by_name: Mapping[str, dict], curren
             if stored is None:
                 earlier = {r: e for r, e in (previous_resolved or {}).items() if r not in (resolved or {})}
                 stored = {**earlier, **(resolved or {})}
-            subscription_type = consumer_subscription_type(counted, stored, every_resolution=True)
-        elif stored is not None:
-            # A target the epoch already called for (a member timed out or left in an earlier append, the
-            # assignment interval deferred the computation): TargetAssignmentBuilder got the stored type, which
-            # still counts a resolution tombstoned after the last member record.
+        # Otherwise a replay-named ``stored`` is a target the epoch already called for (a member timed out or left
+        # in an earlier append, the assignment interval deferred the computation): TargetAssignmentBuilder got the
+        # stored type, which still counts a resolution tombstoned after the last member record.
+        if stored is not None:
             subscription_type = consumer_subscription_type(counted, stored, every_resolution=True)
         else:
             subscription_type = consumer_subscription_type(counted, resolved)
