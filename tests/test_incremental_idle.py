@@ -46,6 +46,14 @@ def _state(spark, checkpoint: Path, run_id: str) -> dict:
     return out
 
 
+def _query_checkpoints(checkpoint: Path) -> dict:
+    """Every file of the streaming queries' own checkpoints (offsets, commits, state store), by path."""
+    from offsets_audit.replay import streaming
+
+    return {str(p.relative_to(checkpoint)): p.read_bytes() for query in streaming.QUERIES
+            for p in sorted((checkpoint / query).rglob("*")) if p.is_file()}
+
+
 def _summary(summary) -> dict:
     """A run's summary but for its timings and how its provisional rows were made."""
     out = summary.as_dict()
@@ -73,6 +81,7 @@ def _restore(root: Path, saved: Path) -> None:
 def test_a_run_with_nothing_new_writes_what_auditing_again_writes(spark, faulted, tmp_path, monkeypatch):  # noqa: F811
     from offsets_audit import incremental
     from offsets_audit.incremental import run_incremental
+    from offsets_audit.replay import streaming
 
     _, segments, overrides = faulted
     cuts = batch_cuts(segments)
@@ -89,15 +98,20 @@ def test_a_run_with_nothing_new_writes_what_auditing_again_writes(spark, faulted
 
     with monkeypatch.context() as patched:
         patched.setattr(incremental, "idle_run_carries", lambda settings, covered: False)
+        patched.setattr(streaming, "nothing_past_committed", lambda source, checkpoint: False)
         audited = run("night-2")
     assert audited.stages["provisional"].startswith("carried from the last run (nothing new)")
+    assert "fold+audit" in audited.timings_s and "offsets" in audited.timings_s, "the queries ran and found nothing"
     expected_tables, expected_state = _tables(spark, output, "night-2"), _state(spark, checkpoint, "night-2")
+    expected_queries = _query_checkpoints(checkpoint)
     audited_again = _saved(tmp_path, "after-audited-night-2")
 
     _restore(tmp_path, first)
     carried = run("night-2")
     assert carried.stages["provisional"].startswith("carried from the last run (nothing new, the clock did not move)")
     assert carried.stages["snapshot"].startswith("delta on run night-1")
+    assert "fold+audit" not in carried.timings_s and "offsets" not in carried.timings_s, "no query started"
+    assert _query_checkpoints(checkpoint) == expected_queries
     tables = _tables(spark, output, "night-2")
     assert set(tables) == set(expected_tables)
     assert expected_tables["provisional_rebalances"] and expected_tables["coordinator_load"]
@@ -109,7 +123,7 @@ def test_a_run_with_nothing_new_writes_what_auditing_again_writes(spark, faulted
 
     # the next run, with new records, gives the same tables after either
     grow_log(cuts, live, 2, 2)
-    run("night-3")
+    assert "fold+audit" in run("night-3").timings_s, "new records: the queries read them"
     after_carried = _tables(spark, output, "night-3")
     _restore(tmp_path, audited_again)
     run("night-3")

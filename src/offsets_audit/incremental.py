@@ -535,14 +535,20 @@ def run_incremental(spark, settings: Settings, checkpoint: str, *, progress: boo
 
 
 def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bool) -> RunSummary:
+    from offsets_audit.sources.options import source_config
+
     settings, runs, start, identity = _prepare(spark, settings, checkpoint)
     run_id = settings.run_id
     stages = RunStages(progress=progress)
     try:
-        with stages.stage("fold+audit"):
-            ran_fold = fold_new_records(spark, settings, checkpoint)
-        with stages.stage("offsets"):
-            ran_records = commit_new_records(spark, settings, checkpoint)
+        ran_fold: list[int] = []
+        ran_records: list[int] = []
+        # Two streaming queries that would find nothing cost their start and no more: they are not started.
+        if not streaming.nothing_past_committed(source_config(settings), checkpoint):
+            with stages.stage("fold+audit"):
+                ran_fold = fold_new_records(spark, settings, checkpoint)
+            with stages.stage("offsets"):
+                ran_records = commit_new_records(spark, settings, checkpoint)
         covered = coverage(spark, settings, checkpoint, runs, start)
         warn_members_left_out(spark, checkpoint, covered.fold_range)
         # the stages below plan over this run's new records (``plans.plain_execution_for_a_small_log``)

@@ -227,6 +227,53 @@ def _committed_batches(query_checkpoint: str) -> set[int]:
     return {int(child.name) for child in folder.iterdir() if child.name.isdigit()}
 
 
+def _committed_source_offset(query_checkpoint: str):
+    """The source offset a streaming query's checkpoint ends at when it committed every micro-batch it planned (the
+    ``offsets/<id>`` file of its last batch: a version line, the batch's metadata, one line per source), parsed;
+    None when it has none, a planned batch is not committed (a restart would run it again), or either file of the
+    last batch is not what Spark writes (a damaged checkpoint: the query, started, says so)."""
+    root = Path(_local(query_checkpoint))
+    planned = [int(child.name) for child in (root / "offsets").iterdir() if child.name.isdigit()] \
+        if (root / "offsets").is_dir() else []
+    committed = _committed_batches(query_checkpoint)
+    if not planned or not committed or max(planned) != max(committed):
+        return None
+    last = str(max(planned))
+    offsets = (root / "offsets" / last).read_text().splitlines()
+    commit = (root / "commits" / last).read_text().splitlines()
+    if len(offsets) != 3 or offsets[0] != "v1" or len(commit) != 2 or commit[0] != "v1":
+        return None
+    try:
+        json.loads(offsets[1])
+        json.loads(commit[1])
+        return json.loads(offsets[2])
+    except ValueError:
+        return None
+
+
+#: The queries an incremental run starts, by their checkpoint folder under the run's checkpoint.
+QUERIES = ("fold", "records")
+
+
+def nothing_past_committed(source: dict, checkpoint: str) -> bool:
+    """Whether both queries would find nothing to read: each committed every micro-batch it planned, and the source
+    holds nothing past the offset they end at. A query with nothing to read plans no micro-batch and leaves its
+    checkpoint as it was, so not starting it is the same run without the cost of starting two queries. Answered
+    for a ``segments`` source (its files' sizes and complete batches, read on the driver); any other source, or a
+    doubt, answers False: the queries run and decide."""
+    from offsets_audit.sources.options import text_options
+    from offsets_audit.sources.segments_stream import nothing_past
+
+    if str(source.get("kind") or "").lower() != "segments" or not source.get("path"):
+        return False
+    options = text_options({k: v for k, v in source.items() if k not in ("kind", "path", "reader") and v is not None})
+    options["path"] = str(source["path"])
+    try:
+        return all(nothing_past(options, _committed_source_offset(f"{checkpoint}/{query}")) for query in QUERIES)
+    except (OSError, ValueError, UserError):
+        return False
+
+
 def _run_query(df, checkpoint: str, write_batch) -> list[int]:
     """Run ``df`` with ``Trigger.AvailableNow`` through ``write_batch(batch_df, batch_id)``; returns the ids of the
     micro-batches it ran, read from the query's commit log: on Spark Connect ``write_batch`` runs in the server's
@@ -287,7 +334,7 @@ def run_fold_query(spark, decoded, checkpoint: str, extension=None) -> list[int]
         batch_df.write.mode("overwrite").option("partitionOverwriteMode", "static").partitionBy("kind") \
             .parquet(f"{rows_root}/batch={batch_id}")
 
-    return _run_query(folded, f"{checkpoint}/fold", write)
+    return _run_query(folded, f"{checkpoint}/{QUERIES[0]}", write)
 
 
 def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
@@ -330,7 +377,7 @@ def run_records_query(spark, decoded, checkpoint: str) -> list[int]:
         for old in earlier[:-1]:
             _remove_tree(Path(_local(state_root)) / f"batch={old}")
 
-    return _run_query(decoded, f"{checkpoint}/records", write)
+    return _run_query(decoded, f"{checkpoint}/{QUERIES[1]}", write)
 
 
 #: Outcomes of a commit carried in from an earlier micro-batch's snapshot that this micro-batch decided.

@@ -166,3 +166,15 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: segment files are only read."""
+
+
+def nothing_past(options: dict, committed) -> bool:
+    """Whether a stream of ``options`` (``path`` included) resumed at ``committed``, an offset this reader made and
+    a query's checkpoint kept, would plan no micro-batch: the segment files it lists now are those ``committed``
+    names, each ending (to its last complete batch, as ``latestOffset`` reads it) where ``committed`` says. A file
+    added, grown by a complete batch, rolled or removed answers False: the query then runs and decides, and so
+    does a query that has read no file yet (a folder this process cannot see would list as empty too)."""
+    files = committed.get("files") if isinstance(committed, dict) else None
+    if not isinstance(files, dict) or not files:
+        return False
+    return SegmentsStreamReader(options)._latest(committed)["files"] == files
