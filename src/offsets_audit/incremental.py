@@ -563,7 +563,8 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
                 audited = audit_run(spark, settings, checkpoint, covered, stages)
         snapshot = next_snapshot(run_id, covered, audited)
         with stages.stage("write"):
-            paths = write_tables(spark, settings, audited.frames, stages)
+            paths = write_tables(spark, settings, audited.frames, stages,
+                                 covered.runs[-1]["run_id"] if carried else None)
         summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages)
         write_summary(spark, settings, summary)
         if carried:
@@ -930,13 +931,16 @@ def next_snapshot(run_id: str, covered: Coverage, audited: AuditedRun) -> Snapsh
     return Snapshot(delta=delta, next_chain=chain + [run_id] if delta else [run_id])
 
 
-def write_tables(spark, settings: Settings, frames: dict, stages: RunStages) -> dict:
+def write_tables(spark, settings: Settings, frames: dict, stages: RunStages,
+                 carried_from: str | None = None) -> dict:
     """Every table of the run under its run id, under a path or by name (``sinks.Output.write_run``); the run
-    manifest is written last, by ``publish_run``."""
+    manifest is written last, by ``publish_run``. ``carried_from``: the run whose ``CARRIED_TABLES`` this run took
+    whole (``carried_audit``), whose files a Parquet output copies rather than writing their rows again."""
     from offsets_audit.sinks import Output
 
+    carried = None if carried_from is None else {name: carried_from for name in CARRIED_TABLES}
     return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings,
-                                                manifest=False)
+                                                manifest=False, carried=carried)
 
 
 def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,

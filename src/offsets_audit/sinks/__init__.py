@@ -186,13 +186,15 @@ def complete_runs(spark, output_path: str) -> list[dict]:
 
 
 def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, timings: dict | None = None,
-              manifest: bool = True) -> dict:
+              manifest: bool = True, carried: dict[str, str] | None = None) -> dict:
     """Write every table of a run and (unless ``manifest`` is false: the caller writes it with ``complete_run``
     once everything else of the run is written) its manifest; returns {table: path}.
 
     ``frames`` maps a table name to its DataFrame, or to None for a table the run has no rows for (written
     empty with its schema). Tables of ``offsets_audit.tables`` missing from ``frames`` (``decoded`` when
-    ``output.write_decoded`` is off) lose any rows an earlier run with this id left there.
+    ``output.write_decoded`` is off) lose any rows an earlier run with this id left there. ``carried``
+    (``{table: run id}``): tables whose frames are that run's rows read back, which the one-action Parquet writer
+    copies as files (``write_parquet_run``); any other writer writes their frames.
     """
     from offsets_audit import tables
 
@@ -210,7 +212,7 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
         paths = write_parquet_run(spark, output_path, run_id, {
             name: _as_few_tasks(tables.conform(tables.empty(spark, name) if frames[name] is None else frames[name],
                                                name) if name in tables.TABLES else frames[name])
-            for name in names if name in frames})
+            for name in names if name in frames}, carried=carried)
         if paths is not None:
             if timings is not None:
                 timings["write:tables"] = round(time.perf_counter() - began, 3)
@@ -318,14 +320,16 @@ class Output:
             release(lease)
 
     def write_run(self, spark, run_id: str, frames: dict, *, timings: dict | None = None,
-                  manifest: bool = True) -> dict:
+                  manifest: bool = True, carried: dict[str, str] | None = None) -> dict:
         """Every table of the run, then (unless ``manifest`` is false: ``complete_run`` writes it once everything
-        else of the run is written) its manifest (``write_run``); ``{table: path or name}``."""
+        else of the run is written) its manifest (``write_run``, ``carried`` as it takes them: tables by name write
+        every frame); ``{table: path or name}``."""
         if self.by_name:
             from offsets_audit.sinks.catalog import write_catalog_run
 
             return write_catalog_run(spark, self.catalog, run_id, frames, timings=timings, manifest=manifest)
-        return write_run(spark, self.path, run_id, self.format, frames, timings=timings, manifest=manifest)
+        return write_run(spark, self.path, run_id, self.format, frames, timings=timings, manifest=manifest,
+                         carried=carried)
 
     def complete_run(self, spark, run_id: str, paths: dict) -> None:
         """Mark the run complete (its manifest) after ``write_run(..., manifest=False)`` and the run's other

@@ -193,7 +193,36 @@ def _written_schema(table: str, df):
     return df.drop("run_id").schema
 
 
-def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dict | None:
+def _copied_run(output_path: str, table: str, from_run: str, staging: str, schema) -> bool:
+    """Copy run ``from_run``'s files of ``table`` into ``staging`` when they are a complete partition (``_SUCCESS``)
+    of Parquet files holding exactly the columns ``schema`` (an Arrow schema) names, with its types: the rows
+    ``from_run`` wrote, which writing them again would give, without reading them. ``run_id`` is the partition's
+    name, never a column of its files, so the files serve any run id. False, with nothing copied, otherwise."""
+    import os
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from offsets_audit.sinks.files import local_path
+    from offsets_audit.sinks.paths import partition_path
+
+    source = os.path.abspath(local_path(partition_path(output_path, table, from_run)))
+    if not os.path.isdir(source):
+        return False
+    names = sorted(os.listdir(source))
+    files = [n for n in names if not n.startswith(("_", "."))]
+    if "_SUCCESS" not in names or not files or not all(n.endswith(".parquet") for n in files):
+        return False
+    wanted = [(field.name, field.type) for field in schema]
+    if any([(field.name, field.type) for field in pq.read_schema(os.path.join(source, n))] != wanted for n in files):
+        return False
+    for name in files:
+        shutil.copyfile(os.path.join(source, name), os.path.join(staging, name))
+    return True
+
+
+def write_parquet_run(spark, output_path: str, run_id: str, frames: dict,
+                      carried: dict[str, str] | None = None) -> dict | None:
     """Run ``run_id``'s rows of every table in ``frames`` (``{table: DataFrame}``, each as ``write_parquet_table``
     takes it) in one Spark action, each table aside and swapped in as ``write_parquet_table`` does; ``{table:
     path}``, or None (nothing done) where the executors may not share the driver's file system: off a local session,
@@ -202,7 +231,11 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dic
     One write per table was one query each, with a commit protocol of its own, for tables of a few rows on most runs.
     Here each table's partitions are written by its own tasks as Parquet files (pyarrow, snappy, one file a task),
     all the tables' tasks in one job; a table no task wrote a row of gets one empty file with its schema, as Spark
-    writes one. Spark reads the files with the table's schema (``read_parquet_run``)."""
+    writes one. Spark reads the files with the table's schema (``read_parquet_run``).
+
+    ``carried`` (``{table: run id}``): tables whose rows are those an earlier run wrote (a run with nothing new takes
+    them whole from the last run); their files are copied from that run's partition (``_copied_run``) instead of
+    written again, each that cannot be copied written from its frame as any other."""
     import os
 
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -222,12 +255,18 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict) -> dic
         staging = os.path.abspath(local_path(f"{path}/{_aside(_STAGING, run_id)}"))
         os.makedirs(staging)
         staged[table] = staging
+    copied = {table for table, from_run in (carried or {}).items()
+              if frames.get(table) is not None and from_run != run_id
+              and _copied_run(output_path, table, from_run, staged[table],
+                              to_arrow_schema(_written_schema(table, frames[table]), timezone="UTC"))}
     parts = [df.drop("run_id").mapInArrow(_file_writer(table, staged[table]), _WRITTEN_DDL)
-             for table, df in frames.items()]
-    written = parts[0]
-    for part in parts[1:]:
-        written = written.unionByName(part)
-    with_files = {row["table"] for row in written.collect()}
+             for table, df in frames.items() if table not in copied]
+    with_files = set(copied)
+    if parts:
+        written = parts[0]
+        for part in parts[1:]:
+            written = written.unionByName(part)
+        with_files.update(row["table"] for row in written.collect())
     for table, df in frames.items():
         if table not in with_files:  # no rows: one empty file carries the schema
             import pyarrow.parquet as pq
