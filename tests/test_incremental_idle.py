@@ -16,14 +16,14 @@ from test_incremental_parity import _config, _rows, faulted  # noqa: F401 - the 
 STATE_FOLDERS = ("offset_rules", "assignor_state", "coordinator_costs", "coordinator_runs")
 
 
-def _tables(spark, output: Path, run_id: str) -> dict:
+def _tables(spark, output: Path, run_id: str, names=None) -> dict:
     from offsets_audit import sinks
     from offsets_audit.tables import without_measured
 
     manifest = sinks.run_manifest(spark, str(output), run_id)
     assert manifest is not None
     return {name: _rows(without_measured(sinks.read_table(spark, str(output), name, run_id, "parquet"), name))
-            for name in manifest["tables"]}
+            for name in names or manifest["tables"]}
 
 
 def _state(spark, checkpoint: Path, run_id: str) -> dict:
@@ -126,6 +126,9 @@ def test_a_run_with_nothing_new_writes_what_auditing_again_writes(spark, faulted
     for name in incremental.CARRIED_TABLES:  # copied as files from the last run, not written again
         night_1 = _data_files(first / "out" / name / "run_id=night-1")
         assert night_1 and _data_files(output / name / "run_id=night-2") == night_1, name
+    # the rebalances it has open are the last run's, whose days its latency_daily covers (read from their files)
+    assert tables["provisional_rebalances"] == _tables(spark, output, "night-1", ["provisional_rebalances"])[
+        "provisional_rebalances"]
     assert _state(spark, checkpoint, "night-2") == expected_state
     assert _summary(carried) == _summary(audited)
 

@@ -819,7 +819,8 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
     back = {new: old for old, new in streaming.TAIL_KINDS.items()}
     tail = streaming.latest_tails(covered.history).select(streaming.renamed_kinds(back).alias("kind"), "group_id",
                                                           "payload")
-    rebalances = _rebalances_of_run(spark, checkpoint, covered, streaming.fold_rows(spark, checkpoint, []), tail)
+    rebalances = _rebalances_of_run(spark, checkpoint, covered, streaming.fold_rows(spark, checkpoint, []), tail,
+                                    days=_days_left_open(output, last["run_id"]))
     frames.update(findings=tables.empty(spark, "findings"), rebalances=rebalances["rebalances"],
                   provisional_findings=earlier["provisional_findings"],
                   provisional_rebalances=rebalances["provisional_rebalances"],
@@ -843,6 +844,19 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
         provisional_how="carried from the last run (nothing new, the clock did not move): every group's rows",
         costs=costs,
         coordinator_runs=spark.read.schema(RUN_DDL).parquet(folder.format(COORDINATOR_RUNS_FOLDER)))
+
+
+def _days_left_open(output, run_id: str) -> list[str] | None:
+    """The days the rebalances run ``run_id`` left open touch, from its ``provisional_rebalances`` files (Parquet
+    under a local path, read on the driver); None when they cannot be read that way. A run with nothing new
+    (``carried_audit``) has those very rebalances open: its tail is the newest the snapshot chain holds of every
+    group, which is the last run's tail."""
+    from offsets_audit.sinks.parquet import parquet_run_values
+
+    if output.by_name or output.format != "parquet":
+        return None
+    values = parquet_run_values(output.path, "provisional_rebalances", run_id, "day")
+    return None if values is None else sorted({day for day in values if day is not None})
 
 
 def carry_state(checkpoint: str, run_id: str, covered: Coverage) -> None:
@@ -902,17 +916,19 @@ def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, 
             mark_data_gaps(provisional, gaps, trust_after_gap=trust))
 
 
-def _rebalances_of_run(spark, checkpoint: str, covered: Coverage, new_rows, tail) -> dict:
+def _rebalances_of_run(spark, checkpoint: str, covered: Coverage, new_rows, tail,
+                       days: list[str] | None = None) -> dict:
     """The rebalances this run completes and those still open, their latency summary and causes, and
-    ``latency_daily``: the latency summary of every day this run's rebalances touch, over all rebalances of those
-    days so far."""
+    ``latency_daily``: the latency summary of every day this run's rebalances touch (``days`` when the caller
+    knows them), over all rebalances of those days so far."""
     from pyspark.sql import functions as F
 
     rebalances = _rebalances(new_rows)
     open_rebalances = _rebalances(tail)
     of_run = rebalances.unionByName(open_rebalances)
     # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
-    days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
+    if days is None:
+        days = sorted(r["day"] for r in of_run.select("day").distinct().collect() if r["day"] is not None)
     earlier = streaming.stored_rebalances(spark, checkpoint, [r["run_id"] for r in covered.runs], days)
     cumulative = (_rebalances(earlier.unionByName(covered.history)).unionByName(open_rebalances)
                   .filter(F.col("day").isin(*days)))

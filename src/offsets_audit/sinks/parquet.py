@@ -221,6 +221,34 @@ def _copied_run(output_path: str, table: str, from_run: str, staging: str, schem
     return True
 
 
+def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -> list | None:
+    """The values of ``column`` in run ``run_id``'s rows of ``table``, read from its files on the driver (pyarrow, no
+    Spark job): a complete partition (``_SUCCESS``) under a local path whose Parquet files all hold the column. None
+    otherwise."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from offsets_audit.sinks.files import is_local, local_path
+    from offsets_audit.sinks.paths import partition_path
+
+    if not is_local(output_path):
+        return None
+    folder = os.path.abspath(local_path(partition_path(output_path, table, run_id)))
+    if not os.path.isfile(os.path.join(folder, "_SUCCESS")):
+        return None
+    files = [n for n in sorted(os.listdir(folder)) if not n.startswith(("_", "."))]
+    if not files or not all(n.endswith(".parquet") for n in files):
+        return None
+    values: list = []
+    for name in files:
+        path = os.path.join(folder, name)
+        if column not in pq.read_schema(path).names:
+            return None
+        values += pq.read_table(path, columns=[column]).column(column).to_pylist()
+    return values
+
+
 def write_parquet_run(spark, output_path: str, run_id: str, frames: dict,
                       carried: dict[str, str] | None = None) -> dict | None:
     """Run ``run_id``'s rows of every table in ``frames`` (``{table: DataFrame}``, each as ``write_parquet_table``
