@@ -811,7 +811,7 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
     last = covered.runs[-1]
     replayed, _ = streaming.replay_tables(spark, checkpoint, [], covered.history, [])
     output = Output.of(last["output"])
-    earlier = {name: output.read_table(spark, name, last["run_id"]) for name in CARRIED_TABLES}
+    earlier = {name: _read_carried(spark, output, name, last["run_id"]) for name in CARRIED_TABLES}
     if any(df is None for df in earlier.values()):
         return None
     frames: dict = {**replayed.as_dict(outputs_only=True), "quarantine": None}
@@ -844,6 +844,21 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
         provisional_how="carried from the last run (nothing new, the clock did not move): every group's rows",
         costs=costs,
         coordinator_runs=spark.read.schema(RUN_DDL).parquet(folder.format(COORDINATOR_RUNS_FOLDER)))
+
+
+def _read_carried(spark, output, table: str, run_id: str):
+    """Run ``run_id``'s rows of ``table`` (``Output.read_table``). A table an incremental run adds, which has no
+    schema of its own, is read with the columns of the table it is like when its files hold exactly those (Parquet
+    under a local path): Spark would otherwise infer them from the files, a job per table."""
+    from offsets_audit import tables
+    from offsets_audit.sinks.parquet import read_parquet_run_as
+
+    like = tables.like(table)
+    if like is not None and not output.by_name and output.format == "parquet":
+        df = read_parquet_run_as(spark, output.path, table, run_id, tables.schema(like))
+        if df is not None:
+            return df
+    return output.read_table(spark, table, run_id)
 
 
 def _days_left_open(output, run_id: str) -> list[str] | None:

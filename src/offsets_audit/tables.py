@@ -191,6 +191,13 @@ def comments(name: str) -> tuple[str, dict[str, str]]:
     return str(entry.get("comment") or ""), {str(k): str(v) for k, v in (columns or {}).items()}
 
 
+def like(name: str) -> str | None:
+    """The table whose columns table ``name`` has (``tables.yaml``'s ``like``: a table an incremental run adds,
+    ``provisional_findings``...); None for any other."""
+    entry = _described().get(name) or {}
+    return entry.get("like")
+
+
 def empty(spark, name: str):
     """An empty DataFrame with table ``name``'s schema."""
     return spark.createDataFrame([], schema(name))

@@ -201,24 +201,54 @@ def _copied_run(output_path: str, table: str, from_run: str, staging: str, schem
     import os
     import shutil
 
-    import pyarrow.parquet as pq
-
     from offsets_audit.sinks.files import local_path
     from offsets_audit.sinks.paths import partition_path
 
     source = os.path.abspath(local_path(partition_path(output_path, table, from_run)))
-    if not os.path.isdir(source):
-        return False
-    names = sorted(os.listdir(source))
-    files = [n for n in names if not n.startswith(("_", "."))]
-    if "_SUCCESS" not in names or not files or not all(n.endswith(".parquet") for n in files):
-        return False
-    wanted = [(field.name, field.type) for field in schema]
-    if any([(field.name, field.type) for field in pq.read_schema(os.path.join(source, n))] != wanted for n in files):
+    files = _files_holding(source, schema)
+    if files is None:
         return False
     for name in files:
         shutil.copyfile(os.path.join(source, name), os.path.join(staging, name))
     return True
+
+
+def _files_holding(folder: str, schema) -> list[str] | None:
+    """The Parquet files of ``folder``, a complete partition (``_SUCCESS``) under a local path, when every one holds
+    exactly the columns ``schema`` (an Arrow schema) names, with its types; None otherwise."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    if not os.path.isdir(folder):
+        return None
+    names = sorted(os.listdir(folder))
+    files = [n for n in names if not n.startswith(("_", "."))]
+    if "_SUCCESS" not in names or not files or not all(n.endswith(".parquet") for n in files):
+        return None
+    wanted = [(field.name, field.type) for field in schema]
+    if any([(field.name, field.type) for field in pq.read_schema(os.path.join(folder, n))] != wanted for n in files):
+        return None
+    return files
+
+
+def read_parquet_run_as(spark, output_path: str, table: str, run_id: str, schema):
+    """Run ``run_id``'s rows of ``table`` read with ``schema`` (a Spark schema), when its files under a local path
+    hold exactly those columns and types (``_files_holding``): what reading them with the schema Spark infers from
+    the files gives, without the Spark job that inference runs. None otherwise."""
+    import os
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from offsets_audit.sinks.files import is_local, local_path
+    from offsets_audit.sinks.paths import partition_path
+
+    if not is_local(output_path):
+        return None
+    partition = partition_path(output_path, table, run_id)
+    if _files_holding(os.path.abspath(local_path(partition)), to_arrow_schema(schema, timezone="UTC")) is None:
+        return None
+    return spark.read.schema(schema).parquet(partition)
 
 
 def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -> list | None:
