@@ -123,7 +123,7 @@ def test_a_run_with_nothing_new_writes_what_auditing_again_writes(spark, faulted
     assert expected_tables["provisional_findings"], "the offset faults' open transactions"
     for name in expected_tables:
         assert tables[name] == expected_tables[name], name
-    for name in incremental.CARRIED_TABLES:  # copied as files from the last run, not written again
+    for name in incremental.COPIED_TABLES:  # copied as files from the last run, not written again
         night_1 = _data_files(first / "out" / name / "run_id=night-1")
         assert night_1 and _data_files(output / name / "run_id=night-2") == night_1, name
     # the rebalances it has open are the last run's, whose days its latency_daily covers (read from their files)

@@ -795,12 +795,16 @@ def idle_run_carries(settings: Settings, covered: Coverage) -> bool:
 #: whole log so far give, which no new record changed.
 CARRIED_TABLES = ("group_state", "members", "offsets", "provisional_findings", "provisional_assignor_audit",
                   "coordinator_load", "assignment_interval_whatif")
+#: Tables whose rows an idle run writes as the last run wrote them: ``CARRIED_TABLES`` and the rebalances left open,
+#: which are the idle run's open rebalances too (``_days_left_open``).
+COPIED_TABLES = (*CARRIED_TABLES, "provisional_rebalances")
 
 
 def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage) -> AuditedRun | None:
     """The audit stage of a run with nothing new (``idle_run_carries``): ``CARRIED_TABLES`` read from the last run's
-    tables; the provisional rebalances and the latency tables of them from the snapshot's tails as any run plans
-    them; the tables of this run's records empty. No replay, Python pass, re-run or offset-rule plan runs. The state
+    tables; the provisional rebalances (the last run's, read from its files when they hold the rebalances' columns,
+    else from the snapshot's tails as any run plans them) and the latency tables of them; the tables of this run's
+    records empty. No replay, Python pass, re-run or offset-rule plan runs. The state
     it hands on is the last run's (``carry_state`` copies it). None when a table of the last run is not there to
     read (the run then audits as any other)."""
     from offsets_audit.assignors import spark as assignor_spark
@@ -820,7 +824,8 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
     tail = streaming.latest_tails(covered.history).select(streaming.renamed_kinds(back).alias("kind"), "group_id",
                                                           "payload")
     rebalances = _rebalances_of_run(spark, checkpoint, covered, streaming.fold_rows(spark, checkpoint, []), tail,
-                                    days=_days_left_open(output, last["run_id"]))
+                                    days=_days_left_open(output, last["run_id"]),
+                                    still_open=_read_as_like(spark, output, "provisional_rebalances", last["run_id"]))
     frames.update(findings=tables.empty(spark, "findings"), rebalances=rebalances["rebalances"],
                   provisional_findings=earlier["provisional_findings"],
                   provisional_rebalances=rebalances["provisional_rebalances"],
@@ -848,17 +853,22 @@ def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage)
 
 def _read_carried(spark, output, table: str, run_id: str):
     """Run ``run_id``'s rows of ``table`` (``Output.read_table``). A table an incremental run adds, which has no
-    schema of its own, is read with the columns of the table it is like when its files hold exactly those (Parquet
-    under a local path): Spark would otherwise infer them from the files, a job per table."""
+    schema of its own, is read with the columns of the table it is like when its files hold exactly those
+    (``_read_as_like``): Spark would otherwise infer them from the files, a job per table."""
+    df = _read_as_like(spark, output, table, run_id)
+    return output.read_table(spark, table, run_id) if df is None else df
+
+
+def _read_as_like(spark, output, table: str, run_id: str):
+    """Run ``run_id``'s rows of ``table``, a table an incremental run adds, read with the columns of the table it is
+    like (``tables.like``) when its files hold exactly those (Parquet under a local path); None otherwise."""
     from offsets_audit import tables
     from offsets_audit.sinks.parquet import read_parquet_run_as
 
     like = tables.like(table)
-    if like is not None and not output.by_name and output.format == "parquet":
-        df = read_parquet_run_as(spark, output.path, table, run_id, tables.schema(like))
-        if df is not None:
-            return df
-    return output.read_table(spark, table, run_id)
+    if like is None or output.by_name or output.format != "parquet":
+        return None
+    return read_parquet_run_as(spark, output.path, table, run_id, tables.schema(like))
 
 
 def _days_left_open(output, run_id: str) -> list[str] | None:
@@ -932,14 +942,14 @@ def _findings_of_run(settings: Settings, new_rows, tail, offset_rules, audited, 
 
 
 def _rebalances_of_run(spark, checkpoint: str, covered: Coverage, new_rows, tail,
-                       days: list[str] | None = None) -> dict:
-    """The rebalances this run completes and those still open, their latency summary and causes, and
-    ``latency_daily``: the latency summary of every day this run's rebalances touch (``days`` when the caller
-    knows them), over all rebalances of those days so far."""
+                       days: list[str] | None = None, still_open=None) -> dict:
+    """The rebalances this run completes and those still open (``tail``'s, or ``still_open`` when the caller has
+    them as rows), their latency summary and causes, and ``latency_daily``: the latency summary of every day this
+    run's rebalances touch (``days`` when the caller knows them), over all rebalances of those days so far."""
     from pyspark.sql import functions as F
 
     rebalances = _rebalances(new_rows)
-    open_rebalances = _rebalances(tail)
+    open_rebalances = _rebalances(tail) if still_open is None else still_open.select(*REBALANCE_COLUMNS)
     of_run = rebalances.unionByName(open_rebalances)
     # A few days: the store is read by day folder, so a run reads the rebalances of its own days only.
     if days is None:
@@ -965,11 +975,11 @@ def next_snapshot(run_id: str, covered: Coverage, audited: AuditedRun) -> Snapsh
 def write_tables(spark, settings: Settings, frames: dict, stages: RunStages,
                  carried_from: str | None = None) -> dict:
     """Every table of the run under its run id, under a path or by name (``sinks.Output.write_run``); the run
-    manifest is written last, by ``publish_run``. ``carried_from``: the run whose ``CARRIED_TABLES`` this run took
-    whole (``carried_audit``), whose files a Parquet output copies rather than writing their rows again."""
+    manifest is written last, by ``publish_run``. ``carried_from``: the run whose ``COPIED_TABLES`` this run wrote
+    as they were (``carried_audit``), whose files a Parquet output copies rather than writing their rows again."""
     from offsets_audit.sinks import Output
 
-    carried = None if carried_from is None else {name: carried_from for name in CARRIED_TABLES}
+    carried = None if carried_from is None else {name: carried_from for name in COPIED_TABLES}
     return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings,
                                                 manifest=False, carried=carried)
 
