@@ -798,6 +798,8 @@ CARRIED_TABLES = ("group_state", "members", "offsets", "provisional_findings", "
 #: Tables whose rows an idle run writes as the last run wrote them: ``CARRIED_TABLES`` and the rebalances left open,
 #: which are the idle run's open rebalances too (``_days_left_open``).
 COPIED_TABLES = (*CARRIED_TABLES, "provisional_rebalances")
+#: Tables of what a run's own records complete, which an idle run has none of (``carried_audit`` plans them empty).
+EMPTY_WHEN_CARRIED = ("findings", "rebalances", "assignor_audit", "group_events", "target_assignments", "quarantine")
 
 
 def carried_audit(spark, settings: Settings, checkpoint: str, covered: Coverage) -> AuditedRun | None:
@@ -979,9 +981,15 @@ def write_tables(spark, settings: Settings, frames: dict, stages: RunStages,
     as they were (``carried_audit``), whose files a Parquet output copies rather than writing their rows again."""
     from offsets_audit.sinks import Output
 
-    carried = None if carried_from is None else {name: carried_from for name in COPIED_TABLES}
-    return Output.of(settings.output).write_run(spark, settings.run_id, frames, timings=stages.timings,
-                                                manifest=False, carried=carried)
+    output = Output.of(settings.output)
+    carried = None
+    if carried_from is not None:
+        carried = {name: carried_from for name in COPIED_TABLES}
+        if not output.by_name and output.format == "parquet":
+            # the tables of this run's records, which has none: written as empty without planning their frames
+            frames = {**frames, **{name: None for name in EMPTY_WHEN_CARRIED if name in frames}}
+    return output.write_run(spark, settings.run_id, frames, timings=stages.timings, manifest=False,
+                            carried=carried)
 
 
 def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,

@@ -209,9 +209,10 @@ def write_run(spark, output_path: str, run_id: str, fmt: str, frames: dict, *, t
         from offsets_audit.sinks.parquet import write_parquet_run
 
         began = time.perf_counter()
+        # A known table without rows goes as None: the writer writes its empty file without Spark work.
         paths = write_parquet_run(spark, output_path, run_id, {
-            name: _as_few_tasks(tables.conform(tables.empty(spark, name) if frames[name] is None else frames[name],
-                                               name) if name in tables.TABLES else frames[name])
+            name: None if frames[name] is None and name in tables.TABLES else
+            _as_few_tasks(tables.conform(frames[name], name) if name in tables.TABLES else frames[name])
             for name in names if name in frames}, carried=carried)
         if paths is not None:
             if timings is not None:

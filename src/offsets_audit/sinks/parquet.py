@@ -188,7 +188,7 @@ def _written_schema(table: str, df):
     ``df``'s."""
     from offsets_audit import tables
 
-    if table in tables.TABLES and table not in tables.OPEN_TABLES:
+    if table in tables.TABLES and (table not in tables.OPEN_TABLES or df is None):
         return tables.schema(table)
     return df.drop("run_id").schema
 
@@ -293,7 +293,8 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict,
 
     ``carried`` (``{table: run id}``): tables whose rows are those an earlier run wrote (a run with nothing new takes
     them whole from the last run); their files are copied from that run's partition (``_copied_run``) instead of
-    written again, each that cannot be copied written from its frame as any other."""
+    written again, each that cannot be copied written from its frame as any other. A known table whose frame is None
+    has no rows: its one empty file is written here, with no Spark work."""
     import os
 
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -318,7 +319,7 @@ def write_parquet_run(spark, output_path: str, run_id: str, frames: dict,
               and _copied_run(output_path, table, from_run, staged[table],
                               to_arrow_schema(_written_schema(table, frames[table]), timezone="UTC"))}
     parts = [df.drop("run_id").mapInArrow(_file_writer(table, staged[table]), _WRITTEN_DDL)
-             for table, df in frames.items() if table not in copied]
+             for table, df in frames.items() if table not in copied and df is not None]
     with_files = set(copied)
     if parts:
         written = parts[0]
