@@ -2,16 +2,17 @@
 
 A small simulated history (one damaged segment, so quarantine has rows) grows over ``--nights`` nights. The
 reference is the uninterrupted sequence: night 1, 2, ... on one checkpoint. Then the same sequence again on a new
-checkpoint and output, where each of ``--kills`` attempts (spread over the nights) is killed with SIGKILL (its whole
-process group) at a random moment: every other kill anywhere in the run, the rest after its write stage began
-(the tables, the summary, the checkpoint's states and snapshot, ``runs.json``, the run manifest: where a kill
-between two of them could lose or double a night). After a kill the operator does what a nightly schedule does,
-alternately:
+checkpoint and output, where runs are killed with SIGKILL (their whole process group) at random moments until
+``--kills`` kills have landed (spread over the nights; a run that ends before its moment is not a kill, and the
+attempts are capped at three times the kills): every other attempt anywhere in the run, the rest after its write
+stage began (the tables, the summary, the checkpoint's states and snapshot, ``runs.json``, the run manifest: where a
+kill between two of them could lose or double a night). After a kill the operator does what a nightly schedule
+does, alternately:
 
 * reruns the killed night (same run id), or
 * goes on with the next night (a new run id, the log grown); when that is refused with one line asking for the
   killed night to be run again first (it was published in the checkpoint but its tables are not marked complete),
-  reruns it, then the next night.
+  reruns it, then the next night. A night that goes on early leaves its kills still owed to the next night.
 
 At the end every run marked complete (``_runs/<id>.json``) is read back. What the nights found must be what the
 reference found, nothing lost, nothing twice: per table, the row count and an order-independent content hash
@@ -91,14 +92,18 @@ def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env=environment(), start_new_session=True)
     tail = threading.Event()
+    errors: list[str] = []
 
     def watch():
         for line in process.stderr:
             if line.startswith(TAIL_STAGE):
                 tail.set()
+            elif line.startswith("offsets-audit: error:"):
+                errors.append(line.rstrip("\n"))
         tail.set()
 
-    threading.Thread(target=watch, daemon=True).start()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     if in_tail:
         tail.wait()
     time.sleep(delay)
@@ -106,7 +111,8 @@ def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
     if killed:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    return {"killed": killed, "exit": process.returncode}
+    watcher.join(timeout=10)  # its error lines, read to the end of the stream
+    return {"killed": killed, "exit": process.returncode, "errors": errors}
 
 
 def totals(spark, output: Path, live: Path) -> dict:
@@ -159,49 +165,71 @@ def campaign(spark, root: Path, kills: int, nights: int, rng: random.Random, rep
 
     live, output, checkpoint = root / "live", root / "output", root / "checkpoint"
     per_night = [kills // nights + (1 if i < kills % nights else 0) for i in range(nights)]
-    counts = {"kills": 0, "landed": 0, "in_tail": 0, "reruns": 0, "went_on": 0, "asked_to_rerun_first": 0,
+    counts = {"attempts": 0, "landed": 0, "in_tail": 0, "reruns": 0, "went_on": 0, "asked_to_rerun_first": 0,
               "failures": []}
     attempt = 0
+
+    def asked_first(code: int, errors: list[str]) -> str | None:
+        """The run id a refusal asks to run again first, if the run was refused that way."""
+        found = re.search(r"--run-id (\S+)", errors[0]) if code == 2 and errors and "again first" in errors[0] \
+            else None
+        return found.group(1) if found else None
+
+    def rerun_first(run_id: str) -> bool:
+        counts["asked_to_rerun_first"] += 1
+        first, first_errors = run(command(live, output, checkpoint, run_id, config))
+        if first != 0:
+            counts["failures"].append(f"rerun of {run_id}: exit {first} {first_errors}")
+        return first == 0
 
     def complete(run_id: str) -> None:
         """Run ``run_id`` to its end as an operator would: when it asks for a killed night to be run again first,
         that one first (the run id its line names)."""
         code, errors = run(command(live, output, checkpoint, run_id, config))
         for _ in range(nights):
-            asked = re.search(r"--run-id (\S+)", errors[0]) if code == 2 and errors and "again first" in errors[0] \
-                else None
-            if asked is None:
-                break
-            counts["asked_to_rerun_first"] += 1
-            first, first_errors = run(command(live, output, checkpoint, asked.group(1), config))
-            if first != 0:
-                counts["failures"].append(f"rerun of {asked.group(1)}: exit {first} {first_errors}")
+            asked = asked_first(code, errors)
+            if asked is None or not rerun_first(asked):
                 break
             code, errors = run(command(live, output, checkpoint, run_id, config))
         if code != 0:
             counts["failures"].append(f"{run_id}: exit {code} {errors}")
 
+    owed = 0
     for night in range(1, nights + 1):
         grow(cuts, live, night, nights)
         run_id = f"night-{night}"
         went_on = False
-        for _ in range(per_night[night - 1]):
+        quota, landed, tries = per_night[night - 1] + owed, 0, 0
+        while landed < quota and tries < 3 * quota:
+            tries += 1
             in_tail = attempt % 2 == 1
             delay = rng.uniform(0, run_s * 0.3) if in_tail else rng.uniform(0, run_s * 1.1)
             outcome = run_and_kill(command(live, output, checkpoint, run_id, config), delay, in_tail)
-            counts["kills"] += 1
+            counts["attempts"] += 1
+            attempt += 1
+            asked = None if outcome["killed"] else asked_first(outcome["exit"], outcome["errors"])
+            if asked is not None:
+                # The last night went on after a kill and was published but not marked complete: the operator
+                # runs it again first, as the line says, and this night's attempts go on.
+                report(f"night {night} attempt {attempt:>2}: refused, asked to run {asked} again first; rerun it")
+                if not rerun_first(asked):
+                    break
+                continue
+            landed += outcome["killed"]
             counts["landed"] += outcome["killed"]
             counts["in_tail"] += outcome["killed"] and in_tail
-            action = "rerun" if attempt % 4 < 2 or night == nights else "go on"
+            action = "rerun" if (attempt - 1) % 4 < 2 or night == nights else "go on"
             ended = "killed" if outcome["killed"] else f"ended (exit {outcome['exit']})"
-            report(f"night {night} attempt {attempt + 1:>2}: {'after the write began' if in_tail else 'anywhere'} "
+            report(f"night {night} attempt {attempt:>2}: {'after the write began' if in_tail else 'anywhere'} "
                    f"+{delay:5.1f} s -> {ended}; then {action}")
-            attempt += 1
+            if not outcome["killed"] and outcome["exit"] != 0:
+                counts["failures"].append(f"{run_id} attempt {attempt}: exit {outcome['exit']} {outcome['errors']}")
             if action == "go on" and outcome["killed"]:
                 counts["went_on"] += 1
                 went_on = True  # the next night covers this one's records, or asks for it to be rerun first
                 break
             counts["reruns"] += 1
+        owed = quota - landed
         if not went_on:
             complete(run_id)
     killed = totals(spark, output, live)
@@ -237,7 +265,7 @@ def main() -> int:
             shutil.rmtree(root, ignore_errors=True)
     seconds = round(time.perf_counter() - started)
     failed = bool(counts["failures"]) or not counts["equal"]
-    print(f"{counts['kills']} kills ({counts['landed']} landed, {counts['in_tail']} after the write began); "
+    print(f"{counts['landed']} kills landed in {counts['attempts']} attempts ({counts['in_tail']} after the write began); "
           f"{counts['reruns']} reruns of the killed night, {counts['went_on']} times on to the next night "
           f"({counts['asked_to_rerun_first']} asked to rerun the killed night first); "
           f"every night's findings and state {'equal' if counts['equal'] else 'DIFFERENT from'} the uninterrupted "
