@@ -39,7 +39,7 @@ from offsets_audit.audit.offsets_spark import OFFSET_RULES
 from offsets_audit.audit.spark import EVENT_RANK, REBALANCES_DDL, latency_summary, rebalance_causes
 from offsets_audit import checkpoint as checkpoint_guard
 from offsets_audit.errors import UserError
-from offsets_audit.plans import materialize, plain_execution_for_a_small_log
+from offsets_audit.plans import materialize, plain_execution_for_a_small_log, side_by_side
 from offsets_audit.replay import streaming
 from offsets_audit.settings import Settings
 from offsets_audit.sinks.summary import (
@@ -563,9 +563,15 @@ def _run_incremental(spark, settings: Settings, checkpoint: str, *, progress: bo
                 audited = audit_run(spark, settings, checkpoint, covered, stages)
         snapshot = next_snapshot(run_id, covered, audited)
         with stages.stage("write"):
-            paths = write_tables(spark, settings, audited.frames, stages,
-                                 covered.runs[-1]["run_id"] if carried else None)
-        summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages)
+            # The summary's figures (a small job over the tables) beside the write, which mostly waits on files.
+            done = side_by_side({
+                "tables": lambda: write_tables(spark, settings, audited.frames, stages,
+                                               covered.runs[-1]["run_id"] if carried else None),
+                "summary_figures": lambda: run_figures(audited.frames)}, workers=2)
+            (paths, _), (figures, figures_s) = done["tables"], done["summary_figures"]
+            stages.record("write:summary_figures", figures_s)
+        summary = _summary(settings, checkpoint, covered, audited, snapshot, ran_fold, ran_records, paths, stages,
+                           figures)
         write_summary(spark, settings, summary)
         if carried:
             with stages.stage("carried state"):
@@ -993,8 +999,9 @@ def write_tables(spark, settings: Settings, frames: dict, stages: RunStages,
 
 
 def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot,
-             ran_fold, ran_records, paths: dict, stages: RunStages) -> RunSummary:
-    """The run's summary; a stage that did not run says "skipped" and why."""
+             ran_fold, ran_records, paths: dict, stages: RunStages, figures: dict) -> RunSummary:
+    """The run's summary (``figures``: ``run_figures`` of its tables); a stage that did not run says "skipped" and
+    why."""
     chain, offset_state = covered.chain, audited.offset_state
     stages_ran = {
         "replay": "ran" if not covered.nothing_new else "skipped: nothing new since the last run",
@@ -1020,7 +1027,7 @@ def _summary(settings: Settings, checkpoint: str, covered: Coverage, audited: Au
                              covered_records=covered.record_range),
         skipped_rules=() if offset_state is not None else tuple(OFFSET_RULES))
     return RunSummary(run_id=settings.run_id, records=RecordCounts.of(covered.counts), timings_s=stages.timings,
-                      tables=paths, incremental=facts).with_figures(run_figures(audited.frames))
+                      tables=paths, incremental=facts).with_figures(figures)
 
 
 def compact(spark, checkpoint: str, run_id: str, covered: Coverage, audited: AuditedRun, snapshot: Snapshot) -> None:
