@@ -86,17 +86,21 @@ def run(argv: list[str]) -> tuple[int, list[str]]:
     return done.returncode, causes[:3] + ([f"stderr in {log}"] if log is not None else [])
 
 
-def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
+def run_and_kill(argv: list[str], delay: float | None, in_tail: bool) -> dict:
     """Start the run, SIGKILL its process group ``delay`` seconds after it started (after its write stage began
-    with ``in_tail``)."""
+    with ``in_tail``; never with ``delay`` None). Also says how long a run that ended took, whole (``seconds``) and
+    from its write stage on (``tail_s``)."""
+    started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env=environment(), start_new_session=True)
     tail = threading.Event()
+    tail_at: list[float] = []
     errors: list[str] = []
 
     def watch():
         for line in process.stderr:
             if line.startswith(TAIL_STAGE):
+                tail_at.append(time.perf_counter())
                 tail.set()
             elif line.startswith("offsets-audit: error:"):
                 errors.append(line.rstrip("\n"))
@@ -106,13 +110,17 @@ def run_and_kill(argv: list[str], delay: float, in_tail: bool) -> dict:
     watcher.start()
     if in_tail:
         tail.wait()
-    time.sleep(delay)
-    killed = process.poll() is None
-    if killed:
-        os.killpg(process.pid, signal.SIGKILL)
+    killed = False
+    if delay is not None:
+        time.sleep(delay)
+        killed = process.poll() is None
+        if killed:
+            os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    ended = time.perf_counter()
     watcher.join(timeout=10)  # its error lines, read to the end of the stream
-    return {"killed": killed, "exit": process.returncode, "errors": errors}
+    return {"killed": killed, "exit": process.returncode, "errors": errors, "seconds": ended - started,
+            "tail_s": ended - tail_at[0] if tail_at else None}
 
 
 def totals(spark, output: Path, live: Path) -> dict:
@@ -153,15 +161,19 @@ def campaign(spark, root: Path, kills: int, nights: int, rng: random.Random, rep
     config = root / "config.yaml"
     config.write_text("output:\n  html_report: false\n")
     ref = {name: root / f"reference-{name}" for name in ("live", "output", "checkpoint")}
-    started = time.perf_counter()
+    # How long a night takes, whole and from its write stage on: the kill moments are drawn within them, from the
+    # latest run that ended (the machine's pace changes while the bench runs).
+    pace = {"run_s": 0.0, "tail_s": 0.0}
     for night in range(1, nights + 1):
         grow(cuts, ref["live"], night, nights)
-        code, errors = run(command(ref["live"], ref["output"], ref["checkpoint"], f"night-{night}", config))
-        if code != 0:
-            raise SystemExit(f"reference night {night} failed with exit {code}: {errors}")
-    run_s = (time.perf_counter() - started) / nights
+        ended = run_and_kill(command(ref["live"], ref["output"], ref["checkpoint"], f"night-{night}", config),
+                             None, False)
+        if ended["exit"] != 0:
+            raise SystemExit(f"reference night {night} failed with exit {ended['exit']}: {ended['errors']}")
+        pace = {"run_s": ended["seconds"], "tail_s": ended["tail_s"] or ended["seconds"] * 0.2}
     reference = totals(spark, ref["output"], ref["live"])
-    report(f"reference: {nights} nights, {run_s:.1f} s a night; rows {({k: v[0] for k, v in reference['tables'].items()})}")
+    report(f"reference: {nights} nights, the last {pace['run_s']:.1f} s ({pace['tail_s']:.1f} s from its write "
+           f"stage on); rows {({k: v[0] for k, v in reference['tables'].items()})}")
 
     live, output, checkpoint = root / "live", root / "output", root / "checkpoint"
     per_night = [kills // nights + (1 if i < kills % nights else 0) for i in range(nights)]
@@ -203,8 +215,10 @@ def campaign(spark, root: Path, kills: int, nights: int, rng: random.Random, rep
         while landed < quota and tries < 3 * quota:
             tries += 1
             in_tail = attempt % 2 == 1
-            delay = rng.uniform(0, run_s * 0.3) if in_tail else rng.uniform(0, run_s * 1.1)
+            delay = rng.uniform(0, pace["tail_s"]) if in_tail else rng.uniform(0, pace["run_s"])
             outcome = run_and_kill(command(live, output, checkpoint, run_id, config), delay, in_tail)
+            if not outcome["killed"] and outcome["exit"] == 0 and outcome["tail_s"] is not None:
+                pace = {"run_s": outcome["seconds"], "tail_s": outcome["tail_s"]}
             counts["attempts"] += 1
             attempt += 1
             asked = None if outcome["killed"] else asked_first(outcome["exit"], outcome["errors"])
