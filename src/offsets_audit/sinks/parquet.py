@@ -201,10 +201,7 @@ def _copied_run(output_path: str, table: str, from_run: str, staging: str, schem
     import os
     import shutil
 
-    from offsets_audit.sinks.files import local_path
-    from offsets_audit.sinks.paths import partition_path
-
-    source = os.path.abspath(local_path(partition_path(output_path, table, from_run)))
+    source = _local_partition(output_path, table, from_run)
     files = _files_holding(source, schema)
     if files is None:
         return False
@@ -213,18 +210,39 @@ def _copied_run(output_path: str, table: str, from_run: str, staging: str, schem
     return True
 
 
-def _files_holding(folder: str, schema) -> list[str] | None:
-    """The Parquet files of ``folder``, a complete partition (``_SUCCESS``) under a local path, when every one holds
-    exactly the columns ``schema`` (an Arrow schema) names, with its types; None otherwise."""
+def _local_partition(output_path: str, table: str, run_id: str) -> str:
+    """The folder of run ``run_id``'s partition of ``table`` under a local ``output_path``, as an absolute path."""
     import os
 
-    import pyarrow.parquet as pq
+    from offsets_audit.sinks.files import local_path
+    from offsets_audit.sinks.paths import partition_path
+
+    return os.path.abspath(local_path(partition_path(output_path, table, run_id)))
+
+
+def _partition_files(folder: str) -> list[str] | None:
+    """The Parquet files of ``folder`` when it is a complete partition (``_SUCCESS``) holding Parquet files and
+    nothing else but hidden files; None otherwise."""
+    import os
 
     if not os.path.isdir(folder):
         return None
     names = sorted(os.listdir(folder))
     files = [n for n in names if not n.startswith(("_", "."))]
     if "_SUCCESS" not in names or not files or not all(n.endswith(".parquet") for n in files):
+        return None
+    return files
+
+
+def _files_holding(folder: str, schema) -> list[str] | None:
+    """The Parquet files of ``folder``, a complete partition (``_partition_files``) under a local path, when every one
+    holds exactly the columns ``schema`` (an Arrow schema) names, with its types; None otherwise."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    files = _partition_files(folder)
+    if files is None:
         return None
     wanted = [(field.name, field.type) for field in schema]
     if any([(field.name, field.type) for field in pq.read_schema(os.path.join(folder, n))] != wanted for n in files):
@@ -236,19 +254,16 @@ def read_parquet_run_as(spark, output_path: str, table: str, run_id: str, schema
     """Run ``run_id``'s rows of ``table`` read with ``schema`` (a Spark schema), when its files under a local path
     hold exactly those columns and types (``_files_holding``): what reading them with the schema Spark infers from
     the files gives, without the Spark job that inference runs. None otherwise."""
-    import os
-
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from offsets_audit.sinks.files import is_local, local_path
+    from offsets_audit.sinks.files import is_local
     from offsets_audit.sinks.paths import partition_path
 
     if not is_local(output_path):
         return None
-    partition = partition_path(output_path, table, run_id)
-    if _files_holding(os.path.abspath(local_path(partition)), to_arrow_schema(schema, timezone="UTC")) is None:
+    if _files_holding(_local_partition(output_path, table, run_id), to_arrow_schema(schema, timezone="UTC")) is None:
         return None
-    return spark.read.schema(schema).parquet(partition)
+    return spark.read.schema(schema).parquet(partition_path(output_path, table, run_id))
 
 
 def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -> list | None:
@@ -259,16 +274,13 @@ def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -
 
     import pyarrow.parquet as pq
 
-    from offsets_audit.sinks.files import is_local, local_path
-    from offsets_audit.sinks.paths import partition_path
+    from offsets_audit.sinks.files import is_local
 
     if not is_local(output_path):
         return None
-    folder = os.path.abspath(local_path(partition_path(output_path, table, run_id)))
-    if not os.path.isfile(os.path.join(folder, "_SUCCESS")):
-        return None
-    files = [n for n in sorted(os.listdir(folder)) if not n.startswith(("_", "."))]
-    if not files or not all(n.endswith(".parquet") for n in files):
+    folder = _local_partition(output_path, table, run_id)
+    files = _partition_files(folder)
+    if files is None:
         return None
     values: list = []
     for name in files:
