@@ -148,8 +148,14 @@ def test_truncations_raise_only_decode_error(pairs, data):
     _only_decode_errors(key[:cut_key], value)
     if value:
         cut = data.draw(st.integers(0, len(value) - 1))
-        with pytest.raises(DecodeError):
-            decode_record(key, value[:cut])
+        try:
+            record = decode_record(key, value[:cut])
+        except DecodeError:
+            return
+        # A cut can end exactly where a release's earlier layout of the same value version ends (4.0's
+        # ShareGroupMetadataValue v0 before 4.1 added metadataHash): those bytes are that release's record, read
+        # with every byte and nothing tolerated. Any other cut raises.
+        assert record.layout is not None and not record.warnings, (cut, record)
 
 
 @_FUZZ
