@@ -147,11 +147,21 @@ def run_size(spark, root: Path, target: int, groups: int, seed: int, workers: in
 
     hours = max(0.05, target / (RECORDS_PER_GROUP_HOUR * groups))
     start = time.perf_counter()
-    info = simulate(root, groups=groups, hours=hours, seed=seed, partitions=50, faults=list(FAULT_KINDS),
-                    formats=("segments",), workers=workers)
+    # A kept folder (``--keep``) serves a later run of the same history: what the simulator said is kept beside it.
+    asked = {"groups": groups, "hours": hours, "seed": seed, "partitions": 50, "faults": sorted(FAULT_KINDS)}
+    kept = root / "simulated.json"
+    earlier = json.loads(kept.read_text()) if kept.is_file() else None
+    if earlier is not None and earlier.get("asked") == asked and (root / "segments").is_dir():
+        info, how = earlier["info"], "simulated by an earlier run"
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+        info = simulate(root, groups=groups, hours=hours, seed=seed, partitions=50, faults=list(FAULT_KINDS),
+                        formats=("segments",), workers=workers)
+        kept.write_text(json.dumps({"asked": asked, "info": {k: info.get(k) for k in ("records", "group_overrides")}}))
+        how = f"simulated in {time.perf_counter() - start:.1f} s"
+    shutil.rmtree(root / "tables", ignore_errors=True)
     records = info["records"]
-    print(f"\n== {records:,} records ({groups} groups, {hours:.2f} h), simulated in "
-          f"{time.perf_counter() - start:.1f} s; load average {_load()}", flush=True)
+    print(f"\n== {records:,} records ({groups} groups, {hours:.2f} h), {how}; load average {_load()}", flush=True)
 
     # Group configs are not records: the simulator reports the per-group assignment intervals it used.
     config = load_settings(overrides={
@@ -219,7 +229,8 @@ def main() -> None:
                         "figure here any more: bench/replay.py measures the pure replay)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workers", type=int, default=2, help="simulator processes")
-    parser.add_argument("--keep", help="simulate and write into this folder and keep it")
+    parser.add_argument("--keep", help="simulate and write into this folder and keep it (a later run of the same "
+                        "sizes, groups and seed reuses its histories)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 

@@ -465,3 +465,59 @@ def test_a_segment_too_large_to_hold_is_marked_batch_by_batch(monkeypatch):
     assert marks(False) == per_batch
     monkeypatch.setattr(source, "RANGE_BYTES_LIMIT", batches[0].nbytes * 2)
     assert marks(True) == per_batch
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("options", [dict(), dict(with_decoded_record=True),
+                                     dict(with_decoded_record=True, compact=True, pack_commits=True)],
+                         ids=["plain", "decoded_record", "the_jobs_read"])
+def test_a_small_log_read_by_the_driver_equals_the_tasks_read(spark, tmp_path, log_dir, golden, monkeypatch, options):
+    """Below ``DRIVER_READ_MAX_BYTES`` the driver reads and decodes the segments with the reader a task runs: the
+    rows, schema and column order equal the Python Data Source's read by tasks (``DRIVER_READ_MAX_BYTES`` 0), marks
+    and packed commits included, on the golden log dir plus a damaged segment (quarantine rows) and an undecodable
+    record; the plain source's read too. The driver's read is a local relation, planning no Python Data Source."""
+    from chispa import assert_df_equality
+
+    from offsets_audit import sources
+    from offsets_audit.codec.source import read_decoded
+    from offsets_audit.sources.segment_writer import SegmentWriter
+
+    root = _with_a_damaged_segment(tmp_path, log_dir, golden)
+    writer = SegmentWriter.create(root, 48)
+    writer.append_batch([(b"\x00\x63garbage", b"\x00\x00")], 1_700_000_000_000)
+    writer.flush()
+    source = {"kind": "segments", "path": str(root)}
+
+    def both(read):
+        by_driver = read()
+        with monkeypatch.context() as patched:
+            patched.setattr(sources, "DRIVER_READ_MAX_BYTES", 0)
+            by_tasks = read()
+        return by_driver, by_tasks
+
+    by_driver, by_tasks = both(lambda: read_decoded(spark, source, **options))
+    assert "LocalTableScan" in by_driver._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" not in by_tasks._jdf.queryExecution().executedPlan().toString()
+    assert by_driver.schema == by_tasks.schema and by_driver.columns == by_tasks.columns
+    assert_df_equality(by_driver, by_tasks, ignore_row_order=True)
+    assert by_driver.filter("read_error_code is not null").count() == 2
+    assert by_driver.filter("error_code is not null and read_error_code is null").count() == 1
+    if not options:
+        plain_driver, plain_tasks = both(lambda: sources.read(spark, source))
+        assert plain_driver.schema == plain_tasks.schema
+        assert_df_equality(plain_driver, plain_tasks, ignore_row_order=True)
+
+
+@pytest.mark.spark
+def test_a_log_of_empty_segments_read_by_the_driver_is_empty_with_the_schema(spark, tmp_path, monkeypatch):
+    from offsets_audit import sources
+    from offsets_audit.codec.source import read_decoded
+
+    folder = tmp_path / "__consumer_offsets-3"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(b"")
+    source = {"kind": "segments", "path": str(tmp_path)}
+    by_driver = read_decoded(spark, source, with_decoded_record=True, compact=True, pack_commits=True)
+    monkeypatch.setattr(sources, "DRIVER_READ_MAX_BYTES", 0)
+    by_tasks = read_decoded(spark, source, with_decoded_record=True, compact=True, pack_commits=True)
+    assert by_driver.schema == by_tasks.schema and by_driver.count() == by_tasks.count() == 0

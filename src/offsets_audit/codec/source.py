@@ -130,14 +130,9 @@ def _marked(batches: Iterator, whole: bool) -> Iterator:
 
 def register(spark) -> None:
     """Register ``DecodedSegmentsDataSource`` on ``spark`` (once per session)."""
-    key = id(spark)
-    if key in _REGISTERED:
-        return
-    spark.dataSource.register(DecodedSegmentsDataSource)
-    _REGISTERED.add(key)
+    from offsets_audit.sources import register as register_source
 
-
-_REGISTERED: set[int] = set()
+    register_source(spark, DecodedSegmentsDataSource)
 
 
 def read_decoded(spark, source_config, *, report: dict | None = None, with_decoded_record: bool = False,
@@ -145,7 +140,7 @@ def read_decoded(spark, source_config, *, report: dict | None = None, with_decod
     """``decode(sources.read(spark, source_config))``, in one Python pass where the source allows it.
 
     Log segments are read through ``kafka-segments+decoded`` (below), which decodes each batch in the
-    task that reads it; other sources (Parquet, Spark's ``kafka`` source, ``kafka-python``) are read as they are
+    task that reads it (a small log: on the driver, ``sources.DRIVER_READ_MAX_BYTES``); other sources (Parquet, Spark's ``kafka`` source, ``kafka-python``) are read as they are
     and decoded with ``mapInArrow``. The rows and columns are the same either way.
 
     ``compact``: the caller keeps only ``codec.spark.compact`` of the rows (a run that does not write the ``decoded``
@@ -159,8 +154,7 @@ def read_decoded(spark, source_config, *, report: dict | None = None, with_decod
 
     kind = str(source_config.get("kind") or "").strip().lower() if hasattr(source_config, "get") else ""
     if kind == "segments":
-        register(spark)
-        formats = {"kafka-segments": (DECODED_SEGMENTS_FORMAT,
+        formats = {"kafka-segments": (DecodedSegmentsDataSource,
                                       {DECODED_RECORD_OPTION: str(bool(with_decoded_record)).lower(),
                                        COMPACT_OPTION: str(bool(compact)).lower(),
                                        PACK_OPTION: str(bool(pack_commits)).lower()})}

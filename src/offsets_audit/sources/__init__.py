@@ -9,20 +9,22 @@ from offsets_audit.sources.options import text_options as _text_options
 
 __all__ = ["option_text", "read", "register", "spark_kafka_available", "spark_kafka_options"]
 
-_REGISTERED: set[int] = set()
+_REGISTERED: set[tuple[int, str]] = set()
 
 
-def register(spark) -> None:
-    """Register the Python Data Sources ``kafka-segments`` and ``kafka-python`` on ``spark`` (idempotent)."""
-    key = id(spark)
-    if key in _REGISTERED:
-        return
-    from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
-    from offsets_audit.sources.segments_source import SegmentsDataSource
+def register(spark, *sources) -> None:
+    """Register the Python Data Sources ``kafka-segments`` and ``kafka-python`` on ``spark``, or the ``sources``
+    given (idempotent)."""
+    if not sources:
+        from offsets_audit.sources.kafka_spark import KafkaPythonDataSource
+        from offsets_audit.sources.segments_source import SegmentsDataSource
 
-    for source in (SegmentsDataSource, KafkaPythonDataSource):
-        spark.dataSource.register(source)
-    _REGISTERED.add(key)
+        sources = (SegmentsDataSource, KafkaPythonDataSource)
+    for source in sources:
+        key = (id(spark), source.name())
+        if key not in _REGISTERED:
+            spark.dataSource.register(source)
+            _REGISTERED.add(key)
 
 
 #: Keys of a source config that choose or locate the source rather than being reader options.
@@ -46,9 +48,13 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
     mistake is one line. ``report``, when given, receives ``skipped_files`` (path, why) and ``notes`` (what a
     person should know about how the input was read); both are also printed to stderr.
 
-    ``formats`` maps the name of one of the sources' Python Data Sources (``kafka-segments``) to ``(format,
-    options)``: a registered Data Source that takes the same options, plus these, and returns the same rows with
-    columns added (the codec's ``kafka-segments+decoded``). The planning and checks above are the same.
+    ``formats`` maps the name of one of the sources' Python Data Sources (``kafka-segments``) to ``(source,
+    options)``: a Data Source class (registered by the caller) that takes the same options, plus these, and returns
+    the same rows with columns added (the codec's ``kafka-segments+decoded``). The planning and checks above are the
+    same.
+
+    Segments of at most ``DRIVER_READ_MAX_BYTES`` in all are read by the driver through the same source's reader
+    (``_read_on_driver``); larger logs by Spark tasks.
     """
     from offsets_audit.errors import UserError
 
@@ -66,15 +72,22 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
 
         return read_parquet(spark, _required_path(source_config, kind), options)
     if kind == "segments":
+        from offsets_audit.sources import segments_spark as ss
+
         path = _required_path(source_config, kind)
         text = _text_options(options)
-        text["plan"] = _plan_segments(path, text, report)
+        ranges = _plan_segments(path, text, report)
+        text["plan"] = ss.plan_to_option(ranges)
+        source, extra = (formats or {}).get("kafka-segments", (None, {}))
+        if source is None:
+            from offsets_audit.sources.segments_source import SegmentsDataSource as source
+        if ss.planned_bytes(ranges) <= DRIVER_READ_MAX_BYTES:
+            return _as_source_schema(_read_on_driver(spark, source, {**text, **extra, "path": path}))
         # Small segments are packed into about this many input partitions (one task each), not one per file:
         # four per core, so a core slowed by other work does not hold the stage up.
         text.setdefault("minPartitions", str(4 * default_parallelism(spark)))
-        register(spark)
-        name, extra = (formats or {}).get("kafka-segments", ("kafka-segments", {}))
-        df = spark.read.format(name).options(**text, **extra).load(path)
+        register(spark, source)
+        df = spark.read.format(source.name()).options(**text, **extra).load(path)
         return _as_source_schema(df)
     raise UserError(f"source kind {source_config.get('kind')!r} is unknown",
                     fix="set source kind to kafka, parquet or segments")
@@ -183,8 +196,30 @@ def check_options(kind: str, options: dict) -> None:
                 raise UserError(f"source.options: '{key}' is {number}", fix=f"write a whole number >= {minimum}")
 
 
-def _plan_segments(path: str, options: dict, report: dict | None) -> str:
-    """Plan the segment read on the driver (pure Python): files, byte ranges, overlap check; say what was skipped."""
+#: Log segments of at most this many bytes in all are read and decoded by the driver, with the reader a task would
+#: run, and handed to Spark as one Arrow table (``_read_on_driver``). Below it the Python Data Source's planning
+#: (its schema and input partitions, each asked of a Python worker) and the read's own Python worker cost seconds,
+#: the read itself a fraction of one: a CI gate's dump, a test's history. Larger logs are read by tasks.
+DRIVER_READ_MAX_BYTES = 8 * 1024 * 1024
+
+
+def _read_on_driver(spark, source, options: dict):
+    """The rows ``spark.read.format(source.name()).options(**options).load()`` gives, read here by ``source``'s own
+    reader (every input partition in plan order) and handed to Spark with the source's schema."""
+    import pyarrow as pa
+
+    data_source = source({str(k).lower(): str(v) for k, v in options.items()})
+    schema = data_source.schema()
+    reader = data_source.reader(schema)
+    batches = [batch for partition in reader.partitions() for batch in reader.read(partition)]
+    if not batches or not sum(batch.num_rows for batch in batches):
+        return spark.createDataFrame([], schema)
+    return spark.createDataFrame(pa.Table.from_batches(batches), schema)
+
+
+def _plan_segments(path: str, options: dict, report: dict | None) -> list:
+    """Plan the segment read on the driver (pure Python): files, byte ranges (``segments_spark.SegmentRange``),
+    overlap check; say what was skipped."""
     import sys
 
     from offsets_audit.sources import segments_spark as ss
@@ -208,7 +243,7 @@ def _plan_segments(path: str, options: dict, report: dict | None) -> str:
         report["files_read"] = len(scan.files)
         report["skipped_files"] = [{"path": p, "reason": why} for p, why in scan.skipped]
         report["notes"] = notes
-    return ss.plan_to_option(ranges)
+    return ranges
 
 
 def preflight(source_config) -> None:

@@ -126,6 +126,22 @@ def plan(path: str, *, topic: str = DEFAULT_TOPIC, names: str = "kafka", partiti
     return ranges, scan
 
 
+def planned_bytes(ranges: list[SegmentRange]) -> int:
+    """The bytes ``ranges`` read, in all (a range to the end of its file: the file's size now)."""
+    import os
+
+    total = 0
+    for r in ranges:
+        end = r.end
+        if end is None:
+            try:
+                end = os.path.getsize(r.path)
+            except OSError:
+                end = r.start
+        total += max(0, end - r.start)
+    return total
+
+
 def plan_to_option(ranges: list[SegmentRange]) -> str:
     import json
 
