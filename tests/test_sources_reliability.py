@@ -379,3 +379,20 @@ def test_row_group_check_follows_verify_row_groups(history, tmp_path, monkeypatc
         preflight({"kind": "parquet", "path": str(dump), "verifyRowGroups": "true"})
     with pytest.raises(UserError, match="verifyRowGroups"):
         preflight({"kind": "parquet", "path": str(dump), "verifyRowGroups": "sometimes"})
+
+
+def test_preflight_says_how_many_bytes_the_read_takes(history, tmp_path):
+    """``preflight`` returns the bytes of the planned segment ranges and of a local dump's files (what a local
+    session is sized by, ``spark_session.get_spark``), and None for a live source."""
+    from offsets_audit.sources.segments_spark import planned_bytes, plan
+
+    segments = history / "segments"
+    assert preflight({"kind": "segments", "path": str(segments)}) == planned_bytes(plan(str(segments))[0]) == sum(
+        f.stat().st_size for f in segments.rglob("*.log"))
+    dump = tmp_path / "dump"
+    shutil.copytree(history / "parquet", dump)
+    (dump / "_SUCCESS").write_text("")
+    assert preflight({"kind": "parquet", "path": str(dump)}) == sum(
+        f.stat().st_size for f in dump.rglob("*.parquet"))
+    assert preflight({"kind": "kafka", "kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "__consumer_offsets"}) \
+        is None

@@ -60,3 +60,19 @@ def test_the_python_group_stages_run_four_tasks_per_core(spark):
     assert parted.rdd.getNumPartitions() == GROUP_TASKS_PER_CORE * cores
     placed = parted.select("group_id", F.spark_partition_id().alias("task")).distinct()
     assert placed.count() == 37 == placed.select("group_id").distinct().count()
+
+
+def test_a_session_for_a_small_input_compiles_with_c1_only():
+    """A local session started for an input of at most ``C1_ONLY_MAX_INPUT_BYTES`` (what ``sources.preflight``
+    measured) stops at C1; a larger or unknown input keeps C2; the config's own JVM options replace ours."""
+    from offsets_audit.spark_session import C1_ONLY_MAX_INPUT_BYTES, _local_session_conf
+
+    def options(input_bytes, extra=None):
+        return _local_session_conf("local[2]", extra, input_bytes)["spark.driver.extraJavaOptions"].split()
+
+    assert "-XX:TieredStopAtLevel=1" in options(0)
+    assert "-XX:TieredStopAtLevel=1" in options(C1_ONLY_MAX_INPUT_BYTES)
+    assert "-XX:TieredStopAtLevel=1" not in options(C1_ONLY_MAX_INPUT_BYTES + 1)
+    assert "-XX:TieredStopAtLevel=1" not in options(None)
+    assert "-XX:+UseParallelGC" in options(0) and "-XX:CompileCommand=quiet" in options(0)
+    assert options(0, {"spark.driver.extraJavaOptions": "-Xss4m"}) == ["-Xss4m"]

@@ -384,7 +384,7 @@ def run(args) -> int:
     output.check()
     if args.incremental and not args.checkpoint:
         raise UserError("--incremental needs a checkpoint folder", fix="pass --checkpoint PATH")
-    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
+    input_bytes = preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark
     # The leases of what the run writes, before Spark starts: a second run of the same output or checkpoint stops
     # at once with one line naming the first (the job takes them again, for callers other than this command).
     folders = [(output.path, "output")] + ([(args.checkpoint, "checkpoint")] if args.incremental else [])
@@ -397,7 +397,9 @@ def run(args) -> int:
             # A wrong --group-configs path fails here, before Spark starts. A live cluster's configs are fetched
             # by the run itself (run_job, run_incremental): once, so a cluster that refuses says so once.
             settings = with_group_configs(settings)
-        spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings))
+        # input_bytes: the whole input's, which also bounds what an incremental run finds new in it
+        spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings),
+                          input_bytes=input_bytes)
         if args.incremental:
             incremental.print_summary(incremental.run_incremental(spark, settings, args.checkpoint))
             return 0

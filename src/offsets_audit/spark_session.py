@@ -102,10 +102,13 @@ def local_conf(master: str = "local[2]", shuffle_partitions: int | None = None) 
     }
 
 
-def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_conf: dict | None = None):
+def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_conf: dict | None = None, *,
+              input_bytes: int | None = None):
     """Return the active SparkSession, or build one when none is running: a Spark Connect session when
     ``SPARK_REMOTE`` is set (PySpark's own convention, which ``--remote`` follows; ``connect_session``), else a
-    local classic one on ``master``."""
+    local classic one on ``master``. ``input_bytes``: what the run will read, when the caller knows it
+    (``sources.preflight``); a local classic session started for a small input compiles with C1 only
+    (``C1_ONLY_MAX_INPUT_BYTES``)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -128,7 +131,7 @@ def get_spark(app_name: str = "offsets-audit", master: str | None = None, extra_
     master = master or os.environ.get("OFFSETS_AUDIT_MASTER", "local[2]")
     _local_environment(master)
     builder = SparkSession.builder.appName(app_name)
-    for key, value in _local_session_conf(master, extra_conf).items():
+    for key, value in _local_session_conf(master, extra_conf, input_bytes).items():
         builder = builder.config(key, value)
     with _stderr_without(WORKER_NOISE):  # the JVM started here inherits the filtered stderr
         spark = builder.getOrCreate()
@@ -193,11 +196,20 @@ def _local_environment(master: str) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local session serves loopback only
 
 
-def _local_session_conf(master: str, extra_conf: dict | None) -> dict[str, str]:
+#: A local session started for an input of at most this many bytes (``get_spark``'s ``input_bytes``) compiles with
+#: HotSpot's C1 only (``-XX:TieredStopAtLevel=1``): such a run is planning and the first runs of Spark's own code,
+#: which C2 compiles at a cost in CPU the run never earns back on 2 cores. A larger input keeps C2 for the loops it
+#: makes hot (C1 only for every run was tried and not kept: docs/performance.md).
+C1_ONLY_MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+
+def _local_session_conf(master: str, extra_conf: dict | None, input_bytes: int | None = None) -> dict[str, str]:
     conf = local_conf(master)
     log_config = resources.files("offsets_audit") / "log4j2.properties"
     if isinstance(log_config, Path) and log_config.is_file():
         conf["spark.driver.extraJavaOptions"] += f" -Dlog4j2.configurationFile={log_config}"
+    if input_bytes is not None and input_bytes <= C1_ONLY_MAX_INPUT_BYTES:
+        conf["spark.driver.extraJavaOptions"] += " -XX:TieredStopAtLevel=1"
     conf.update({key: str(value) for key, value in (extra_conf or {}).items()})
     if "delta-spark" in conf.get("spark.jars", "") + conf.get("spark.jars.packages", ""):
         # Delta's Spark writer needs its extension and catalog, as configure_spark_with_delta_pip's users set them

@@ -215,11 +215,9 @@ def refuse_empty_input(source: dict) -> None:
     elif kind == "parquet":
         import pyarrow.parquet as pq
 
-        files = [local] if os.path.isfile(local) else [
-            os.path.join(folder, name) for folder, dirs, names in os.walk(local, followlinks=True)
-            for name in names if not name.startswith(("_", "."))
-            if not any(part.startswith(("_", ".")) for part in os.path.relpath(folder, local).split(os.sep)
-                       if part != ".")]
+        from offsets_audit.sources.parquet import dump_files
+
+        files = dump_files(path) or []
         if sum(pq.ParquetFile(f).metadata.num_rows for f in files) == 0:
             raise UserError(f"the Parquet dump {path} holds no rows ({len(files)} file(s)): there is nothing to audit",
                             fix=EMPTY_FIX)
@@ -261,11 +259,12 @@ def run(args) -> int:
     from offsets_audit.config import source_config
     from offsets_audit.sources import preflight
 
-    preflight(source_config(settings))  # a wrong path, option or input file: one line before Spark starts
+    # a wrong path, option or input file: one line before Spark starts
+    input_bytes = preflight(source_config(settings))
     if settings.check.fail_on_empty:
         refuse_empty_input(source_config(settings))
     try:
-        return _check(settings, args.checkpoint if args.incremental else None)
+        return _check(settings, args.checkpoint if args.incremental else None, input_bytes)
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a crash must never read as the gate's FAIL (exit 1)
@@ -279,13 +278,14 @@ def run(args) -> int:
         return EXIT_INTERNAL_ERROR
 
 
-def _check(settings: Settings, checkpoint: str | None = None) -> int:
+def _check(settings: Settings, checkpoint: str | None = None, input_bytes: int | None = None) -> int:
     import time
 
     from offsets_audit.job import run_job, session_conf
     from offsets_audit.spark_session import get_spark
 
-    spark = get_spark("offsets-audit-check", master=settings.spark.master, extra_conf=session_conf(settings))
+    spark = get_spark("offsets-audit-check", master=settings.spark.master, extra_conf=session_conf(settings),
+                      input_bytes=input_bytes)
     start = time.perf_counter()
     not_run: dict = {}
     if checkpoint is not None:

@@ -257,18 +257,23 @@ def preflight(source_config) -> None:
     if kind in SOURCE_OPTIONS:
         check_options(kind, options)
     if kind == "segments":
-        with contextlib.redirect_stderr(io.StringIO()):  # read() says what it skips; say it once
-            _plan_segments(_required_path(source_config, kind), _text_options(options), None)
-    elif kind == "parquet":
-        from offsets_audit.sources.parquet import check_parquet_files, row_group_check
+        from offsets_audit.sources.segments_spark import planned_bytes
 
-        check_parquet_files(_required_path(source_config, kind), row_groups=row_group_check(options))
-    elif kind == "kafka":
+        with contextlib.redirect_stderr(io.StringIO()):  # read() says what it skips; say it once
+            return planned_bytes(_plan_segments(_required_path(source_config, kind), _text_options(options), None))
+    if kind == "parquet":
+        from offsets_audit.sources.parquet import check_parquet_files, local_dump_bytes, row_group_check
+
+        path = _required_path(source_config, kind)
+        check_parquet_files(path, row_groups=row_group_check(options))
+        return local_dump_bytes(path)
+    if kind == "kafka":
         from offsets_audit.sources.kafka import parse_options
 
         # The options' values too (offsets, numbers, JAAS text), not only their names: a read that can only read
         # nothing (startingOffsets latest) stops here, not after Spark has started. Nothing is asked of the cluster.
         parse_options({k: v for k, v in options.items() if str(k).lower() not in ("reader", "maxoffsetspertrigger")})
+    return None
 
 
 def _as_source_schema(df):

@@ -48,6 +48,32 @@ def spark_reader_options(options: dict | None) -> dict:
     return {k: v for k, v in (options or {}).items() if str(k).lower() != VERIFY_ROW_GROUPS_OPTION.lower()}
 
 
+def dump_files(path: str) -> list[str] | None:
+    """The files Spark reads of a local dump ``path`` (a file, or a folder's files but those whose name or folder
+    starts with ``_`` or ``.``), in order; None for a remote path."""
+    import os
+    from urllib.parse import urlparse
+
+    if urlparse(path).scheme not in ("", "file"):
+        return None
+    local = path.removeprefix("file://")
+    if os.path.isfile(local):
+        return [local]
+    files = []
+    for folder, dirs, names in os.walk(local, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        files += [os.path.join(folder, n) for n in sorted(names) if not n.startswith(("_", "."))]
+    return files
+
+
+def local_dump_bytes(path: str) -> int | None:
+    """The bytes of the files Spark reads of a local dump ``path``; None for a remote path."""
+    import os
+
+    files = dump_files(path)
+    return None if files is None else sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+
+
 def check_parquet_files(path: str, *, row_groups: str | bool = "auto") -> int:
     """Check every file Spark would read under a local ``path``; return how many there are.
 
@@ -62,20 +88,12 @@ def check_parquet_files(path: str, *, row_groups: str | bool = "auto") -> int:
     ``.part-0.crc``) are skipped here too. Remote paths are left to Spark.
     """
     import os
-    from urllib.parse import urlparse
 
     import pyarrow.parquet as pq
 
-    if urlparse(path).scheme not in ("", "file"):
+    files = dump_files(path)
+    if files is None:
         return 0
-    local = path.removeprefix("file://")
-    if os.path.isfile(local):
-        files = [local]
-    else:
-        files = []
-        for folder, dirs, names in os.walk(local):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-            files += [os.path.join(folder, n) for n in sorted(names) if not n.startswith(("_", "."))]
     if row_groups == "auto":
         total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
         row_groups = total <= ROW_GROUP_CHECK_AUTO_MAX_BYTES
