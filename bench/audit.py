@@ -232,6 +232,7 @@ def main() -> None:
     parser.add_argument("--keep", help="simulate and write into this folder and keep it (a later run of the same "
                         "sizes, groups and seed reuses its histories)")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--note", default="", help="recorded with the figures (e.g. the machine's state)")
     args = parser.parse_args()
 
     from offsets_audit.spark_session import get_spark
@@ -262,7 +263,8 @@ def main() -> None:
     from results import record  # bench/ is this script's folder, first on sys.path
 
     record("audit", {"groups": args.groups, "sizes": results, "scaling": scaling,
-                     "records_per_s": [round(r["records"] / r["wall_s"]) for r in results]})
+                     "records_per_s": [round(r["records"] / r["wall_s"]) for r in results],
+                     **({"note": args.note} if args.note else {})})
 
 
 if __name__ == "__main__":

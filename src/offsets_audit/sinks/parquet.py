@@ -270,6 +270,14 @@ def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -
     """The values of ``column`` in run ``run_id``'s rows of ``table``, read from its files on the driver (pyarrow, no
     Spark job): a complete partition (``_SUCCESS``) under a local path whose Parquet files all hold the column. None
     otherwise."""
+    rows = parquet_run_rows(output_path, table, run_id, [column])
+    return None if rows is None else [row[column] for row in rows]
+
+
+def parquet_run_rows(output_path: str, table: str, run_id: str, columns: list[str]) -> list[dict] | None:
+    """Run ``run_id``'s rows of ``table`` as ``{column: value}`` (``columns``, structs as dicts), read from its files on
+    the driver (pyarrow, no Spark job): a complete partition (``_SUCCESS``) under a local path whose Parquet files
+    all hold the columns. None otherwise. A small table's rows only: they are held in the driver's memory."""
     import os
 
     import pyarrow.parquet as pq
@@ -282,13 +290,13 @@ def parquet_run_values(output_path: str, table: str, run_id: str, column: str) -
     files = _partition_files(folder)
     if files is None:
         return None
-    values: list = []
+    rows: list[dict] = []
     for name in files:
         path = os.path.join(folder, name)
-        if column not in pq.read_schema(path).names:
+        if not set(columns) <= set(pq.read_schema(path).names):
             return None
-        values += pq.read_table(path, columns=[column]).column(column).to_pylist()
-    return values
+        rows += pq.read_table(path, columns=columns).to_pylist()
+    return rows
 
 
 def write_parquet_run(spark, output_path: str, run_id: str, frames: dict,

@@ -56,6 +56,38 @@ def run_figures(tables: dict) -> dict:
     return figures
 
 
+def carried_run_figures(output_path: str, from_run: str, run_id: str) -> dict | None:
+    """``run_figures`` of run ``run_id``, which carried run ``from_run``'s tables (``incremental.carried_audit``), with
+    no Spark job: ``groups`` and ``provisional_findings`` are ``from_run``'s summary's (its ``group_state`` and
+    ``provisional_findings`` files are this run's, copied), ``findings`` none (the run completes nothing), and
+    ``latency`` the group-type rows of ``run_id``'s ``latency_summary`` files once written, read on the driver (as
+    ``run_figures`` gives them: a row's ``causes`` as rows). None when one of them cannot be read that way."""
+    from pathlib import Path
+
+    from pyspark.sql import Row
+
+    from offsets_audit import tables
+    from offsets_audit.sinks.files import is_local, local_path
+    from offsets_audit.sinks.parquet import parquet_run_rows
+
+    if not is_local(output_path):
+        return None
+    try:
+        earlier = json.loads(Path(local_path(f"{output_path}/summary/{from_run}.json")).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not all(isinstance(earlier.get(name), dict) for name in ("groups", "provisional_findings")):
+        return None
+    rows = parquet_run_rows(output_path, "latency_summary", run_id, tables.schema("latency_summary").names)
+    if rows is None:
+        return None
+    latency = [{**row, "causes": None if row["causes"] is None else [Row(**cause) for cause in row["causes"]]}
+               for row in sorted((r for r in rows if r["level"] == "group_type"),
+                                 key=lambda r: (r["group_type"] is not None, r["group_type"] or ""))]
+    return {"groups": earlier["groups"], "findings": {}, "provisional_findings": earlier["provisional_findings"],
+            "latency": latency}
+
+
 def write_summary(spark, settings: Settings, summary: RunSummary) -> None:
     """The run's HTML report (``output.html_report``), then ``summary/<run_id>.json``, under ``output.path``; their
     paths in ``summary``."""
