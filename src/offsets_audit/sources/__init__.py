@@ -246,9 +246,12 @@ def _plan_segments(path: str, options: dict, report: dict | None) -> list:
     return ranges
 
 
-def preflight(source_config) -> None:
+def preflight(source_config) -> int | None:
     """Everything about the input that can be checked without Spark, before a session is started: the path,
-    the options, segment names and overlaps, Parquet footers. Raises a ``UserError`` (one line, exit 2)."""
+    the options, segment names and overlaps, Parquet footers. Raises a ``UserError`` (one line, exit 2).
+
+    Returns the bytes the read will take where the driver knows them (the planned segment ranges, a local dump's
+    files), else None (a live source, a remote path): what ``spark_session.get_spark`` sizes a local session by."""
     import io
     import contextlib
 
