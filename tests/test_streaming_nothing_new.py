@@ -70,3 +70,20 @@ def test_the_queries_run_unless_the_source_holds_nothing_past_their_commits(tmp_
     _commit(checkpoint, source, 4)
     (checkpoint / "fold" / "offsets" / "4").write_text("v1\nnot an offset")
     assert not streaming.nothing_past_committed(source, str(checkpoint))
+
+
+def test_a_run_with_nothing_past_the_commits_reads_nothing(tmp_path):
+    """``incremental.bytes_to_read``: nothing for a run whose queries would find nothing (a local session started for
+    it compiles with C1 only, ``spark_session.get_spark``), else at most the whole input's bytes."""
+    from offsets_audit.config import load_settings
+    from offsets_audit.incremental import bytes_to_read
+
+    logs, checkpoint = tmp_path / "logs", tmp_path / "checkpoint"
+    settings = load_settings(overrides={"source": {"kind": "segments", "path": str(logs)}})
+    source = {"kind": "segments", "path": str(logs)}
+    _append(segment_path(logs, 0), 0)
+    assert bytes_to_read(settings, str(checkpoint), 1234) == 1234, "a new checkpoint reads the whole input"
+    _commit(checkpoint, source, 0)
+    assert bytes_to_read(settings, str(checkpoint), 1234) == 0
+    _append(segment_path(logs, 0), 1)
+    assert bytes_to_read(settings, str(checkpoint), 1234) == 1234

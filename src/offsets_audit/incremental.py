@@ -766,6 +766,15 @@ def audit_run(spark, settings: Settings, checkpoint: str, covered: Coverage, sta
 
 # -- a run with nothing new -------------------------------------------------------------------------------------
 
+def bytes_to_read(settings: Settings, checkpoint: str, input_bytes: int | None) -> int | None:
+    """What a run on ``checkpoint`` will read of an input of ``input_bytes`` (``sources.preflight``): nothing when
+    neither streaming query has anything past its commits (``streaming.nothing_past_committed``), else at most the
+    whole input. A local session is sized by it (``spark_session.get_spark``)."""
+    from offsets_audit.sources.options import source_config
+
+    return 0 if streaming.nothing_past_committed(source_config(settings), checkpoint) else input_bytes
+
+
 def idle_run_carries(settings: Settings, covered: Coverage) -> bool:
     """Whether this run, which read no new record, can take its tables and the state it leaves from the last
     published run instead of auditing again (``carried_audit``, ``carry_state``).

@@ -393,11 +393,11 @@ def run(args) -> int:
             from offsets_audit import incremental
 
             incremental.check_checkpoint(settings, args.checkpoint)  # another input, damage: one line, no Spark
+            input_bytes = incremental.bytes_to_read(settings, args.checkpoint, input_bytes)
         if settings.broker.group_configs is not None:
             # A wrong --group-configs path fails here, before Spark starts. A live cluster's configs are fetched
             # by the run itself (run_job, run_incremental): once, so a cluster that refuses says so once.
             settings = with_group_configs(settings)
-        # input_bytes: the whole input's, which also bounds what an incremental run finds new in it
         spark = get_spark("offsets-audit", master=settings.spark.master, extra_conf=session_conf(settings),
                           input_bytes=input_bytes)
         if args.incremental:

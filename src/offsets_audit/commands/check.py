@@ -284,6 +284,10 @@ def _check(settings: Settings, checkpoint: str | None = None, input_bytes: int |
     from offsets_audit.job import run_job, session_conf
     from offsets_audit.spark_session import get_spark
 
+    if checkpoint is not None:
+        from offsets_audit.incremental import bytes_to_read
+
+        input_bytes = bytes_to_read(settings, checkpoint, input_bytes)
     spark = get_spark("offsets-audit-check", master=settings.spark.master, extra_conf=session_conf(settings),
                       input_bytes=input_bytes)
     start = time.perf_counter()
