@@ -140,8 +140,9 @@ def read_decoded(spark, source_config, *, report: dict | None = None, with_decod
     """``decode(sources.read(spark, source_config))``, in one Python pass where the source allows it.
 
     Log segments are read through ``kafka-segments+decoded`` (below), which decodes each batch in the
-    task that reads it (a small log: on the driver, ``sources.DRIVER_READ_MAX_BYTES``); other sources (Parquet, Spark's ``kafka`` source, ``kafka-python``) are read as they are
-    and decoded with ``mapInArrow``. The rows and columns are the same either way.
+    task that reads it (a small log: on the driver, ``sources.DRIVER_READ_MAX_BYTES``); other sources (Parquet,
+    Spark's ``kafka`` source, ``kafka-python``) are read as they are and decoded with ``mapInArrow``. The rows and
+    columns are the same either way.
 
     ``compact``: the caller keeps only ``codec.spark.compact`` of the rows (a run that does not write the ``decoded``
     table): the columns it drops come null on decoded rows, their JSON texts never built (the segments reader

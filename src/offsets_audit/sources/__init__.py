@@ -49,9 +49,9 @@ def read(spark, source_config, *, report: dict | None = None, formats: dict | No
     person should know about how the input was read); both are also printed to stderr.
 
     ``formats`` maps the name of one of the sources' Python Data Sources (``kafka-segments``) to ``(source,
-    options)``: a Data Source class (registered by the caller) that takes the same options, plus these, and returns
-    the same rows with columns added (the codec's ``kafka-segments+decoded``). The planning and checks above are the
-    same.
+    options)``: a Data Source class (registered on the session when tasks read it) that takes the same options, plus
+    these, and returns the same rows with columns added (the codec's ``kafka-segments+decoded``). The planning and
+    checks above are the same.
 
     Segments of at most ``DRIVER_READ_MAX_BYTES`` in all are read by the driver through the same source's reader
     (``_read_on_driver``); larger logs by Spark tasks.
