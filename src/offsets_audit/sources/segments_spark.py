@@ -80,18 +80,7 @@ def pack_ranges(ranges: list[SegmentRange], *, max_bytes: int, min_partitions: i
     """Consecutive ranges packed into input partitions the way Spark packs small files: at most
     ``min(max_bytes, max(OPEN_COST_BYTES, total / min_partitions))`` bytes each, a range costing its bytes plus
     ``OPEN_COST_BYTES``; a range is never split here (``plan`` split large segments already)."""
-    import os
-
-    def size(r: SegmentRange) -> int:
-        end = r.end
-        if end is None:
-            try:
-                end = os.path.getsize(r.path)
-            except OSError:
-                end = r.start
-        return max(0, end - r.start) + OPEN_COST_BYTES
-
-    sizes = [size(r) for r in ranges]
+    sizes = [range_bytes(r) + OPEN_COST_BYTES for r in ranges]
     limit = min(max_bytes, max(OPEN_COST_BYTES, sum(sizes) // max(1, min_partitions)))
     packed: list[PackedRanges] = []
     current: list[SegmentRange] = []
@@ -126,20 +115,22 @@ def plan(path: str, *, topic: str = DEFAULT_TOPIC, names: str = "kafka", partiti
     return ranges, scan
 
 
-def planned_bytes(ranges: list[SegmentRange]) -> int:
-    """The bytes ``ranges`` read, in all (a range to the end of its file: the file's size now)."""
+def range_bytes(r: SegmentRange) -> int:
+    """The bytes range ``r`` reads (to the end of its file: the file's size now; none of a file gone)."""
     import os
 
-    total = 0
-    for r in ranges:
-        end = r.end
-        if end is None:
-            try:
-                end = os.path.getsize(r.path)
-            except OSError:
-                end = r.start
-        total += max(0, end - r.start)
-    return total
+    end = r.end
+    if end is None:
+        try:
+            end = os.path.getsize(r.path)
+        except OSError:
+            end = r.start
+    return max(0, end - r.start)
+
+
+def planned_bytes(ranges: list[SegmentRange]) -> int:
+    """The bytes ``ranges`` read, in all."""
+    return sum(range_bytes(r) for r in ranges)
 
 
 def plan_to_option(ranges: list[SegmentRange]) -> str:
