@@ -92,13 +92,17 @@ def test_read_limits_split_the_log_into_micro_batches_that_cover_it_once(simulat
     expected = sorted((r["partition"], r["offset"]) for path, _ in list_segments(simulated / "segments")
                       for r in _whole_file_rows(path))
     for limit in (ReadMaxFiles(2), ReadMaxBytes(MAX_BYTES_PER_TRIGGER)):
-        reader = SegmentsStreamReader({"path": str(simulated / "segments")})
-        reader.prepareForTriggerAvailableNow()
-        start, seen, batches = reader.initialOffset(), [], 0
-        while (end := reader.latestOffset(start, limit)) != start:
-            seen += [(r["partition"], r["offset"]) for r in _all_rows(reader, start, end)]
-            start, batches = end, batches + 1
-        assert sorted(seen) == expected and batches >= 2
+        # one task per file's new bytes, or packed into a few input partitions as the incremental run reads them
+        for packed in ({}, {"minPartitions": "2"}):
+            reader = SegmentsStreamReader({"path": str(simulated / "segments"), **packed})
+            reader.prepareForTriggerAvailableNow()
+            start, seen, batches = reader.initialOffset(), [], 0
+            while (end := reader.latestOffset(start, limit)) != start:
+                if packed:
+                    assert len(reader.partitions(start, end)) <= 3  # about minPartitions, as Spark packs files
+                seen += [(r["partition"], r["offset"]) for r in _all_rows(reader, start, end)]
+                start, batches = end, batches + 1
+            assert sorted(seen) == expected and batches >= 2
 
 
 # -- the fold, micro-batch by micro-batch (no Spark) ---------------------------------------------------------------

@@ -175,7 +175,11 @@ def read_stream(spark, source: dict, *, announce: bool = False):
     kind = str(source.get("kind") or "").lower()
     options = text_options({k: v for k, v in source.items() if k not in ("kind", "path", "reader") and v is not None})
     if kind == "segments":
+        from offsets_audit.spark_api import default_parallelism
+
         path = required_path(source, kind)
+        # As a batch read packs small segments (``sources.read``): four input partitions per core, not one per file
+        options.setdefault("minPartitions", str(4 * default_parallelism(spark)))
         register(spark)
         return as_source_schema(spark.readStream.format("kafka-segments").options(**options).load(path))
     if kind == "parquet":

@@ -34,7 +34,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from offsets_audit.sources.options import int_option as _int_option
-from offsets_audit.sources.segments_spark import SegmentRange, SegmentsReader, read_arrow
+from offsets_audit.sources.segments_spark import PackedRanges, SegmentRange, SegmentsReader, pack_ranges, read_arrow
 
 
 def complete_end(path: str, start: int, active: bool) -> int:
@@ -76,6 +76,7 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         batch = SegmentsReader({k: v for k, v in lowered.items() if k not in STREAM_OPTIONS})
         self.path, self.topic, self.partition_override = batch.path, batch.topic, batch.partition_override
         self.max_bytes, self.rows_per_batch, self.names = batch.max_bytes, batch.rows_per_batch, batch.names
+        self.min_partitions = batch.min_partitions
         self.max_files = _int_option(lowered, "maxfilespertrigger", None, minimum=1)
         self.max_bytes_per_trigger = _int_option(lowered, "maxbytespertrigger", None, minimum=1)
         self.target: dict | None = None
@@ -140,7 +141,10 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end[path] = stop
         return {"files": end}
 
-    def partitions(self, start: dict, end: dict) -> list[SegmentRange]:
+    def partitions(self, start: dict, end: dict) -> list[SegmentRange] | list[PackedRanges]:
+        """The new bytes of each file, a range each (split at batch boundaries past ``maxBytesPerPartition``); with
+        ``minPartitions`` packed as the batch reader packs them (``segments_spark.pack_ranges``): a micro-batch
+        that grew every partition's active segment by a little reads them in a few tasks, not one per file."""
         from offsets_audit.sources.segments import partition_of
 
         done = (start or {}).get("files", {})
@@ -158,11 +162,13 @@ class SegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     ranges.append(SegmentRange(path, partition, range_start, position))
                     range_start = position
             ranges.append(SegmentRange(path, partition, range_start, stop))
+        if self.min_partitions:
+            return pack_ranges(ranges, max_bytes=self.max_bytes, min_partitions=self.min_partitions)
         return ranges
 
-    def read(self, partition: SegmentRange) -> Iterator:
-        yield from read_arrow(partition.path, partition.partition, self.topic, partition.start, partition.end,
-                              self.rows_per_batch)
+    def read(self, partition: SegmentRange | PackedRanges) -> Iterator:
+        for r in partition.ranges if isinstance(partition, PackedRanges) else [partition]:
+            yield from read_arrow(r.path, r.partition, self.topic, r.start, r.end, self.rows_per_batch)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: segment files are only read."""
