@@ -198,8 +198,8 @@ def check_options(kind: str, options: dict) -> None:
 
 #: Log segments of at most this many bytes in all are read and decoded by the driver, with the reader a task would
 #: run, and handed to Spark as one Arrow table (``_read_on_driver``). Below it the Python Data Source's planning
-#: (its schema and input partitions, each asked of a Python worker) and the read's own Python worker cost seconds,
-#: the read itself a fraction of one: a CI gate's dump, a test's history. Larger logs are read by tasks.
+#: (its schema and input partitions, each asked of a Python worker) and the read's own Python worker cost more than
+#: the read itself: a CI gate's dump, a test's history. Larger logs are read by tasks.
 DRIVER_READ_MAX_BYTES = 8 * 1024 * 1024
 
 
